@@ -1,0 +1,551 @@
+/* Small helpers: allocation, atomic files, locks, parsing, names, fds. */
+#include "config.h"
+#include "util.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+
+void *
+xmalloc (size_t n)
+{
+  void *p = malloc (n ? n : 1);
+  if (p == NULL)
+    abort ();
+  return p;
+}
+
+void *
+xmalloc0 (size_t n)
+{
+  void *p = calloc (1, n ? n : 1);
+  if (p == NULL)
+    abort ();
+  return p;
+}
+
+void *
+xrealloc (void *p, size_t n)
+{
+  p = realloc (p, n ? n : 1);
+  if (p == NULL)
+    abort ();
+  return p;
+}
+
+char *
+xstrdup (const char *s)
+{
+  char *r = strdup (s ? s : "");
+  if (r == NULL)
+    abort ();
+  return r;
+}
+
+char *
+xstrndup (const char *s, size_t n)
+{
+  char *r = strndup (s, n);
+  if (r == NULL)
+    abort ();
+  return r;
+}
+
+char *
+xasprintf (const char *fmt, ...)
+{
+  char *s;
+  va_list ap;
+  va_start (ap, fmt);
+  if (vasprintf (&s, fmt, ap) < 0)
+    abort ();
+  va_end (ap);
+  return s;
+}
+
+void
+strv_free (char **v)
+{
+  if (v == NULL)
+    return;
+  for (char **p = v; *p; p++)
+    free (*p);
+  free (v);
+}
+
+size_t
+strv_len (char *const *v)
+{
+  size_t n = 0;
+  while (v && v[n])
+    n++;
+  return n;
+}
+
+void
+strv_push (char ***v, const char *s)
+{
+  size_t n = strv_len (*v);
+  *v = xrealloc (*v, (n + 2) * sizeof (char *));
+  (*v)[n] = xstrdup (s);
+  (*v)[n + 1] = NULL;
+}
+
+char **
+strv_dup (char *const *v)
+{
+  char **r = xmalloc0 (sizeof (char *));
+  for (size_t i = 0; v && v[i]; i++)
+    strv_push (&r, v[i]);
+  return r;
+}
+
+int
+write_all (int fd, const void *buf, size_t len)
+{
+  const char *p = buf;
+  while (len > 0)
+    {
+      ssize_t w = write (fd, p, len);
+      if (w < 0)
+        {
+          if (errno == EINTR)
+            continue;
+          return -errno;
+        }
+      p += w;
+      len -= (size_t) w;
+    }
+  return 0;
+}
+
+ssize_t
+read_all (int fd, void *buf, size_t len)
+{
+  char *p = buf;
+  size_t got = 0;
+  while (got < len)
+    {
+      ssize_t r = read (fd, p + got, len - got);
+      if (r < 0)
+        {
+          if (errno == EINTR)
+            continue;
+          return -errno;
+        }
+      if (r == 0)
+        break;
+      got += (size_t) r;
+    }
+  return (ssize_t) got;
+}
+
+int
+write_file_atomic_at (int dirfd, const char *name, const void *data, size_t len, mode_t mode,
+                      sbx_error **err)
+{
+  _cleanup_free_ char *tmp = xasprintf (".%s.tmp.%d", name, getpid ());
+  _cleanup_close_ int fd = openat (dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+  if (fd < 0)
+    return sbx_error_errno (err, errno, "create `%s`", tmp);
+  int r = write_all (fd, data, len);
+  if (r == 0 && fsync (fd) < 0)
+    r = -errno;
+  if (r < 0)
+    {
+      unlinkat (dirfd, tmp, 0);
+      return sbx_error_errno (err, -r, "write `%s`", name);
+    }
+  if (renameat (dirfd, tmp, dirfd, name) < 0)
+    {
+      int e = errno;
+      unlinkat (dirfd, tmp, 0);
+      return sbx_error_errno (err, e, "rename to `%s`", name);
+    }
+  return 0;
+}
+
+int
+write_file_atomic (const char *path, const void *data, size_t len, mode_t mode, sbx_error **err)
+{
+  _cleanup_free_ char *dir = xstrdup (path);
+  char *slash = strrchr (dir, '/');
+  const char *base = path;
+  if (slash)
+    {
+      *slash = '\0';
+      base = path + (slash - dir) + 1;
+    }
+  _cleanup_close_ int dfd = open (slash ? (dir[0] ? dir : "/") : ".", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+  if (dfd < 0)
+    return sbx_error_errno (err, errno, "open directory of `%s`", path);
+  if (write_file_atomic_at (dfd, base, data, len, mode, err) < 0)
+    return -1;
+  return 0;
+}
+
+int
+read_file_at (int dirfd, const char *name, size_t max, char **ret_data, size_t *ret_len, sbx_error **err)
+{
+  _cleanup_close_ int fd = openat (dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0)
+    return sbx_error_set (err, errno == ENOENT ? SBX_E_NOT_FOUND : SBX_E_INTERNAL, errno, "open `%s`", name);
+  struct stat st;
+  if (fstat (fd, &st) < 0)
+    return sbx_error_errno (err, errno, "stat `%s`", name);
+  if (!S_ISREG (st.st_mode))
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "`%s` is not a regular file", name);
+  size_t cap = 4096, len = 0;
+  _cleanup_free_ char *buf = xmalloc (cap + 1);
+  for (;;)
+    {
+      if (len == cap)
+        {
+          if (cap >= max)
+            return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "`%s` is larger than %zu bytes", name, max);
+          cap = cap * 2 > max ? max : cap * 2;
+          buf = xrealloc (buf, cap + 1);
+        }
+      ssize_t r = read (fd, buf + len, cap - len);
+      if (r < 0 && errno == EINTR)
+        continue;
+      if (r < 0)
+        return sbx_error_errno (err, errno, "read `%s`", name);
+      if (r == 0)
+        break;
+      len += (size_t) r;
+    }
+  buf[len] = '\0';
+  if (ret_len)
+    *ret_len = len;
+  *ret_data = steal_pointer (&buf);
+  return 0;
+}
+
+int
+read_file (const char *path, size_t max, char **ret_data, size_t *ret_len, sbx_error **err)
+{
+  return read_file_at (AT_FDCWD, path, max, ret_data, ret_len, err);
+}
+
+int
+mkdir_p (const char *path, mode_t mode, sbx_error **err)
+{
+  _cleanup_free_ char *p = xstrdup (path);
+  for (char *s = p + 1; *s; s++)
+    {
+      if (*s != '/')
+        continue;
+      *s = '\0';
+      if (mkdir (p, mode) < 0 && errno != EEXIST)
+        return sbx_error_errno (err, errno, "mkdir `%s`", p);
+      *s = '/';
+    }
+  if (mkdir (p, mode) < 0 && errno != EEXIST)
+    return sbx_error_errno (err, errno, "mkdir `%s`", p);
+  return 0;
+}
+
+static int
+rm_rf_children (int dfd, dev_t dev, sbx_error **err)
+{
+  DIR *d = fdopendir (dfd);
+  if (d == NULL)
+    {
+      close (dfd);
+      return sbx_error_errno (err, errno, "fdopendir");
+    }
+  int ret = 0;
+  struct dirent *de;
+  while ((de = readdir (d)))
+    {
+      if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0)
+        continue;
+      struct stat st;
+      if (fstatat (dirfd (d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        continue;
+      if (S_ISDIR (st.st_mode))
+        {
+          if (st.st_dev != dev)
+            {
+              ret = sbx_error_set (err, SBX_E_BUSY, EBUSY, "`%s` is a mount point", de->d_name);
+              continue;
+            }
+          int cfd = openat (dirfd (d), de->d_name, O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+          if (cfd >= 0 && rm_rf_children (cfd, dev, err) < 0)
+            ret = -1;
+          if (unlinkat (dirfd (d), de->d_name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+            ret = sbx_error_errno (err, errno, "rmdir `%s`", de->d_name);
+        }
+      else if (unlinkat (dirfd (d), de->d_name, 0) < 0 && errno != ENOENT)
+        ret = sbx_error_errno (err, errno, "unlink `%s`", de->d_name);
+    }
+  closedir (d);
+  return ret;
+}
+
+int
+rm_rf_at (int dirfd, const char *name, sbx_error **err)
+{
+  struct stat st;
+  if (fstatat (dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    return errno == ENOENT ? 0 : sbx_error_errno (err, errno, "stat `%s`", name);
+  if (!S_ISDIR (st.st_mode))
+    {
+      if (unlinkat (dirfd, name, 0) < 0 && errno != ENOENT)
+        return sbx_error_errno (err, errno, "unlink `%s`", name);
+      return 0;
+    }
+  int fd = openat (dirfd, name, O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0)
+    return sbx_error_errno (err, errno, "open `%s`", name);
+  if (rm_rf_children (fd, st.st_dev, err) < 0)
+    return sbx_error_wrap (err, "remove `%s`", name);
+  if (unlinkat (dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+    return sbx_error_errno (err, errno, "rmdir `%s`", name);
+  return 0;
+}
+
+int
+rm_rf (const char *path, sbx_error **err)
+{
+  return rm_rf_at (AT_FDCWD, path, err);
+}
+
+int
+lock_path (const char *path, int op, sbx_error **err)
+{
+  _cleanup_close_ int fd = open (path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0)
+    return sbx_error_errno (err, errno, "open lock `%s`", path);
+  while (flock (fd, op) < 0)
+    {
+      if (errno == EINTR)
+        continue;
+      if (errno == EWOULDBLOCK)
+        {
+          sbx_error_set (err, SBX_E_BUSY, 0, "`%s` is locked by another process", path);
+          return -EWOULDBLOCK;
+        }
+      return sbx_error_errno (err, errno, "flock `%s`", path);
+    }
+  return steal_fd (&fd);
+}
+
+int
+parse_int64 (const char *s, int64_t min, int64_t max, int64_t *ret)
+{
+  if (s == NULL || *s == '\0' || isspace ((unsigned char) *s))
+    return -EINVAL;
+  errno = 0;
+  char *end = NULL;
+  long long v = strtoll (s, &end, 10);
+  if (errno == ERANGE || v < min || v > max)
+    return -ERANGE;
+  if (errno || end == s || *end != '\0')
+    return -EINVAL;
+  *ret = v;
+  return 0;
+}
+
+int
+parse_double (const char *s, double min, double max, double *ret)
+{
+  if (s == NULL || *s == '\0' || isspace ((unsigned char) *s))
+    return -EINVAL;
+  for (const char *p = s; *p; p++)
+    if (!isdigit ((unsigned char) *p) && *p != '.')
+      return -EINVAL;
+  errno = 0;
+  char *end = NULL;
+  double v = strtod (s, &end);
+  if (errno || end == s || *end != '\0' || !isfinite (v))
+    return -EINVAL;
+  if (v < min || v > max)
+    return -ERANGE;
+  *ret = v;
+  return 0;
+}
+
+int
+parse_memory (const char *s, uint64_t *ret_bytes)
+{
+  static const struct
+  {
+    const char *suffix;
+    uint64_t mul;
+  } units[] = {
+    { "", 1ULL << 20 },  { "Ki", 1ULL << 10 }, { "Mi", 1ULL << 20 }, { "Gi", 1ULL << 30 },
+    { "K", 1000ULL },    { "M", 1000000ULL },  { "G", 1000000000ULL }, { "k", 1000ULL },
+    { "m", 1ULL << 20 }, { "g", 1ULL << 30 },
+  };
+  if (s == NULL || !isdigit ((unsigned char) s[0]))
+    return -EINVAL;
+  size_t n = 0;
+  while (isdigit ((unsigned char) s[n]))
+    n++;
+  if (n > 15)
+    return -ERANGE;
+  _cleanup_free_ char *num = xstrndup (s, n);
+  int64_t v;
+  if (parse_int64 (num, 0, INT64_MAX, &v) < 0)
+    return -EINVAL;
+  for (size_t i = 0; i < ARRAY_SIZE (units); i++)
+    if (strcmp (s + n, units[i].suffix) == 0)
+      {
+        if ((uint64_t) v > UINT64_MAX / units[i].mul / 2)
+          return -ERANGE;
+        *ret_bytes = (uint64_t) v * units[i].mul;
+        return 0;
+      }
+  return -EINVAL;
+}
+
+bool
+name_is_valid (const char *s)
+{
+  if (s == NULL || !isalnum ((unsigned char) s[0]) || !isascii ((unsigned char) s[0]))
+    return false;
+  size_t n = 0;
+  for (const char *p = s; *p; p++, n++)
+    {
+      unsigned char c = (unsigned char) *p;
+      if (!isascii (c) || !(isalnum (c) || c == '_' || c == '.' || c == '+' || c == '-'))
+        return false;
+    }
+  return n <= SBX_NAME_MAX;
+}
+
+bool
+env_entry_is_valid (const char *s)
+{
+  const char *eq = strchr (s, '=');
+  if (eq == NULL || eq == s)
+    return false;
+  if (isdigit ((unsigned char) s[0]))
+    return false;
+  for (const char *p = s; p < eq; p++)
+    if (!(isalnum ((unsigned char) *p) || *p == '_') || !isascii ((unsigned char) *p))
+      return false;
+  return strlen (s) < 128 * 1024;
+}
+
+void
+close_fds_except (const int *keep, size_t n)
+{
+  DIR *d = opendir ("/proc/self/fd");
+  if (d == NULL)
+    {
+      for (int fd = 3; fd < 65536; fd++)
+        {
+          bool k = false;
+          for (size_t i = 0; i < n; i++)
+            k |= keep[i] == fd;
+          if (!k)
+            close (fd);
+        }
+      return;
+    }
+  int self = dirfd (d);
+  int fds[4096];
+  size_t nfds = 0;
+  struct dirent *de;
+  while ((de = readdir (d)) && nfds < ARRAY_SIZE (fds))
+    {
+      int fd = atoi (de->d_name);
+      if (de->d_name[0] < '0' || de->d_name[0] > '9' || fd < 3 || fd == self)
+        continue;
+      fds[nfds++] = fd;
+    }
+  closedir (d);
+  for (size_t j = 0; j < nfds; j++)
+    {
+      bool k = false;
+      for (size_t i = 0; i < n; i++)
+        k |= keep[i] == fds[j];
+      if (!k)
+        close (fds[j]);
+    }
+}
+
+int
+set_cloexec (int fd, bool on)
+{
+  int fl = fcntl (fd, F_GETFD);
+  if (fl < 0)
+    return -errno;
+  fl = on ? (fl | FD_CLOEXEC) : (fl & ~FD_CLOEXEC);
+  return fcntl (fd, F_SETFD, fl) < 0 ? -errno : 0;
+}
+
+int
+set_nonblock (int fd, bool on)
+{
+  int fl = fcntl (fd, F_GETFL);
+  if (fl < 0)
+    return -errno;
+  fl = on ? (fl | O_NONBLOCK) : (fl & ~O_NONBLOCK);
+  return fcntl (fd, F_SETFL, fl) < 0 ? -errno : 0;
+}
+
+uint64_t
+now_ms_monotonic (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
+}
+
+int64_t
+now_unix (void)
+{
+  return (int64_t) time (NULL);
+}
+
+void
+format_time (int64_t t, char *buf, size_t len)
+{
+  time_t tt = (time_t) t;
+  struct tm tm;
+  gmtime_r (&tt, &tm);
+  strftime (buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+bool
+path_exists (const char *p)
+{
+  struct stat st;
+  return lstat (p, &st) == 0;
+}
+
+char *
+random_hex (size_t nbytes)
+{
+  unsigned char b[64];
+  if (nbytes > sizeof b)
+    nbytes = sizeof b;
+  size_t got = 0;
+  while (got < nbytes)
+    {
+      ssize_t r = getrandom (b + got, nbytes - got, 0);
+      if (r < 0 && errno == EINTR)
+        continue;
+      if (r < 0)
+        abort ();
+      got += (size_t) r;
+    }
+  char *s = xmalloc (nbytes * 2 + 1);
+  for (size_t i = 0; i < nbytes; i++)
+    sprintf (s + 2 * i, "%02x", b[i]);
+  return s;
+}

@@ -1,0 +1,108 @@
+/* Small helpers every room uses: allocation that aborts on OOM, cleanup
+ * attributes, atomic file writes, locks, strict number parsing, names. */
+#ifndef SBX_UTIL_H
+#define SBX_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include "error.h"
+
+#define SBX_NAME_MAX 64
+
+void *xmalloc (size_t n);
+void *xmalloc0 (size_t n);
+void *xrealloc (void *p, size_t n);
+char *xstrdup (const char *s);
+char *xstrndup (const char *s, size_t n);
+char *xasprintf (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
+
+static inline void
+freep (void *p)
+{
+  free (*(void **) p);
+}
+static inline void
+closep (int *fd)
+{
+  if (*fd >= 0)
+    close (*fd);
+  *fd = -1;
+}
+static inline void
+fclosep (FILE **f)
+{
+  if (*f)
+    fclose (*f);
+}
+void strv_free (char **v);
+static inline void
+strv_freep (char ***v)
+{
+  strv_free (*v);
+}
+
+#define _cleanup_free_ __attribute__ ((cleanup (freep)))
+#define _cleanup_close_ __attribute__ ((cleanup (closep)))
+#define _cleanup_fclose_ __attribute__ ((cleanup (fclosep)))
+#define _cleanup_strv_ __attribute__ ((cleanup (strv_freep)))
+
+#define steal_pointer(pp) ({ __typeof__ (*(pp)) _p = *(pp); *(pp) = NULL; _p; })
+#define steal_fd(fdp) ({ int _fd = *(fdp); *(fdp) = -1; _fd; })
+#define ARRAY_SIZE(a) (sizeof (a) / sizeof ((a)[0]))
+
+/* A growable NULL-terminated string vector. */
+size_t strv_len (char *const *v);
+void strv_push (char ***v, const char *s); /* copies s */
+char **strv_dup (char *const *v);
+
+/* Writes DATA atomically: temp file in the same directory, fsync, rename. */
+int write_file_atomic (const char *path, const void *data, size_t len, mode_t mode, sbx_error **err);
+int write_file_atomic_at (int dirfd, const char *name, const void *data, size_t len, mode_t mode,
+                          sbx_error **err);
+/* Reads a whole file, refusing files larger than MAX. NUL-terminates. */
+int read_file (const char *path, size_t max, char **ret_data, size_t *ret_len, sbx_error **err);
+int read_file_at (int dirfd, const char *name, size_t max, char **ret_data, size_t *ret_len,
+                  sbx_error **err);
+int write_all (int fd, const void *buf, size_t len);
+ssize_t read_all (int fd, void *buf, size_t len);
+int mkdir_p (const char *path, mode_t mode, sbx_error **err);
+/* rm -rf that never crosses mount points and never follows symlinks. */
+int rm_rf_at (int dirfd, const char *name, sbx_error **err);
+int rm_rf (const char *path, sbx_error **err);
+
+/* flock on PATH (created if needed); returns the fd holding the lock.
+ * With nonblock, a held lock gives -EWOULDBLOCK and BUSY. */
+int lock_path (const char *path, int op, sbx_error **err);
+
+/* Strict parsers: the whole string must be consumed, no sign surprises. */
+int parse_int64 (const char *s, int64_t min, int64_t max, int64_t *ret);
+int parse_double (const char *s, double min, double max, double *ret);
+/* "512", "512Mi", "1Gi", "1G", "256M", "1024Ki" -> bytes. Plain number = MiB. */
+int parse_memory (const char *s, uint64_t *ret_bytes);
+
+/* [A-Za-z0-9][A-Za-z0-9_.+-]*, at most SBX_NAME_MAX. */
+bool name_is_valid (const char *s);
+/* KEY=VALUE with KEY a valid environment name. */
+bool env_entry_is_valid (const char *s);
+
+/* Closes every fd >= 3 not in KEEP (KEEP has n entries). */
+void close_fds_except (const int *keep, size_t n);
+int set_cloexec (int fd, bool on);
+int set_nonblock (int fd, bool on);
+
+uint64_t now_ms_monotonic (void);
+int64_t now_unix (void);
+/* RFC 3339 UTC time for T (seconds). Returns a static-free buffer in BUF. */
+void format_time (int64_t t, char *buf, size_t len);
+
+bool path_exists (const char *p);
+/* Lowercase hex of N random bytes from getrandom. */
+char *random_hex (size_t nbytes);
+
+#endif
