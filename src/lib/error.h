@@ -8,6 +8,7 @@
 #define SBX_ERROR_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 typedef enum sbx_code {
   SBX_OK = 0,

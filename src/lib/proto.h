@@ -105,7 +105,7 @@ int sbx_frame_write (int fd, uint16_t type, uint32_t chan, const void *payload, 
  * complete (*hdr, *payload point into R until the next call), 0 when more
  * bytes are needed (EAGAIN), -EPIPE on EOF, -EPROTO on garbage, -errno. */
 int sbx_frame_read (int fd, struct sbx_frame_reader *r, struct sbx_frame_hdr *hdr, const unsigned char **payload);
-/* The same on bytes already in memory: consumes from *data/*len. */
+/* The same on bytes already in memory: consumes from *data and *len. */
 int sbx_frame_feed (struct sbx_frame_reader *r, const unsigned char **data, size_t *len,
                     struct sbx_frame_hdr *hdr, const unsigned char **payload);
 

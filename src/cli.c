@@ -1,0 +1,159 @@
+/* Option parsing with help from one table, JSON output, shared helpers. */
+#include "config.h"
+#include "cli.h"
+#include "json.h"
+#include "sandbox.h"
+#include "util.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <string.h>
+
+enum { KEY_HELP = 'h', KEY_JSON = 1000 };
+
+static size_t
+nopts (const cli_opt *o)
+{
+  size_t n = 0;
+  while (o && o[n].name)
+    n++;
+  return n;
+}
+
+void
+cli_parser_init (cli_parser *p, sbx_cli *cli, const sbx_command *cmd, int argc, char **argv)
+{
+  size_t n = nopts (cmd->opts);
+  struct option *lo = xmalloc0 ((n + 3) * sizeof *lo);
+  char *so = xmalloc0 (3 * n + 8);
+  strcpy (so, "+:h");
+  for (size_t i = 0; i < n; i++)
+    {
+      const cli_opt *o = &cmd->opts[i];
+      lo[i] = (struct option){ o->name, o->has_arg, NULL, o->key };
+      if (o->key < 256)
+        {
+          size_t l = strlen (so);
+          so[l] = (char) o->key;
+          if (o->has_arg == required_argument)
+            so[l + 1] = ':';
+        }
+    }
+  lo[n] = (struct option){ "help", no_argument, NULL, KEY_HELP };
+  lo[n + 1] = (struct option){ "json", no_argument, NULL, KEY_JSON };
+  *p = (cli_parser){ .cmd = cmd, .cli = cli, .argc = argc, .argv = argv, .longopts = lo, .shortopts = so };
+  optind = 0;
+  opterr = 0;
+}
+
+void
+cli_parser_done (cli_parser *p)
+{
+  free (p->longopts);
+  free (p->shortopts);
+}
+
+int
+cli_next (cli_parser *p, const char **arg, sbx_error **err)
+{
+  for (;;)
+    {
+      int c = getopt_long (p->argc, p->argv, p->shortopts, p->longopts, NULL);
+      *arg = optarg;
+      switch (c)
+        {
+        case -1:
+          return 0;
+        case KEY_JSON:
+          p->cli->json = true;
+          continue;
+        case KEY_HELP:
+          cli_print_help (stdout, p->cmd);
+          return 'h';
+        case '?':
+          if (optopt)
+            return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "sbx %s: unknown option `-%c`", p->cmd->name, optopt);
+          return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "sbx %s: unknown option `%s`", p->cmd->name,
+                                p->argv[optind - 1]);
+        case ':':
+          return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "sbx %s: option `%s` needs a value", p->cmd->name,
+                                p->argv[optind - 1]);
+        default:
+          return c;
+        }
+    }
+}
+
+void
+cli_print_help (FILE *f, const sbx_command *cmd)
+{
+  fprintf (f, "Usage: sbx %s [OPTIONS]%s%s\n\n%s\n\nOptions:\n", cmd->name, cmd->args ? " " : "",
+           cmd->args ? cmd->args : "", cmd->summary);
+  for (size_t i = 0; cmd->opts && cmd->opts[i].name; i++)
+    {
+      const cli_opt *o = &cmd->opts[i];
+      char left[64];
+      if (o->key < 256)
+        snprintf (left, sizeof left, "-%c, --%s%s%s", o->key, o->name, o->metavar ? " " : "", o->metavar ? o->metavar : "");
+      else
+        snprintf (left, sizeof left, "    --%s%s%s", o->name, o->metavar ? " " : "", o->metavar ? o->metavar : "");
+      fprintf (f, "  %-28s %s\n", left, o->help);
+    }
+  fprintf (f, "  %-28s %s\n", "    --json", "print one JSON document on stdout");
+  fprintf (f, "  %-28s %s\n", "-h, --help", "show this help");
+}
+
+const sbx_command *
+cli_find (const char *name)
+{
+  for (const sbx_command *c = sbx_commands; c->name; c++)
+    if (strcmp (c->name, name) == 0)
+      return c;
+  return NULL;
+}
+
+int
+cli_store (sbx_cli *cli, sbx_store **ret, sbx_error **err)
+{
+  if (cli->st == NULL && sbx_store_open (cli->root, cli->run_root, true, &cli->st, err) < 0)
+    return -1;
+  *ret = cli->st;
+  return 0;
+}
+
+int
+cli_int (const char *opt, const char *s, int64_t min, int64_t max, int64_t *ret, sbx_error **err)
+{
+  int r = parse_int64 (s, min, max, ret);
+  if (r == -ERANGE)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "--%s: `%s` is out of range (%lld..%lld)", opt, s,
+                          (long long) min, (long long) max);
+  if (r < 0)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "--%s: `%s` is not an integer", opt, s);
+  return 0;
+}
+
+yajl_gen
+cli_json_begin (void)
+{
+  return j_new (true);
+}
+
+void
+cli_json_end (yajl_gen g)
+{
+  size_t len;
+  _cleanup_free_ char *s = j_take (g, &len);
+  fwrite (s, 1, len, stdout);
+  fputc ('\n', stdout);
+  yajl_gen_free (g);
+}
+
+int
+cli_sandbox_id (sbx_cli *cli, const char *ref, char **ret_id, sbx_error **err)
+{
+  sbx_store *st;
+  if (cli_store (cli, &st, err) < 0)
+    return -1;
+  return sbx_sandbox_resolve (st, ref, ret_id, err);
+}

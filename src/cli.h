@@ -1,0 +1,74 @@
+/* The CLI layer: one dispatch table (sbx.c), one option table per command
+ * that also carries each option's help, and the one place errors become
+ * messages and exit statuses. */
+#ifndef SBX_CLI_H
+#define SBX_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <yajl/yajl_gen.h>
+
+#include "error.h"
+#include "store.h"
+
+#define SBX_EXIT_ERROR 125
+
+typedef struct sbx_cli {
+  const char *root;
+  const char *run_root;
+  bool json;
+  sbx_store *st;
+} sbx_cli;
+
+typedef struct cli_opt {
+  const char *name;
+  int key;              /* short option char, or a value >= 256 */
+  int has_arg;          /* no_argument / required_argument */
+  const char *metavar;
+  const char *help;
+} cli_opt;
+
+typedef struct sbx_command {
+  const char *name;
+  int (*fn) (sbx_cli *cli, int argc, char **argv, sbx_error **err);
+  const char *args;    /* usage after the options, e.g. "ID -- CMD..." */
+  const char *summary;
+  const cli_opt *opts; /* terminated by {NULL} */
+} sbx_command;
+
+extern const sbx_command sbx_commands[];
+
+/* Option iteration over CMD's table plus --help and --json. Returns the key
+ * of the next option (its argument in *arg), 0 when options end (argv +
+ * *optind_out are the operands), 'h' after printing --help, or -1 with
+ * INVALID_ARGUMENT. Stops at the first operand and at "--". */
+typedef struct cli_parser {
+  const sbx_command *cmd;
+  sbx_cli *cli;
+  int argc;
+  char **argv;
+  void *longopts;
+  char *shortopts;
+} cli_parser;
+
+void cli_parser_init (cli_parser *p, sbx_cli *cli, const sbx_command *cmd, int argc, char **argv);
+int cli_next (cli_parser *p, const char **arg, sbx_error **err);
+void cli_parser_done (cli_parser *p);
+void cli_print_help (FILE *f, const sbx_command *cmd);
+const sbx_command *cli_find (const char *name);
+
+/* Opens the store (creating it) on first use. */
+int cli_store (sbx_cli *cli, sbx_store **ret, sbx_error **err);
+
+/* Typed option values, INVALID_ARGUMENT naming the option. */
+int cli_int (const char *opt, const char *s, int64_t min, int64_t max, int64_t *ret, sbx_error **err);
+
+/* Output: a JSON document on stdout with --json. */
+yajl_gen cli_json_begin (void);
+void cli_json_end (yajl_gen g);
+
+/* Resolves an id or a name given on the command line. */
+int cli_sandbox_id (sbx_cli *cli, const char *ref, char **ret_id, sbx_error **err);
+
+#endif

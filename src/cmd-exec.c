@@ -1,0 +1,100 @@
+/* sbx exec: run a command in a running sandbox through its agent. */
+#include "config.h"
+#include "cli.h"
+#include "client.h"
+#include "sandbox.h"
+#include "util.h"
+
+#include <getopt.h>
+#include <string.h>
+
+enum { O_ENV = 'e', O_CWD = 256, O_USER, O_TIMEOUT, O_STDIN = 'i' };
+
+const cli_opt sbx_exec_cli_opts[] = {
+  { "interactive", O_STDIN, no_argument, NULL, "pass stdin to the command (EOF closes it)" },
+  { "env", O_ENV, required_argument, "KEY=VALUE", "set an environment variable (repeatable)" },
+  { "cwd", O_CWD, required_argument, "DIR", "working directory (absolute)" },
+  { "user", O_USER, required_argument, "UID[:GID]", "run as this numeric user" },
+  { "timeout", O_TIMEOUT, required_argument, "SECONDS", "kill the command after SECONDS; exit status 124" },
+  { NULL },
+};
+
+static int
+exec_opt (sbx_exec_opts *eo, int key, const char *arg, sbx_error **err)
+{
+  int64_t t;
+  switch (key)
+    {
+    case O_STDIN:
+      eo->stdin_open = true;
+      return 0;
+    case O_ENV:
+      if (!env_entry_is_valid (arg))
+        return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "--env: `%s` is not KEY=VALUE with a valid KEY", arg);
+      strv_push (&eo->env, arg);
+      return 0;
+    case O_CWD:
+      if (arg[0] != '/')
+        return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "--cwd: `%s` is not an absolute path", arg);
+      eo->cwd = arg;
+      return 0;
+    case O_USER:
+      eo->user = arg;
+      return 0;
+    case O_TIMEOUT:
+      if (cli_int ("timeout", arg, 1, 86400 * 365, &t, err) < 0)
+        return -1;
+      eo->timeout_ms = t * 1000;
+      return 0;
+    default:
+      return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "unexpected option");
+    }
+}
+
+int
+cmd_exec (sbx_cli *cli, int argc, char **argv, sbx_error **err)
+{
+  sbx_exec_opts eo = { .env = xmalloc0 (sizeof (char *)) };
+  cli_parser p;
+  cli_parser_init (&p, cli, cli_find ("exec"), argc, argv);
+  int key, ret = 0, status = 0;
+  const char *arg;
+  while ((key = cli_next (&p, &arg, err)) > 0 && key != 'h')
+    if (exec_opt (&eo, key, arg, err) < 0)
+      {
+        key = -1;
+        break;
+      }
+  cli_parser_done (&p);
+  if (key == 'h' || key < 0)
+    {
+      strv_free (eo.env);
+      return key < 0 ? -1 : 0;
+    }
+  /* ID, then (after an optional "--") the command. */
+  int first = optind;
+  if (first >= argc || first + 1 >= argc)
+    ret = sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "sbx exec: usage: sbx exec [OPTIONS] ID -- CMD [ARG...]");
+  int cmd = first + 1;
+  if (ret == 0 && strcmp (argv[cmd], "--") == 0)
+    cmd++;
+  if (ret == 0 && cmd >= argc)
+    ret = sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "sbx exec: no command given");
+  sbx_store *st;
+  _cleanup_free_ char *id = NULL;
+  _cleanup_sandbox_ sbx_sandbox *sb = NULL;
+  if (ret == 0 && (cli_store (cli, &st, err) < 0 || cli_sandbox_id (cli, argv[first], &id, err) < 0
+                   || sbx_sandbox_get (st, id, &sb, err) < 0))
+    ret = -1;
+  if (ret == 0 && sb->state != SBX_STATE_RUNNING)
+    ret = sbx_error_set (err, SBX_E_SANDBOX_NOT_RUNNING, 0, "sandbox %s is %s", id, sbx_state_name (sb->state));
+  if (ret == 0)
+    {
+      eo.argv = argv + cmd;
+      ret = sbx_client_exec (st, id, &eo, 0, 1, 2, &status, err);
+      if (ret == 0)
+        ret = status;
+    }
+  strv_free (eo.env);
+  return ret;
+}

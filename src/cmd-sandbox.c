@@ -1,0 +1,599 @@
+/* Sandbox lifecycle commands: create, run, ls, status, wait, terminate, rm,
+ * logs, ttl, stats. */
+#include "config.h"
+#include "cli.h"
+#include "client.h"
+#include "json.h"
+#include "lifecycle.h"
+#include "sandbox.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <string.h>
+
+enum {
+  O_IMAGE = 256, O_NAME, O_CPU, O_MEMORY, O_PIDS, O_RUNTIME, O_BLOCK_NET, O_KEEP_WARM, O_TIMEOUT, O_ENV, O_CWD,
+  O_RM, O_FORCE, O_ALL, O_QUIET,
+};
+
+#define CREATE_OPTS                                                                                             \
+  { "image", O_IMAGE, required_argument, "IMAGE", "image tag or id (default: busybox, built in)" },             \
+  { "name", O_NAME, required_argument, "NAME", "a unique name usable in place of the id" },                     \
+  { "cpu", O_CPU, required_argument, "CORES", "CPU limit in cores, fractional (e.g. 0.5)" },                    \
+  { "memory", O_MEMORY, required_argument, "SIZE", "memory limit: MiB, or with a unit (512Mi, 1Gi)" },          \
+  { "pids", O_PIDS, required_argument, "N", "process limit (default 1024)" },                                   \
+  { "runtime", O_RUNTIME, required_argument, "RUNTIME", "runsc (default) or runc" },                            \
+  { "block-network", O_BLOCK_NET, no_argument, NULL, "no network but loopback" },                               \
+  { "keep-warm", O_KEEP_WARM, required_argument, "SECONDS", "idle lifetime (default 600, -1: until terminated)" }, \
+  { "timeout", O_TIMEOUT, required_argument, "SECONDS", "hard lifetime (default 3600, at most 86400)" },       \
+  { "env", 'e', required_argument, "KEY=VALUE", "environment for every command (repeatable)" },                 \
+  { "cwd", O_CWD, required_argument, "DIR", "working directory for every command" }
+
+const cli_opt sbx_create_opts[] = { CREATE_OPTS, { NULL } };
+const cli_opt sbx_run_opts[] = {
+  CREATE_OPTS,
+  { "rm", O_RM, no_argument, NULL, "remove the sandbox and its files afterwards" },
+  { NULL },
+};
+const cli_opt sbx_none_opts[] = { { NULL } };
+const cli_opt sbx_ls_opts[] = {
+  { "quiet", 'q', no_argument, NULL, "print ids only" },
+  { NULL },
+};
+const cli_opt sbx_wait_opts[] = {
+  { "timeout", O_TIMEOUT, required_argument, "SECONDS", "give up after SECONDS (error TIMEOUT)" },
+  { NULL },
+};
+const cli_opt sbx_terminate_opts[] = {
+  { "rm", O_RM, no_argument, NULL, "also remove the sandbox and its files" },
+  { NULL },
+};
+const cli_opt sbx_rm_opts[] = {
+  { "force", 'f', no_argument, NULL, "terminate running sandboxes first" },
+  { NULL },
+};
+const cli_opt sbx_logs_opts[] = { { NULL } };
+
+static void
+opts_defaults (sbx_sandbox_opts *o)
+{
+  memset (o, 0, sizeof *o);
+  o->runtime = xstrdup ("runsc");
+  o->keep_warm = SBX_KEEP_WARM_DEFAULT;
+  o->timeout = SBX_TIMEOUT_DEFAULT;
+  o->pids = SBX_PIDS_DEFAULT;
+  o->env = xmalloc0 (sizeof (char *));
+}
+
+static void
+set_str (char **dst, const char *v)
+{
+  free (*dst);
+  *dst = xstrdup (v);
+}
+
+/* Applies one create option; 1 if KEY was one, 0 if not, -1 on error. */
+static int
+create_opt (sbx_sandbox_opts *o, int key, const char *arg, sbx_error **err)
+{
+  uint64_t mem;
+  switch (key)
+    {
+    case O_IMAGE:
+      set_str (&o->image_ref, arg);
+      return 1;
+    case O_NAME:
+      set_str (&o->name, arg);
+      return 1;
+    case O_RUNTIME:
+      set_str (&o->runtime, arg);
+      return 1;
+    case O_CWD:
+      set_str (&o->cwd, arg);
+      return 1;
+    case O_BLOCK_NET:
+      o->block_network = true;
+      return 1;
+    case 'e':
+      if (!env_entry_is_valid (arg))
+        return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "--env: `%s` is not KEY=VALUE with a valid KEY", arg);
+      strv_push (&o->env, arg);
+      return 1;
+    case O_CPU:
+      if (parse_double (arg, 0.01, 1024, &o->cpu) < 0)
+        return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "--cpu: `%s` is not a number of cores in 0.01..1024", arg);
+      return 1;
+    case O_MEMORY:
+      if (parse_memory (arg, &mem) < 0 || mem < (6u << 20) || mem > (1ULL << 42))
+        return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
+                              "--memory: `%s` is not a size between 6Mi and 4Ti (MiB, or 512Mi, 1Gi)", arg);
+      o->memory = mem;
+      return 1;
+    case O_PIDS:
+      return cli_int ("pids", arg, 8, 1 << 22, &o->pids, err) < 0 ? -1 : 1;
+    case O_KEEP_WARM:
+      if (cli_int ("keep-warm", arg, -1, SBX_TIMEOUT_MAX, &o->keep_warm, err) < 0)
+        return -1;
+      if (o->keep_warm == 0)
+        return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "--keep-warm: 0 is not allowed (-1 or 1..86400)");
+      return 1;
+    case O_TIMEOUT:
+      return cli_int ("timeout", arg, 1, SBX_TIMEOUT_MAX, &o->timeout, err) < 0 ? -1 : 1;
+    default:
+      return 0;
+    }
+}
+
+static void
+print_created (sbx_cli *cli, const sbx_sandbox *sb)
+{
+  if (cli->json)
+    {
+      yajl_gen g = cli_json_begin ();
+      sbx_sandbox_gen (g, sb);
+      cli_json_end (g);
+    }
+  else
+    printf ("%s\n", sb->id);
+}
+
+int
+cmd_create (sbx_cli *cli, int argc, char **argv, sbx_error **err)
+{
+  sbx_sandbox_opts o;
+  opts_defaults (&o);
+  cli_parser p;
+  cli_parser_init (&p, cli, cli_find ("create"), argc, argv);
+  int key, ret = 0;
+  const char *arg;
+  while (ret == 0 && (key = cli_next (&p, &arg, err)) > 0)
+    {
+      if (key == 'h')
+        goto out;
+      if (create_opt (&o, key, arg, err) < 0)
+        ret = -1;
+    }
+  if (ret == 0 && key < 0)
+    ret = -1;
+  if (ret == 0 && optind < argc)
+    ret = sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "sbx create: unexpected argument `%s`", argv[optind]);
+  sbx_store *st;
+  _cleanup_sandbox_ sbx_sandbox *sb = NULL;
+  if (ret == 0 && (cli_store (cli, &st, err) < 0 || sbx_sandbox_create (st, &o, &sb, err) < 0))
+    ret = -1;
+  if (ret == 0)
+    print_created (cli, sb);
+out:
+  cli_parser_done (&p);
+  sbx_sandbox_opts_clear (&o);
+  return ret;
+}
+
+static int
+run_in (sbx_cli *cli, sbx_store *st, const sbx_sandbox *sb, char **cmd, int *status, sbx_error **err)
+{
+  sbx_exec_opts eo = { .argv = cmd };
+  return sbx_client_exec (st, sb->id, &eo, 0, 1, 2, status, err);
+}
+
+int
+cmd_run (sbx_cli *cli, int argc, char **argv, sbx_error **err)
+{
+  sbx_sandbox_opts o;
+  opts_defaults (&o);
+  bool rm = false;
+  cli_parser p;
+  cli_parser_init (&p, cli, cli_find ("run"), argc, argv);
+  int key, ret = 0, status = 0;
+  const char *arg;
+  while (ret == 0 && (key = cli_next (&p, &arg, err)) > 0)
+    {
+      if (key == 'h')
+        goto out;
+      if (key == O_RM)
+        rm = true;
+      else if (create_opt (&o, key, arg, err) < 0)
+        ret = -1;
+    }
+  if (ret == 0 && key < 0)
+    ret = -1;
+  if (ret == 0 && optind >= argc)
+    ret = sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "sbx run: no command (usage: sbx run [OPTIONS] -- CMD...)");
+  sbx_store *st;
+  _cleanup_sandbox_ sbx_sandbox *sb = NULL;
+  if (ret == 0 && (cli_store (cli, &st, err) < 0 || sbx_sandbox_create (st, &o, &sb, err) < 0))
+    ret = -1;
+  if (ret == 0)
+    {
+      _cleanup_error_ sbx_error *e2 = NULL;
+      ret = run_in (cli, st, sb, argv + optind, &status, err);
+      sbx_sandbox_terminate (st, sb->id, -1, ret < 0 ? &e2 : err);
+      if (rm)
+        sbx_sandbox_remove (st, sb->id, NULL);
+      if (ret == 0)
+        ret = status;
+    }
+out:
+  cli_parser_done (&p);
+  sbx_sandbox_opts_clear (&o);
+  return ret;
+}
+
+/* Parses a command with no options of its own beyond the table, leaving
+ * operands in argv + *first. Returns 1 after --help. */
+static int
+simple_parse (sbx_cli *cli, const char *name, int argc, char **argv, int min, int max, int *first,
+              int (*on_opt) (void *, int, const char *, sbx_error **), void *data, sbx_error **err)
+{
+  cli_parser p;
+  cli_parser_init (&p, cli, cli_find (name), argc, argv);
+  int key, ret = 0;
+  const char *arg;
+  while ((key = cli_next (&p, &arg, err)) > 0)
+    {
+      if (key == 'h')
+        {
+          cli_parser_done (&p);
+          return 1;
+        }
+      if (on_opt == NULL || on_opt (data, key, arg, err) < 0)
+        {
+          ret = -1;
+          break;
+        }
+    }
+  cli_parser_done (&p);
+  if (ret < 0 || key < 0)
+    return -1;
+  int n = argc - optind;
+  if (n < min || (max >= 0 && n > max))
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "sbx %s: expected %s (see `sbx %s --help`)", name,
+                          cli_find (name)->args ? cli_find (name)->args : "no arguments", name);
+  *first = optind;
+  return 0;
+}
+
+static void
+human_time (int64_t t, char *buf, size_t len)
+{
+  if (t <= 0)
+    snprintf (buf, len, "-");
+  else
+    format_time (t, buf, len);
+}
+
+static void
+print_status_human (const sbx_sandbox *sb)
+{
+  char c[32], s[32], e[32], d[32];
+  human_time (sb->created_at, c, sizeof c);
+  human_time (sb->started_at, s, sizeof s);
+  human_time (sb->ended_at, e, sizeof e);
+  human_time (sb->deadline, d, sizeof d);
+  printf ("id:         %s\n", sb->id);
+  if (sb->opts.name)
+    printf ("name:       %s\n", sb->opts.name);
+  printf ("state:      %s%s%s%s\n", sbx_state_name (sb->state), sb->reason ? " (" : "", sb->reason ? sb->reason : "",
+          sb->reason ? ")" : "");
+  if (sb->error)
+    printf ("error:      %s\n", sb->error);
+  printf ("image:      %s\nruntime:    %s\n", sb->image_id ? sb->image_id : "-", sb->opts.runtime);
+  printf ("created:    %s\nstarted:    %s\nended:      %s\ndeadline:   %s\n", c, s, e, d);
+  printf ("keep-warm:  %lld s\ntimeout:    %lld s\n", (long long) sb->opts.keep_warm, (long long) sb->opts.timeout);
+  printf ("cpu:        %g\nmemory:     %llu\npids:       %lld\nnetwork:    %s\n", sb->opts.cpu,
+          (unsigned long long) sb->opts.memory, (long long) sb->opts.pids,
+          sb->opts.block_network ? "blocked" : "loopback only");
+  printf ("oom kills:  %lld\npids limit hits: %lld\n", (long long) sb->oom_kills, (long long) sb->pids_limit_hits);
+}
+
+static int
+load_sandbox (sbx_cli *cli, const char *ref, sbx_store **st, sbx_sandbox **sb, sbx_error **err)
+{
+  _cleanup_free_ char *id = NULL;
+  if (cli_store (cli, st, err) < 0 || cli_sandbox_id (cli, ref, &id, err) < 0)
+    return -1;
+  return sbx_sandbox_get (*st, id, sb, err);
+}
+
+int
+cmd_status (sbx_cli *cli, int argc, char **argv, sbx_error **err)
+{
+  int first, r = simple_parse (cli, "status", argc, argv, 1, 1, &first, NULL, NULL, err);
+  if (r != 0)
+    return r < 0 ? -1 : 0;
+  sbx_store *st;
+  _cleanup_sandbox_ sbx_sandbox *sb = NULL;
+  if (load_sandbox (cli, argv[first], &st, &sb, err) < 0)
+    return -1;
+  if (cli->json)
+    {
+      yajl_gen g = cli_json_begin ();
+      sbx_sandbox_gen (g, sb);
+      cli_json_end (g);
+    }
+  else
+    print_status_human (sb);
+  return 0;
+}
+
+static int
+ls_opt (void *data, int key, const char *arg, sbx_error **err)
+{
+  *(bool *) data = true;
+  return 0;
+}
+
+int
+cmd_ls (sbx_cli *cli, int argc, char **argv, sbx_error **err)
+{
+  bool quiet = false;
+  int first, r = simple_parse (cli, "ls", argc, argv, 0, 0, &first, ls_opt, &quiet, err);
+  if (r != 0)
+    return r < 0 ? -1 : 0;
+  sbx_store *st;
+  _cleanup_strv_ char **ids = NULL;
+  if (cli_store (cli, &st, err) < 0 || sbx_sandbox_list (st, &ids, err) < 0)
+    return -1;
+  yajl_gen g = NULL;
+  if (cli->json)
+    {
+      g = cli_json_begin ();
+      j_arr (g);
+    }
+  else if (!quiet)
+    printf ("%-16s %-16s %-12s %-18s %-7s %s\n", "ID", "NAME", "STATE", "REASON", "RUNTIME", "CREATED");
+  for (size_t i = 0; ids[i]; i++)
+    {
+      _cleanup_sandbox_ sbx_sandbox *sb = NULL;
+      if (sbx_sandbox_get (st, ids[i], &sb, NULL) < 0)
+        continue;
+      char c[32];
+      human_time (sb->created_at, c, sizeof c);
+      if (g)
+        sbx_sandbox_gen (g, sb);
+      else if (quiet)
+        printf ("%s\n", sb->id);
+      else
+        printf ("%-16s %-16s %-12s %-18s %-7s %s\n", sb->id, sb->opts.name ? sb->opts.name : "-",
+                sbx_state_name (sb->state), sb->reason ? sb->reason : "-", sb->opts.runtime ? sb->opts.runtime : "-", c);
+    }
+  if (g)
+    {
+      j_endarr (g);
+      cli_json_end (g);
+    }
+  return 0;
+}
+
+static int
+timeout_opt (void *data, int key, const char *arg, sbx_error **err)
+{
+  return cli_int ("timeout", arg, 0, 1LL << 31, (int64_t *) data, err);
+}
+
+int
+cmd_wait (sbx_cli *cli, int argc, char **argv, sbx_error **err)
+{
+  int64_t timeout = -1;
+  int first, r = simple_parse (cli, "wait", argc, argv, 1, 1, &first, timeout_opt, &timeout, err);
+  if (r != 0)
+    return r < 0 ? -1 : 0;
+  sbx_store *st;
+  _cleanup_sandbox_ sbx_sandbox *sb = NULL;
+  if (load_sandbox (cli, argv[first], &st, &sb, err) < 0)
+    return -1;
+  if (!sbx_state_is_final (sb->state))
+    {
+      _cleanup_error_ sbx_error *e = NULL;
+      if (sbx_client_wait_close (st, sb->id, "{\"op\":\"wait\"}", timeout >= 0 ? timeout * 1000 : -1, &e) < 0
+          && e->code != SBX_E_SANDBOX_NOT_RUNNING)
+        {
+          *err = steal_pointer (&e);
+          return -1;
+        }
+      uint64_t until = now_ms_monotonic () + 10000;
+      while (sbx_sandbox_monitor_alive (st, sb->id) && now_ms_monotonic () < until)
+        usleep (2000);
+      _cleanup_free_ char *id = xstrdup (sb->id);
+      sbx_sandbox_free (sb);
+      sb = NULL;
+      if (sbx_sandbox_get (st, id, &sb, err) < 0)
+        return -1;
+    }
+  if (cli->json)
+    {
+      yajl_gen g = cli_json_begin ();
+      sbx_sandbox_gen (g, sb);
+      cli_json_end (g);
+    }
+  else
+    printf ("%s%s%s%s\n", sbx_state_name (sb->state), sb->reason ? " (" : "", sb->reason ? sb->reason : "",
+            sb->reason ? ")" : "");
+  return 0;
+}
+
+static int
+bool_opt (void *data, int key, const char *arg, sbx_error **err)
+{
+  *(bool *) data = true;
+  return 0;
+}
+
+static int
+print_ids (sbx_cli *cli, char **ids)
+{
+  if (cli->json)
+    {
+      yajl_gen g = cli_json_begin ();
+      j_map (g);
+      j_kstrv (g, "ids", ids);
+      j_endmap (g);
+      cli_json_end (g);
+    }
+  else
+    for (size_t i = 0; ids && ids[i]; i++)
+      printf ("%s\n", ids[i]);
+  return 0;
+}
+
+int
+cmd_terminate (sbx_cli *cli, int argc, char **argv, sbx_error **err)
+{
+  bool rm = false;
+  int first, r = simple_parse (cli, "terminate", argc, argv, 1, -1, &first, bool_opt, &rm, err);
+  if (r != 0)
+    return r < 0 ? -1 : 0;
+  sbx_store *st;
+  if (cli_store (cli, &st, err) < 0)
+    return -1;
+  _cleanup_strv_ char **done = xmalloc0 (sizeof (char *));
+  for (int i = first; i < argc; i++)
+    {
+      _cleanup_free_ char *id = NULL;
+      if (cli_sandbox_id (cli, argv[i], &id, err) < 0 || sbx_sandbox_terminate (st, id, -1, err) < 0
+          || (rm && sbx_sandbox_remove (st, id, err) < 0))
+        return -1;
+      strv_push (&done, id);
+    }
+  return print_ids (cli, done);
+}
+
+int
+cmd_rm (sbx_cli *cli, int argc, char **argv, sbx_error **err)
+{
+  bool force = false;
+  int first, r = simple_parse (cli, "rm", argc, argv, 1, -1, &first, bool_opt, &force, err);
+  if (r != 0)
+    return r < 0 ? -1 : 0;
+  sbx_store *st;
+  if (cli_store (cli, &st, err) < 0)
+    return -1;
+  _cleanup_strv_ char **done = xmalloc0 (sizeof (char *));
+  for (int i = first; i < argc; i++)
+    {
+      _cleanup_free_ char *id = NULL;
+      if (cli_sandbox_id (cli, argv[i], &id, err) < 0)
+        return -1;
+      if (force && sbx_sandbox_terminate (st, id, -1, err) < 0)
+        return -1;
+      if (sbx_sandbox_remove (st, id, err) < 0)
+        return -1;
+      strv_push (&done, id);
+    }
+  return print_ids (cli, done);
+}
+
+int
+cmd_logs (sbx_cli *cli, int argc, char **argv, sbx_error **err)
+{
+  int first, r = simple_parse (cli, "logs", argc, argv, 1, 1, &first, NULL, NULL, err);
+  if (r != 0)
+    return r < 0 ? -1 : 0;
+  sbx_store *st;
+  _cleanup_free_ char *id = NULL;
+  if (cli_store (cli, &st, err) < 0 || cli_sandbox_id (cli, argv[first], &id, err) < 0)
+    return -1;
+  _cleanup_free_ char *path = sbx_store_path (st, "sandboxes/%s/log", id);
+  _cleanup_free_ char *text = NULL;
+  size_t len = 0;
+  if (read_file (path, 64 << 20, &text, &len, err) < 0)
+    {
+      if ((*err)->code != SBX_E_NOT_FOUND)
+        return -1;
+      sbx_error_free (*err);
+      *err = NULL;
+      text = xstrdup ("");
+    }
+  if (cli->json)
+    {
+      yajl_gen g = cli_json_begin ();
+      j_map (g);
+      j_kstr (g, "id", id);
+      j_str (g, "log");
+      j_strn (g, text, len);
+      j_endmap (g);
+      cli_json_end (g);
+    }
+  else
+    fwrite (text, 1, len, stdout);
+  return 0;
+}
+
+int
+cmd_ttl (sbx_cli *cli, int argc, char **argv, sbx_error **err)
+{
+  int first, r = simple_parse (cli, "ttl", argc, argv, 2, 2, &first, NULL, NULL, err);
+  if (r != 0)
+    return r < 0 ? -1 : 0;
+  int64_t secs;
+  if (parse_int64 (argv[first + 1], 1, SBX_TIMEOUT_MAX, &secs) < 0)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "sbx ttl: SECONDS must be an integer in 1..%d",
+                          SBX_TIMEOUT_MAX);
+  sbx_store *st;
+  _cleanup_free_ char *id = NULL;
+  if (cli_store (cli, &st, err) < 0 || cli_sandbox_id (cli, argv[first], &id, err) < 0)
+    return -1;
+  _cleanup_free_ char *req = xasprintf ("{\"op\":\"ttl\",\"seconds\":%lld}", (long long) secs);
+  _cleanup_yajl_val_ yajl_val v = NULL;
+  if (sbx_client_call (st, id, req, &v, err) < 0)
+    return -1;
+  int64_t deadline = 0;
+  j_get_int (v, "deadline", false, &deadline, NULL);
+  char d[32];
+  human_time (deadline, d, sizeof d);
+  if (cli->json)
+    {
+      yajl_gen g = cli_json_begin ();
+      j_map (g);
+      j_kstr (g, "id", id);
+      j_kint (g, "deadline", deadline);
+      j_endmap (g);
+      cli_json_end (g);
+    }
+  else
+    printf ("%s deadline %s\n", id, d);
+  return 0;
+}
+
+int
+cmd_stats (sbx_cli *cli, int argc, char **argv, sbx_error **err)
+{
+  int first, r = simple_parse (cli, "stats", argc, argv, 0, 0, &first, NULL, NULL, err);
+  if (r != 0)
+    return r < 0 ? -1 : 0;
+  sbx_store *st;
+  _cleanup_strv_ char **ids = NULL;
+  if (cli_store (cli, &st, err) < 0 || sbx_sandbox_list (st, &ids, err) < 0)
+    return -1;
+  long counts[SBX_STATE__MAX] = { 0 }, total = 0;
+  for (size_t i = 0; ids[i]; i++)
+    {
+      _cleanup_sandbox_ sbx_sandbox *sb = NULL;
+      if (sbx_sandbox_get (st, ids[i], &sb, NULL) == 0)
+        {
+          counts[sb->state]++;
+          total++;
+        }
+    }
+  yajl_gen g = cli->json ? cli_json_begin () : NULL;
+  if (g)
+    j_map (g);
+  for (int s = 0; s < SBX_STATE__MAX; s++)
+    {
+      if (g)
+        j_kint (g, sbx_state_name ((sbx_state) s), counts[s]);
+      else
+        printf ("%-12s %ld\n", sbx_state_name ((sbx_state) s), counts[s]);
+    }
+  if (g)
+    {
+      j_kint (g, "total", total);
+      j_endmap (g);
+      cli_json_end (g);
+    }
+  else
+    printf ("%-12s %ld\n", "total", total);
+  return 0;
+}

@@ -1,0 +1,206 @@
+/* Cgroup counters and cleanup, v1 (hybrid) and v2. */
+#include "config.h"
+#include "cgroup.h"
+#include "util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
+
+#define CG_ROOT "/sys/fs/cgroup"
+
+int
+sbx_cgroup_version (void)
+{
+  struct statfs fs;
+  if (statfs (CG_ROOT, &fs) == 0 && fs.f_type == CGROUP2_SUPER_MAGIC)
+    return 2;
+  return 1;
+}
+
+static int64_t
+read_int (const char *path)
+{
+  _cleanup_free_ char *s = NULL;
+  if (read_file (path, 4096, &s, NULL, NULL) < 0)
+    return 0;
+  return strtoll (s, NULL, 10);
+}
+
+/* The value of KEY in a "key value" lines file. */
+static int64_t
+read_keyed (const char *path, const char *key)
+{
+  _cleanup_free_ char *s = NULL;
+  if (read_file (path, 65536, &s, NULL, NULL) < 0)
+    return 0;
+  size_t kl = strlen (key);
+  for (char *line = s; line && *line; line = strchr (line, '\n') ? strchr (line, '\n') + 1 : NULL)
+    if (strncmp (line, key, kl) == 0 && line[kl] == ' ')
+      return strtoll (line + kl + 1, NULL, 10);
+  return 0;
+}
+
+void
+sbx_cgroup_stats_read (const char *rel, sbx_cgroup_stats *ret)
+{
+  memset (ret, 0, sizeof *ret);
+  if (sbx_cgroup_version () == 2)
+    {
+      _cleanup_free_ char *ev = xasprintf (CG_ROOT "%s/memory.events", rel);
+      _cleanup_free_ char *pk = xasprintf (CG_ROOT "%s/memory.peak", rel);
+      _cleanup_free_ char *cur = xasprintf (CG_ROOT "%s/memory.current", rel);
+      _cleanup_free_ char *pe = xasprintf (CG_ROOT "%s/pids.events", rel);
+      _cleanup_free_ char *pc = xasprintf (CG_ROOT "%s/pids.current", rel);
+      ret->oom_kills = read_keyed (ev, "oom_kill");
+      ret->memory_peak = read_int (pk);
+      ret->memory_current = read_int (cur);
+      ret->pids_limit_hits = read_keyed (pe, "max");
+      ret->pids_current = read_int (pc);
+      return;
+    }
+  _cleanup_free_ char *oc = xasprintf (CG_ROOT "/memory%s/memory.oom_control", rel);
+  _cleanup_free_ char *pk = xasprintf (CG_ROOT "/memory%s/memory.max_usage_in_bytes", rel);
+  _cleanup_free_ char *cur = xasprintf (CG_ROOT "/memory%s/memory.usage_in_bytes", rel);
+  _cleanup_free_ char *pe = xasprintf (CG_ROOT "/pids%s/pids.events", rel);
+  _cleanup_free_ char *pc = xasprintf (CG_ROOT "/pids%s/pids.current", rel);
+  ret->oom_kills = read_keyed (oc, "oom_kill");
+  ret->memory_peak = read_int (pk);
+  ret->memory_current = read_int (cur);
+  ret->pids_limit_hits = read_keyed (pe, "max");
+  ret->pids_current = read_int (pc);
+}
+
+/* Every directory that is a cgroup hierarchy root: the v1 controllers, or
+ * the unified root. */
+static char **
+hierarchies (void)
+{
+  char **v = xmalloc0 (sizeof (char *));
+  if (sbx_cgroup_version () == 2)
+    {
+      strv_push (&v, CG_ROOT);
+      return v;
+    }
+  DIR *d = opendir (CG_ROOT);
+  if (d == NULL)
+    return v;
+  struct dirent *de;
+  while ((de = readdir (d)))
+    {
+      if (de->d_name[0] == '.')
+        continue;
+      _cleanup_free_ char *p = xasprintf (CG_ROOT "/%s", de->d_name);
+      struct stat s;
+      if (lstat (p, &s) == 0 && S_ISDIR (s.st_mode))
+        strv_push (&v, p);
+    }
+  closedir (d);
+  return v;
+}
+
+static void
+kill_procs (const char *dir)
+{
+  _cleanup_free_ char *procs = xasprintf ("%s/cgroup.procs", dir);
+  _cleanup_free_ char *s = NULL;
+  if (read_file (procs, 1 << 20, &s, NULL, NULL) < 0)
+    return;
+  for (char *p = s; *p;)
+    {
+      char *end;
+      long pid = strtol (p, &end, 10);
+      if (end == p)
+        break;
+      if (pid > 1)
+        kill ((pid_t) pid, SIGKILL);
+      p = end;
+      while (*p == '\n')
+        p++;
+    }
+}
+
+/* rmdir DIR's child cgroups first, then DIR; retries while procs die. */
+static int
+remove_tree (const char *dir)
+{
+  DIR *d = opendir (dir);
+  if (d == NULL)
+    return errno == ENOENT ? 0 : -errno;
+  struct dirent *de;
+  while ((de = readdir (d)))
+    {
+      if (de->d_name[0] == '.' || de->d_type != DT_DIR)
+        continue;
+      _cleanup_free_ char *c = xasprintf ("%s/%s", dir, de->d_name);
+      remove_tree (c);
+    }
+  closedir (d);
+  for (int i = 0; i < 100; i++)
+    {
+      if (rmdir (dir) == 0 || errno == ENOENT)
+        return 0;
+      if (errno != EBUSY)
+        return -errno;
+      kill_procs (dir);
+      usleep (10000);
+    }
+  return -EBUSY;
+}
+
+int
+sbx_cgroup_remove (const char *rel, sbx_error **err)
+{
+  _cleanup_strv_ char **hs = hierarchies ();
+  int ret = 0;
+  for (size_t i = 0; hs[i]; i++)
+    {
+      _cleanup_free_ char *dir = xasprintf ("%s%s", hs[i], rel);
+      int r = remove_tree (dir);
+      if (r < 0)
+        ret = sbx_error_errno (err, -r, "remove cgroup `%s`", dir);
+    }
+  return ret;
+}
+
+char **
+sbx_cgroup_children (const char *parent_rel)
+{
+  _cleanup_strv_ char **hs = hierarchies ();
+  char **out = xmalloc0 (sizeof (char *));
+  for (size_t i = 0; hs[i]; i++)
+    {
+      _cleanup_free_ char *dir = xasprintf ("%s%s", hs[i], parent_rel);
+      DIR *d = opendir (dir);
+      if (d == NULL)
+        continue;
+      struct dirent *de;
+      while ((de = readdir (d)))
+        {
+          if (de->d_name[0] == '.' || de->d_type != DT_DIR)
+            continue;
+          bool seen = false;
+          for (size_t k = 0; out[k] && !seen; k++)
+            seen = strcmp (out[k], de->d_name) == 0;
+          if (!seen)
+            strv_push (&out, de->d_name);
+        }
+      closedir (d);
+    }
+  return out;
+}
+
+void
+sbx_cgroup_remove_parent (const char *parent_rel)
+{
+  _cleanup_strv_ char **hs = hierarchies ();
+  for (size_t i = 0; hs[i]; i++)
+    {
+      _cleanup_free_ char *dir = xasprintf ("%s%s", hs[i], parent_rel);
+      rmdir (dir);
+    }
+}

@@ -1,0 +1,286 @@
+/* Control-socket client: requests, waits, and exec streaming. */
+#include "config.h"
+#include "client.h"
+#include "json.h"
+#include "proto.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+int
+sbx_client_connect (const sbx_store *st, const char *id, int *ret_fd, sbx_error **err)
+{
+  _cleanup_free_ char *path = sbx_store_run_path (st, "sandboxes/%s/control.sock", id);
+  struct sockaddr_un sa = { .sun_family = AF_UNIX };
+  if (strlen (path) >= sizeof sa.sun_path)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "socket path too long: %s", path);
+  strcpy (sa.sun_path, path);
+  _cleanup_close_ int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return sbx_error_errno (err, errno, "socket");
+  if (connect (fd, (struct sockaddr *) &sa, sizeof sa) < 0)
+    {
+      if (errno == ENOENT || errno == ECONNREFUSED)
+        return sbx_error_set (err, SBX_E_SANDBOX_NOT_RUNNING, 0, "sandbox %s is not running", id);
+      return sbx_error_errno (err, errno, "connect to the monitor of %s", id);
+    }
+  *ret_fd = steal_fd (&fd);
+  return 0;
+}
+
+static int
+send_request (int fd, const char *json, sbx_error **err)
+{
+  int r = sbx_frame_write (fd, SBX_MSG_REQUEST, 0, json, strlen (json));
+  if (r < 0)
+    return sbx_error_errno (err, -r, "send request to the monitor");
+  return 0;
+}
+
+/* An error reply {"error": {code, message}} becomes *err. */
+static int
+reply_to_error (yajl_val v, sbx_error **err)
+{
+  yajl_val e = j_get (v, "error");
+  if (e == NULL)
+    return 0;
+  const char *code = NULL, *msg = NULL;
+  j_get_str (e, "code", false, &code, NULL);
+  j_get_str (e, "message", false, &msg, NULL);
+  sbx_code c = code ? sbx_code_from_name (code) : SBX_E_INTERNAL;
+  return sbx_error_set (err, c == SBX_E__MAX ? SBX_E_INTERNAL : c, 0, "%s", msg ? msg : "error");
+}
+
+static int
+parse_reply (const unsigned char *p, size_t len, yajl_val *ret, sbx_error **err)
+{
+  yajl_val v = NULL;
+  if (j_parse ((const char *) p, len, SBX_PROTO_MAX_PAYLOAD, "monitor reply", &v, err) < 0)
+    return -1;
+  if (reply_to_error (v, err) < 0)
+    {
+      yajl_tree_free (v);
+      return -1;
+    }
+  *ret = v;
+  return 0;
+}
+
+int
+sbx_client_call (const sbx_store *st, const char *id, const char *json, yajl_val *ret, sbx_error **err)
+{
+  _cleanup_close_ int fd = -1;
+  if (sbx_client_connect (st, id, &fd, err) < 0 || send_request (fd, json, err) < 0)
+    return -1;
+  struct sbx_frame_reader *rd = xmalloc0 (sizeof *rd);
+  for (;;)
+    {
+      struct sbx_frame_hdr h;
+      const unsigned char *p;
+      int r = sbx_frame_read (fd, rd, &h, &p);
+      if (r < 0)
+        {
+          free (rd);
+          return sbx_error_set (err, SBX_E_SANDBOX_NOT_RUNNING, 0, "sandbox %s stopped before it answered", id);
+        }
+      if (r == 1 && h.type == SBX_MSG_REPLY)
+        {
+          r = parse_reply (p, h.len, ret, err);
+          free (rd);
+          return r;
+        }
+    }
+}
+
+int
+sbx_client_wait_close (const sbx_store *st, const char *id, const char *json, int64_t timeout_ms, sbx_error **err)
+{
+  _cleanup_close_ int fd = -1;
+  if (sbx_client_connect (st, id, &fd, err) < 0)
+    return -1;
+  if (send_request (fd, json, err) < 0)
+    return 0; /* it closed already: that is what we wait for */
+  uint64_t until = timeout_ms >= 0 ? now_ms_monotonic () + (uint64_t) timeout_ms : UINT64_MAX;
+  char buf[4096];
+  for (;;)
+    {
+      uint64_t now = now_ms_monotonic ();
+      if (now >= until)
+        return sbx_error_set (err, SBX_E_TIMEOUT, 0, "sandbox %s did not end in time", id);
+      struct pollfd pf = { fd, POLLIN, 0 };
+      int t = until == UINT64_MAX ? -1 : (int) (until - now);
+      if (poll (&pf, 1, t) < 0 && errno != EINTR)
+        return sbx_error_errno (err, errno, "poll");
+      if (pf.revents)
+        {
+          ssize_t r = read (fd, buf, sizeof buf);
+          if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN))
+            return 0;
+        }
+    }
+}
+
+static char *
+exec_request (const sbx_exec_opts *o)
+{
+  _cleanup_yajl_gen_ yajl_gen g = j_new (false);
+  j_map (g);
+  j_kstr (g, "op", "exec");
+  j_kstrv (g, "argv", o->argv);
+  j_kstrv (g, "env", o->env);
+  if (o->cwd)
+    j_kstr (g, "cwd", o->cwd);
+  if (o->user)
+    j_kstr (g, "user", o->user);
+  j_kbool (g, "tty", o->tty);
+  j_kbool (g, "stdin", o->stdin_open);
+  j_kbool (g, "detach", o->detach);
+  j_kint (g, "timeout_ms", o->timeout_ms);
+  j_endmap (g);
+  return j_take (g, NULL);
+}
+
+struct exec_state {
+  int fd, in_fd, out_fd, err_fd;
+  bool done, in_open;
+  int status;
+  sbx_error **err;
+};
+
+static int
+exec_frame (struct exec_state *s, const struct sbx_frame_hdr *h, const unsigned char *p)
+{
+  switch (h->type)
+    {
+    case SBX_MSG_STDOUT:
+    case SBX_MSG_STDERR:
+      write_all (h->type == SBX_MSG_STDOUT ? s->out_fd : s->err_fd, p, h->len);
+      return 0;
+    case SBX_MSG_EXIT:
+      {
+        struct sbx_exit_msg em;
+        if (sbx_exit_decode (p, h->len, &em) < 0)
+          return sbx_error_set (s->err, SBX_E_INTERNAL, 0, "malformed exit frame");
+        s->status = (em.flags & SBX_EXIT_F_TIMED_OUT) ? 124 : em.status;
+        s->done = true;
+        return 0;
+      }
+    case SBX_MSG_ERROR:
+      {
+        int32_t st = 125, en = 0;
+        if (h->len >= 8)
+          {
+            memcpy (&st, p, 4);
+            memcpy (&en, p + 4, 4);
+          }
+        int ml = h->len > 8 ? (int) (h->len - 8) : 0;
+        dprintf (s->err_fd, "sbx: %.*s\n", ml, (const char *) p + 8);
+        s->status = st;
+        s->done = true;
+        return 0;
+      }
+    case SBX_MSG_REPLY:
+      {
+        yajl_val v = NULL;
+        if (parse_reply (p, h->len, &v, s->err) < 0)
+          return -1;
+        yajl_tree_free (v);
+        return 0;
+      }
+    default:
+      return 0;
+    }
+}
+
+static void
+forward_stdin (struct exec_state *s)
+{
+  char buf[SBX_PROTO_MAX_PAYLOAD];
+  ssize_t r = read (s->in_fd, buf, sizeof buf);
+  if (r < 0 && (errno == EINTR || errno == EAGAIN))
+    return;
+  if (r <= 0)
+    {
+      sbx_frame_write (s->fd, SBX_MSG_STDIN_EOF, 0, NULL, 0);
+      s->in_open = false;
+      return;
+    }
+  sbx_frame_write (s->fd, SBX_MSG_STDIN, 0, buf, (size_t) r);
+}
+
+static void
+forward_signal (struct exec_state *s, int sfd)
+{
+  struct signalfd_siginfo si;
+  while (read (sfd, &si, sizeof si) == sizeof si)
+    {
+      uint32_t sig = si.ssi_signo;
+      sbx_frame_write (s->fd, SBX_MSG_SIGNAL, 0, &sig, sizeof sig);
+    }
+}
+
+static int
+exec_loop (struct exec_state *s, int sfd)
+{
+  struct sbx_frame_reader *rd = xmalloc0 (sizeof *rd);
+  int ret = 0;
+  while (!s->done && ret == 0)
+    {
+      struct pollfd pf[3] = { { s->fd, POLLIN, 0 }, { sfd, POLLIN, 0 }, { s->in_open ? s->in_fd : -1, POLLIN, 0 } };
+      if (poll (pf, 3, -1) < 0 && errno != EINTR)
+        ret = sbx_error_errno (s->err, errno, "poll");
+      if (pf[1].revents)
+        forward_signal (s, sfd);
+      if (pf[2].revents)
+        forward_stdin (s);
+      while (pf[0].revents && !s->done && ret == 0)
+        {
+          struct sbx_frame_hdr h;
+          const unsigned char *p;
+          int r = sbx_frame_read (s->fd, rd, &h, &p);
+          if (r == 0)
+            break;
+          if (r < 0)
+            ret = sbx_error_set (s->err, SBX_E_SANDBOX_NOT_RUNNING, 0, "the sandbox ended while the command ran");
+          else
+            ret = exec_frame (s, &h, p);
+        }
+    }
+  free (rd);
+  return ret;
+}
+
+int
+sbx_client_exec (const sbx_store *st, const char *id, const sbx_exec_opts *o, int in_fd, int out_fd, int err_fd,
+                 int *ret_status, sbx_error **err)
+{
+  _cleanup_close_ int fd = -1;
+  if (sbx_client_connect (st, id, &fd, err) < 0)
+    return -1;
+  _cleanup_free_ char *req = exec_request (o);
+  if (send_request (fd, req, err) < 0)
+    return -1;
+  set_nonblock (fd, true);
+  sigset_t set, old;
+  sigemptyset (&set);
+  sigaddset (&set, SIGINT);
+  sigaddset (&set, SIGTERM);
+  sigaddset (&set, SIGHUP);
+  sigprocmask (SIG_BLOCK, &set, &old);
+  _cleanup_close_ int sfd = signalfd (-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+  struct exec_state s = { .fd = fd, .in_fd = in_fd, .out_fd = out_fd, .err_fd = err_fd, .in_open = o->stdin_open,
+                          .status = 125, .err = err };
+  int r = exec_loop (&s, sfd);
+  sigprocmask (SIG_SETMASK, &old, NULL);
+  if (r < 0)
+    return -1;
+  *ret_status = s.status;
+  return 0;
+}

@@ -1,0 +1,38 @@
+/* The CLI's side of the control socket: one connection per request, framed
+ * like the agent protocol (REQUEST/REPLY, then exec streams). */
+#ifndef SBX_CLIENT_H
+#define SBX_CLIENT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <yajl/yajl_tree.h>
+
+#include "error.h"
+#include "store.h"
+
+typedef struct sbx_exec_opts {
+  char **argv;
+  char **env;
+  const char *cwd;
+  const char *user;
+  bool tty;
+  bool stdin_open;
+  bool detach;
+  int64_t timeout_ms;
+} sbx_exec_opts;
+
+/* SANDBOX_NOT_RUNNING when nothing listens for ID. */
+int sbx_client_connect (const sbx_store *st, const char *id, int *ret_fd, sbx_error **err);
+/* Sends one REQUEST and reads its REPLY; an error reply becomes *err. */
+int sbx_client_call (const sbx_store *st, const char *id, const char *json, yajl_val *ret, sbx_error **err);
+/* Sends the request and waits until the monitor closes the connection
+ * (it exits), or TIMEOUT_MS passes (-1: forever): TIMEOUT. */
+int sbx_client_wait_close (const sbx_store *st, const char *id, const char *json, int64_t timeout_ms,
+                           sbx_error **err);
+/* Runs a command, streaming its stdout/stderr to OUT_FD/ERR_FD and (with
+ * stdin_open) IN_FD to it. *ret_status: its exit status (124 when its
+ * timeout killed it; 126/127 when it could not be run). */
+int sbx_client_exec (const sbx_store *st, const char *id, const sbx_exec_opts *o, int in_fd, int out_fd,
+                     int err_fd, int *ret_status, sbx_error **err);
+
+#endif

@@ -1,0 +1,1159 @@
+/* Layers: this file owns ROOT/layers. A tarball becomes a layer in two passes:
+ * the first strips any compression and writes the plain tar stream to
+ * layer.tar while hashing it (the hash names the layer); the second extracts
+ * layer.tar into rootfs/ with libarchive's secure flags plus our own check of
+ * every entry, in a child process chrooted into the new rootfs, so that a path
+ * in the archive cannot reach outside it even if a check were missed. All of it
+ * happens in ROOT/layers/tmp/RANDOM, renamed to ROOT/layers/sha256/HEX once
+ * complete and removed on any error. The built-in busybox layer is written as a
+ * tar here and then goes through the same extraction. */
+#include "config.h"
+#include "layer.h"
+#include "sha256.h"
+#include "util.h"
+
+#include <archive_entry.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+
+#define IO_BLOCK (1024 * 1024)
+#define DIGEST_PREFIX "sha256:"
+#define DIGEST_PREFIX_LEN 7
+/* Bounds on entry paths: a rootfs is never this deep, and removing a tree
+ * holds one fd per level. */
+#define ENTRY_PATH_MAX 4096
+#define ENTRY_DEPTH_MAX 256
+#define OPAQUE_XATTR "trusted.overlay.opaque"
+#define WH_PREFIX ".wh."
+#define WH_META_PREFIX ".wh..wh."
+#define WH_OPAQUE ".wh..wh..opq"
+
+/* No FFLAGS (an immutable file could never be removed), no ACLs; xattrs are
+ * filtered per entry (filter_xattrs). No name lookups: owners are numeric ids
+ * of the sandbox's own user view, not the host's. */
+#define EXTRACT_FLAGS                                                                              \
+  (ARCHIVE_EXTRACT_OWNER | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_XATTR     \
+   | ARCHIVE_EXTRACT_SECURE_NODOTDOT | ARCHIVE_EXTRACT_SECURE_SYMLINKS                             \
+   | ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS)
+
+static inline void
+archive_entry_freep (struct archive_entry **e)
+{
+  if (*e)
+    archive_entry_free (*e);
+}
+#define _cleanup_archive_entry_ __attribute__ ((cleanup (archive_entry_freep)))
+
+/* ---- digests and paths ---- */
+
+/* The HEX of "sha256:HEX", or NULL when DIGEST is not exactly that. */
+static const char *
+digest_hex (const char *digest)
+{
+  if (digest == NULL || strncmp (digest, DIGEST_PREFIX, DIGEST_PREFIX_LEN) != 0)
+    return NULL;
+  const char *hex = digest + DIGEST_PREFIX_LEN;
+  for (int i = 0; i < 64; i++)
+    if (!((hex[i] >= '0' && hex[i] <= '9') || (hex[i] >= 'a' && hex[i] <= 'f')))
+      return NULL;
+  return hex[64] == '\0' ? hex : NULL;
+}
+
+char *
+sbx_layer_dir (const char *root, const char *digest)
+{
+  const char *hex = digest_hex (digest);
+  return hex ? xasprintf ("%s/layers/sha256/%s", root, hex) : NULL;
+}
+
+char *
+sbx_layer_rootfs (const char *root, const char *digest)
+{
+  const char *hex = digest_hex (digest);
+  return hex ? xasprintf ("%s/layers/sha256/%s/rootfs", root, hex) : NULL;
+}
+
+bool
+sbx_layer_exists (const char *root, const char *digest)
+{
+  _cleanup_free_ char *rootfs = sbx_layer_rootfs (root, digest);
+  struct stat st;
+  return rootfs && lstat (rootfs, &st) == 0 && S_ISDIR (st.st_mode);
+}
+
+/* An entry name fit for an error message: control bytes as '?', cut short. */
+static char *
+printable (const char *s)
+{
+  if (s == NULL)
+    return xstrdup ("(unreadable name)");
+  size_t n = strnlen (s, 200);
+  char *r = xasprintf ("%.*s%s", (int) n, s, s[n] ? "..." : "");
+  for (char *p = r; *p; p++)
+    if ((unsigned char) *p < 0x20 || *p == 0x7f)
+      *p = '?';
+  return r;
+}
+
+/* ---- errors from libarchive ---- */
+
+static bool
+errno_is_resource (int e)
+{
+  return e == ENOSPC || e == EDQUOT || e == EIO || e == ENOMEM || e == EROFS || e == EMFILE
+         || e == ENFILE;
+}
+
+/* A libarchive failure: the host running out of something is INTERNAL, anything
+ * else (a corrupt stream, an entry that cannot be created as asked) is the
+ * archive's fault and INVALID_ARGUMENT. */
+static int
+archive_fail (sbx_error **err, struct archive *a, const char *what)
+{
+  int e = archive_errno (a);
+  const char *msg = archive_error_string (a);
+  if (e > 0 && errno_is_resource (e))
+    return sbx_error_set (err, SBX_E_INTERNAL, e, "%s", what);
+  return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s: %s", what, msg ? msg : "archive error");
+}
+
+/* ---- the store's directories ---- */
+
+static int
+ensure_layer_dirs (const char *root, sbx_error **err)
+{
+  static const char *const subdirs[] = { "layers", "layers/sha256", "layers/tmp" };
+  for (size_t i = 0; i < ARRAY_SIZE (subdirs); i++)
+    {
+      _cleanup_free_ char *p = xasprintf ("%s/%s", root, subdirs[i]);
+      if (mkdir (p, 0700) < 0 && errno != EEXIST)
+        return sbx_error_errno (err, errno, "mkdir `%s`", p);
+    }
+  return 0;
+}
+
+/* A layer being made: ROOT/layers/tmp/RANDOM with rootfs/ and layer.tar. Until
+ * it is installed, going out of scope removes it. */
+typedef struct tmp_layer {
+  char *path;
+  int dfd;
+} tmp_layer;
+#define TMP_LAYER_INIT { .path = NULL, .dfd = -1 }
+
+static void
+tmp_layer_cleanup (tmp_layer *t)
+{
+  if (t->dfd >= 0)
+    close (t->dfd);
+  if (t->path)
+    rm_rf (t->path, NULL);
+  free (t->path);
+}
+#define _cleanup_tmp_layer_ __attribute__ ((cleanup (tmp_layer_cleanup)))
+
+static int
+tmp_layer_new (const char *root, tmp_layer *t, sbx_error **err)
+{
+  if (ensure_layer_dirs (root, err) < 0)
+    return -1;
+  _cleanup_free_ char *rnd = random_hex (16);
+  _cleanup_free_ char *path = xasprintf ("%s/layers/tmp/%s", root, rnd);
+  if (mkdir (path, 0700) < 0)
+    return sbx_error_errno (err, errno, "mkdir `%s`", path);
+  t->path = steal_pointer (&path);
+  t->dfd = open (t->path, O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (t->dfd < 0)
+    return sbx_error_errno (err, errno, "open `%s`", t->path);
+  if (mkdirat (t->dfd, "rootfs", 0755) < 0)
+    return sbx_error_errno (err, errno, "mkdir `%s/rootfs`", t->path);
+  return 0;
+}
+
+/* Moves the finished layer into place, durable first. Losing a race to another
+ * process that made the same layer is success: same digest, same content; the
+ * cleanup then removes ours. */
+static int
+tmp_layer_install (const char *root, tmp_layer *t, const char *hex, sbx_error **err)
+{
+#ifndef SBX_LAYER_FUZZING /* thousands of layers a minute, thrown away */
+  if (syncfs (t->dfd) < 0)
+    return sbx_error_errno (err, errno, "sync `%s`", t->path);
+#endif
+  _cleanup_free_ char *dst = xasprintf ("%s/layers/sha256/%s", root, hex);
+  if (rename (t->path, dst) < 0)
+    {
+      if (errno == EEXIST || errno == ENOTEMPTY)
+        return 0;
+      return sbx_error_errno (err, errno, "rename to `%s`", dst);
+    }
+  free (steal_pointer (&t->path));
+  return 0;
+}
+
+/* ---- pass 1: decompress and hash ---- */
+
+/* Only decompressors built into libarchive: for the others it would run an
+ * external program on untrusted input. */
+static int
+support_filters (struct archive *a, sbx_error **err)
+{
+  static const struct {
+    const char *name;
+    int (*fn) (struct archive *);
+  } filters[] = {
+    { "gzip", archive_read_support_filter_gzip },
+    { "xz", archive_read_support_filter_xz },
+    { "zstd", archive_read_support_filter_zstd },
+  };
+  for (size_t i = 0; i < ARRAY_SIZE (filters); i++)
+    if (filters[i].fn (a) != ARCHIVE_OK)
+      return sbx_error_set (err, SBX_E_INTERNAL, 0, "libarchive has no built-in %s support", filters[i].name);
+  return 0;
+}
+
+static int
+copy_hashing (struct archive *a, int outfd, sha256_ctx *sha, uint64_t *ret_len, sbx_error **err)
+{
+  uint64_t len = 0;
+  for (;;)
+    {
+      const void *buf;
+      size_t n;
+      la_int64_t off;
+      int r = archive_read_data_block (a, &buf, &n, &off);
+      if (r == ARCHIVE_EOF)
+        break;
+      if (r != ARCHIVE_OK)
+        return archive_fail (err, a, "decompress");
+      if (off < 0 || (uint64_t) off != len)
+        return sbx_error_set (err, SBX_E_INTERNAL, 0, "decompress: unexpected hole in the stream");
+      int w = write_all (outfd, buf, n);
+      if (w < 0)
+        return sbx_error_errno (err, -w, "write layer.tar");
+      sha256_update (sha, buf, n);
+      len += n;
+    }
+  *ret_len = len;
+  return 0;
+}
+
+/* Writes the uncompressed stream of INFD to T's layer.tar; HEX is its sha256. */
+static int
+write_plain_tar (int infd, tmp_layer *t, char hex[65], sbx_error **err)
+{
+  _cleanup_close_ int outfd = openat (t->dfd, "layer.tar", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (outfd < 0)
+    return sbx_error_errno (err, errno, "create layer.tar");
+  _cleanup_archive_read_ struct archive *a = archive_read_new ();
+  if (support_filters (a, err) < 0)
+    return -1;
+  archive_read_support_format_raw (a);
+  if (archive_read_open_fd (a, infd, IO_BLOCK) != ARCHIVE_OK)
+    return archive_fail (err, a, "read");
+  struct archive_entry *e;
+  int r = archive_read_next_header (a, &e);
+  if (r == ARCHIVE_EOF)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "empty archive");
+  if (r != ARCHIVE_OK)
+    return archive_fail (err, a, "read");
+  sha256_ctx sha;
+  uint64_t len = 0;
+  sha256_init (&sha);
+  if (copy_hashing (a, outfd, &sha, &len, err) < 0)
+    return -1;
+  if (len == 0)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "empty archive");
+  sha256_ctx_hex_final (&sha, hex);
+  return 0;
+}
+
+/* ---- pass 2: what an entry may be ---- */
+
+typedef enum entry_kind {
+  ENTRY_WRITE,    /* extract as it is */
+  ENTRY_SKIP,     /* aufs metadata (.wh..wh.*), meaningless to overlayfs */
+  ENTRY_WHITEOUT, /* .wh.NAME: an overlay whiteout at the returned path */
+  ENTRY_OPAQUE,   /* .wh..wh..opq: the returned directory becomes opaque */
+} entry_kind;
+
+/* Relative, no `..` component, bounded. WHAT names the path in errors. */
+static int
+check_path (const char *p, const char *what, sbx_error **err)
+{
+  if (p == NULL || *p == '\0')
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s is empty or unreadable", what);
+  if (strlen (p) >= ENTRY_PATH_MAX)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s is too long", what);
+  if (p[0] == '/')
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s is absolute", what);
+  int depth = 0;
+  for (const char *c = p; *c;)
+    {
+      size_t n = strcspn (c, "/");
+      if (n == 2 && c[0] == '.' && c[1] == '.')
+        return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s has a `..` component", what);
+      if (n > 0 && ++depth > ENTRY_DEPTH_MAX)
+        return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s is too deep", what);
+      c += n;
+      c += strspn (c, "/");
+    }
+  return 0;
+}
+
+/* True when P names the top of the layer (".", "./", ""). */
+static bool
+path_is_top (const char *p)
+{
+  return p[strspn (p, "./")] == '\0' && strstr (p, "..") == NULL;
+}
+
+static const char *
+filetype_name (mode_t type)
+{
+  switch (type)
+    {
+    case AE_IFCHR:
+      return "a character device";
+    case AE_IFBLK:
+      return "a block device";
+    case AE_IFIFO:
+      return "a FIFO";
+    case AE_IFSOCK:
+      return "a socket";
+    default:
+      return "of an unknown type";
+    }
+}
+
+static int
+check_type (struct archive_entry *e, sbx_error **err)
+{
+  const char *link = archive_entry_hardlink (e);
+  mode_t type = archive_entry_filetype (e);
+  if (link)
+    return check_path (link, "hardlink target", err);
+  if (type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "entry is %s", filetype_name (type));
+  if (type != AE_IFDIR && path_is_top (archive_entry_pathname (e)))
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "the top of the layer is not a directory");
+  return 0;
+}
+
+/* Splits P (trailing slashes ignored) into its directory, as a prefix length
+ * including the slash, and its last component. */
+static void
+split_path (const char *p, size_t *ret_dirlen, char **ret_base)
+{
+  size_t len = strlen (p);
+  while (len > 1 && p[len - 1] == '/')
+    len--;
+  size_t d = len;
+  while (d > 0 && p[d - 1] != '/')
+    d--;
+  *ret_dirlen = d;
+  *ret_base = xstrndup (p + d, len - d);
+}
+
+static int
+classify_whiteout (const char *p, size_t dirlen, const char *base, char **ret_path, sbx_error **err)
+{
+  if (strcmp (base, WH_OPAQUE) == 0)
+    {
+      *ret_path = dirlen ? xstrndup (p, dirlen) : xstrdup (".");
+      return ENTRY_OPAQUE;
+    }
+  if (strncmp (base, WH_META_PREFIX, strlen (WH_META_PREFIX)) == 0)
+    return ENTRY_SKIP;
+  const char *name = base + strlen (WH_PREFIX);
+  if (*name == '\0' || strcmp (name, ".") == 0 || strcmp (name, "..") == 0)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "whiteout for an invalid name");
+  *ret_path = xasprintf ("%.*s%s", (int) dirlen, p, name);
+  return ENTRY_WHITEOUT;
+}
+
+/* What entry E is; for whiteouts, *ret_path is the path they act on. */
+static int
+classify_entry (struct archive_entry *e, char **ret_path, sbx_error **err)
+{
+  const char *p = archive_entry_pathname (e);
+  if (check_path (p, "path", err) < 0)
+    return -1;
+  size_t dirlen;
+  _cleanup_free_ char *base = NULL;
+  split_path (p, &dirlen, &base);
+  if (strncmp (base, WH_PREFIX, strlen (WH_PREFIX)) == 0)
+    return classify_whiteout (p, dirlen, base, ret_path, err);
+  if (check_type (e, err) < 0)
+    return -1;
+  return ENTRY_WRITE;
+}
+
+/* An overlay whiteout is a character device 0:0. */
+static void
+make_whiteout (struct archive_entry *e, const char *path)
+{
+  archive_entry_set_hardlink (e, NULL);
+  archive_entry_set_symlink (e, NULL);
+  archive_entry_set_filetype (e, AE_IFCHR);
+  archive_entry_set_perm (e, 0);
+  archive_entry_set_rdev (e, makedev (0, 0));
+  archive_entry_set_size (e, 0);
+  archive_entry_xattr_clear (e);
+  archive_entry_set_pathname (e, path);
+}
+
+/* Keeps user.* and file capabilities. trusted.* would steer overlayfs
+ * (opaque, redirect, metacopy) from inside an image; security.* others are
+ * the host's LSM labels. */
+static bool
+xattr_allowed (const char *name)
+{
+  return strncmp (name, "user.", 5) == 0 || strcmp (name, "security.capability") == 0;
+}
+
+static void
+filter_xattrs (struct archive_entry *e)
+{
+  int n = archive_entry_xattr_reset (e);
+  if (n <= 0)
+    return;
+  _cleanup_archive_entry_ struct archive_entry *kept = archive_entry_new ();
+  const char *name;
+  const void *value;
+  size_t size;
+  int nkept = 0;
+  while (archive_entry_xattr_next (e, &name, &value, &size) == ARCHIVE_OK)
+    if (xattr_allowed (name))
+      {
+        archive_entry_xattr_add_entry (kept, name, value, size);
+        nkept++;
+      }
+  if (nkept == n)
+    return;
+  archive_entry_xattr_clear (e);
+  archive_entry_xattr_reset (kept);
+  while (archive_entry_xattr_next (kept, &name, &value, &size) == ARCHIVE_OK)
+    archive_entry_xattr_add_entry (e, name, value, size);
+}
+
+/* ---- pass 2: extraction, in the new rootfs as the current directory ---- */
+
+static struct archive *
+open_tar_reader (int fd, sbx_error **err)
+{
+  struct archive *a = archive_read_new ();
+  archive_read_support_format_tar (a);
+  if (lseek (fd, 0, SEEK_SET) < 0 || archive_read_open_fd (a, fd, IO_BLOCK) != ARCHIVE_OK)
+    {
+      archive_fail (err, a, "read tar");
+      archive_read_free (a);
+      return NULL;
+    }
+  return a;
+}
+
+static int
+copy_entry_data (struct archive *ar, struct archive *aw, sbx_error **err)
+{
+  for (;;)
+    {
+      const void *buf;
+      size_t n;
+      la_int64_t off;
+      int r = archive_read_data_block (ar, &buf, &n, &off);
+      if (r == ARCHIVE_EOF)
+        return 0;
+      if (r != ARCHIVE_OK)
+        return archive_fail (err, ar, "read");
+      if (archive_write_data_block (aw, buf, n, off) < ARCHIVE_OK)
+        return archive_fail (err, aw, "write");
+    }
+}
+
+static int
+write_entry (struct archive *ar, struct archive *aw, struct archive_entry *e, sbx_error **err)
+{
+  filter_xattrs (e);
+  if (archive_write_header (aw, e) != ARCHIVE_OK)
+    return archive_fail (err, aw, "create");
+  if (archive_entry_filetype (e) == AE_IFREG && copy_entry_data (ar, aw, err) < 0)
+    return -1;
+  if (archive_write_finish_entry (aw) != ARCHIVE_OK)
+    return archive_fail (err, aw, "finish");
+  return 0;
+}
+
+static bool
+entry_counts_in_size (struct archive_entry *e)
+{
+  return archive_entry_filetype (e) == AE_IFREG && archive_entry_hardlink (e) == NULL;
+}
+
+/* One entry: checked, whiteouts turned into their overlay form, written. */
+static int
+extract_entry (struct archive *ar, struct archive *aw, struct archive_entry *e, char ***opaque,
+               uint64_t *size, sbx_error **err)
+{
+  _cleanup_free_ char *name = printable (archive_entry_pathname (e));
+  _cleanup_free_ char *path = NULL;
+  int kind = classify_entry (e, &path, err);
+  if (kind == ENTRY_WHITEOUT)
+    make_whiteout (e, path);
+  if (kind == ENTRY_OPAQUE)
+    strv_push (opaque, path);
+  if ((kind == ENTRY_WRITE || kind == ENTRY_WHITEOUT) && write_entry (ar, aw, e, err) < 0)
+    kind = -1;
+  if (kind < 0)
+    return sbx_error_wrap (err, "entry `%s`", name);
+  if (kind == ENTRY_WRITE && entry_counts_in_size (e))
+    *size += (uint64_t) archive_entry_size (e);
+  return 0;
+}
+
+/* libarchive takes a tar that stops at an entry boundary as complete (some
+ * writers omit the end-of-archive blocks), and so a download cut short there
+ * too. We require the zero block that ends the archive. */
+static int
+check_end_marker (struct archive *ar, int tarfd, sbx_error **err)
+{
+  struct stat st;
+  if (fstat (tarfd, &st) < 0)
+    return sbx_error_errno (err, errno, "stat layer.tar");
+  la_int64_t end = archive_read_header_position (ar);
+  if (end < 0 || st.st_size - end < 512)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "truncated archive: no end-of-archive marker");
+  return 0;
+}
+
+/* Opens directory PATH under the current directory, creating what is missing
+ * and following no symlink. */
+static int
+open_dir_beneath (const char *path, sbx_error **err)
+{
+  _cleanup_close_ int fd = open (".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  _cleanup_free_ char *copy = xstrdup (path);
+  char *save = NULL;
+  if (fd < 0)
+    return sbx_error_errno (err, errno, "open the rootfs");
+  for (char *c = strtok_r (copy, "/", &save); c; c = strtok_r (NULL, "/", &save))
+    {
+      if (strcmp (c, ".") == 0)
+        continue;
+      int next = openat (fd, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (next < 0 && errno == ENOENT && mkdirat (fd, c, 0755) == 0)
+        next = openat (fd, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (next < 0)
+        return sbx_error_set (err, errno_is_resource (errno) ? SBX_E_INTERNAL : SBX_E_INVALID_ARGUMENT,
+                              errno, "open directory `%s`", c);
+      close (fd);
+      fd = next;
+    }
+  return steal_fd (&fd);
+}
+
+/* After all entries, so that a directory written later keeps the mark. */
+static int
+apply_opaque (char **dirs, sbx_error **err)
+{
+  for (size_t i = 0; dirs && dirs[i]; i++)
+    {
+      _cleanup_free_ char *name = printable (dirs[i]);
+      _cleanup_close_ int fd = open_dir_beneath (dirs[i], err);
+      if (fd < 0)
+        return sbx_error_wrap (err, "opaque directory `%s`", name);
+      if (fsetxattr (fd, OPAQUE_XATTR, "y", 1, 0) < 0)
+        return sbx_error_errno (err, errno, "opaque directory `%s`: set " OPAQUE_XATTR, name);
+    }
+  return 0;
+}
+
+/* Extracts the tar in TARFD into the current directory. */
+static int
+extract_here (int tarfd, uint64_t *ret_size, sbx_error **err)
+{
+  _cleanup_archive_read_ struct archive *ar = open_tar_reader (tarfd, err);
+  if (ar == NULL)
+    return -1;
+  _cleanup_archive_write_ struct archive *aw = archive_write_disk_new ();
+  archive_write_disk_set_options (aw, EXTRACT_FLAGS);
+  _cleanup_strv_ char **opaque = NULL;
+  uint64_t size = 0;
+  for (;;)
+    {
+      struct archive_entry *e;
+      int r = archive_read_next_header (ar, &e);
+      if (r == ARCHIVE_EOF)
+        break;
+      /* A warning is a name that does not convert to the locale: still bytes. */
+      if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
+        return archive_fail (err, ar, "read");
+      if (extract_entry (ar, aw, e, &opaque, &size, err) < 0)
+        return -1;
+    }
+  if (check_end_marker (ar, tarfd, err) < 0)
+    return -1;
+  if (archive_write_close (aw) != ARCHIVE_OK)
+    return archive_fail (err, aw, "finish extraction");
+  if (apply_opaque (opaque, err) < 0)
+    return -1;
+  *ret_size = size;
+  return 0;
+}
+
+static int
+wait_child (pid_t pid, int *ret_status)
+{
+  while (waitpid (pid, ret_status, 0) < 0)
+    if (errno != EINTR)
+      return -errno;
+  return 0;
+}
+
+#ifdef SBX_LAYER_FUZZING
+/* For the fuzzer (tests/fuzz/fuzz-tar.c): it sees coverage of in-process code
+ * only, and without the chroot below it tests our checks and libarchive's
+ * alone. Changes the working directory of the process while it runs. */
+static int
+extract_isolated (int rootfd, int tarfd, uint64_t *ret_size, sbx_error **err)
+{
+  _cleanup_close_ int cwd = open (".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (cwd < 0 || fchdir (rootfd) < 0)
+    return sbx_error_errno (err, errno, "enter the rootfs");
+  int r = extract_here (tarfd, ret_size, err);
+  if (fchdir (cwd) < 0)
+    abort ();
+  return r;
+}
+#else
+/* Errors cross the fork as this struct on a pipe. */
+typedef struct extract_result {
+  int32_t code;
+  int32_t errnum;
+  uint64_t size;
+  char msg[2048];
+} extract_result;
+
+static __attribute__ ((noreturn)) void
+extract_child (pid_t parent, int rootfd, int tarfd, int resfd)
+{
+  extract_result res = { .code = SBX_OK };
+  sbx_error *e = NULL;
+  if (prctl (PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid () != parent)
+    _exit (1);
+  if (fchdir (rootfd) < 0 || chroot (".") < 0 || chdir ("/") < 0)
+    sbx_error_errno (&e, errno, "enter the rootfs");
+  else
+    extract_here (tarfd, &res.size, &e);
+  if (e)
+    {
+      res.code = e->code;
+      res.errnum = e->errnum;
+      snprintf (res.msg, sizeof res.msg, "%s", e->msg);
+    }
+  _exit (write_all (resfd, &res, sizeof res) < 0 || e ? 1 : 0);
+}
+
+/* Extracts in a child chrooted into the new rootfs: whatever an entry names,
+ * "/" and ".." end at the layer's top. */
+static int
+extract_isolated (int rootfd, int tarfd, uint64_t *ret_size, sbx_error **err)
+{
+  int p[2];
+  if (pipe2 (p, O_CLOEXEC) < 0)
+    return sbx_error_errno (err, errno, "pipe");
+  pid_t parent = getpid ();
+  pid_t pid = fork ();
+  if (pid < 0)
+    {
+      int e = errno;
+      close (p[0]);
+      close (p[1]);
+      return sbx_error_errno (err, e, "fork");
+    }
+  if (pid == 0)
+    {
+      close (p[0]);
+      extract_child (parent, rootfd, tarfd, p[1]);
+    }
+  close (p[1]);
+  extract_result res;
+  ssize_t n = read_all (p[0], &res, sizeof res);
+  close (p[0]);
+  int status = 0;
+  wait_child (pid, &status);
+  if (n != (ssize_t) sizeof res)
+    return sbx_error_set (err, SBX_E_INTERNAL, 0, "extraction process died (status 0x%x)", status);
+  if (res.code != SBX_OK)
+    {
+      res.msg[sizeof res.msg - 1] = '\0';
+      sbx_code code = res.code > SBX_OK && res.code < SBX_E__MAX ? (sbx_code) res.code : SBX_E_INTERNAL;
+      return sbx_error_set (err, code, res.errnum, "%s", res.msg);
+    }
+  *ret_size = res.size;
+  return 0;
+}
+#endif
+
+/* The size of an existing layer, from its tar's headers alone. */
+static int
+tar_size (int tarfd, uint64_t *ret_size, sbx_error **err)
+{
+  _cleanup_archive_read_ struct archive *ar = open_tar_reader (tarfd, err);
+  uint64_t size = 0;
+  if (ar == NULL)
+    return -1;
+  for (;;)
+    {
+      struct archive_entry *e;
+      _cleanup_free_ char *path = NULL;
+      int r = archive_read_next_header (ar, &e);
+      if (r == ARCHIVE_EOF)
+        break;
+      if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
+        return archive_fail (err, ar, "read");
+      if (classify_entry (e, &path, NULL) == ENTRY_WRITE && entry_counts_in_size (e))
+        size += (uint64_t) archive_entry_size (e);
+    }
+  *ret_size = size;
+  return 0;
+}
+
+/* The tail shared by import and busybox: T's layer.tar is complete and HEX
+ * names it. Reuses the layer if it exists, else extracts and installs T. */
+static int
+finish_layer (const char *root, tmp_layer *t, const char *hex, char **ret_digest, uint64_t *ret_size,
+              sbx_error **err)
+{
+  _cleanup_free_ char *digest = xasprintf (DIGEST_PREFIX "%s", hex);
+  _cleanup_close_ int tarfd = openat (t->dfd, "layer.tar", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  uint64_t size = 0;
+  if (tarfd < 0)
+    return sbx_error_errno (err, errno, "open layer.tar");
+  if (sbx_layer_exists (root, digest))
+    {
+      if (tar_size (tarfd, &size, err) < 0)
+        return -1;
+    }
+  else
+    {
+      _cleanup_close_ int rootfd = openat (t->dfd, "rootfs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (rootfd < 0)
+        return sbx_error_errno (err, errno, "open rootfs");
+      if (extract_isolated (rootfd, tarfd, &size, err) < 0)
+        return -1;
+      if (tmp_layer_install (root, t, hex, err) < 0)
+        return -1;
+    }
+  *ret_digest = steal_pointer (&digest);
+  *ret_size = size;
+  return 0;
+}
+
+int
+sbx_layer_import_tar (const char *root, const char *tarpath, char **ret_digest, uint64_t *ret_size,
+                      sbx_error **err)
+{
+  _cleanup_tmp_layer_ tmp_layer t = TMP_LAYER_INIT;
+  _cleanup_close_ int infd = open (tarpath, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  char hex[65];
+  if (infd < 0)
+    sbx_error_set (err, errno == ENOENT ? SBX_E_NOT_FOUND : SBX_E_INTERNAL, errno, "open");
+  else if (fstat (infd, &st) < 0)
+    sbx_error_errno (err, errno, "stat");
+  else if (S_ISDIR (st.st_mode))
+    sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "is a directory");
+  else if (S_ISREG (st.st_mode) && st.st_size == 0)
+    sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "empty archive");
+  else if (tmp_layer_new (root, &t, err) == 0 && write_plain_tar (infd, &t, hex, err) == 0
+           && finish_layer (root, &t, hex, ret_digest, ret_size, err) == 0)
+    return 0;
+  return sbx_error_wrap (err, "import `%s`", tarpath);
+}
+
+int
+sbx_layer_remove (const char *root, const char *digest, sbx_error **err)
+{
+  _cleanup_free_ char *dir = sbx_layer_dir (root, digest);
+  if (dir == NULL)
+    {
+      _cleanup_free_ char *name = printable (digest);
+      return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid layer digest `%s`", name);
+    }
+  if (ensure_layer_dirs (root, err) < 0)
+    return -1;
+  _cleanup_free_ char *rnd = random_hex (16);
+  _cleanup_free_ char *tmp = xasprintf ("%s/layers/tmp/rm-%s", root, rnd);
+  if (rename (dir, tmp) < 0)
+    {
+      if (errno == ENOENT)
+        return sbx_error_set (err, SBX_E_NOT_FOUND, 0, "layer `%s` not found", digest);
+      return sbx_error_errno (err, errno, "remove layer `%s`", digest);
+    }
+  if (rm_rf (tmp, err) < 0)
+    return sbx_error_wrap (err, "remove layer `%s`", digest);
+  return 0;
+}
+
+/* ---- the busybox layer ---- */
+
+static const char *
+busybox_path (void)
+{
+  const char *p = getenv ("SBX_BUSYBOX");
+  return p && *p ? p : "/bin/busybox";
+}
+
+/* Whether the ELF file in FD asks for a program interpreter (a dynamic loader);
+ * -1 when it is not ELF. Either class, in the host's byte order. */
+static int
+elf_has_interp (int fd, bool *ret)
+{
+  unsigned char ident[EI_NIDENT];
+  uint64_t phoff;
+  unsigned phentsize, phnum;
+  if (pread (fd, ident, sizeof ident, 0) != (ssize_t) sizeof ident || memcmp (ident, ELFMAG, SELFMAG) != 0)
+    return -1;
+  if (ident[EI_CLASS] == ELFCLASS64)
+    {
+      Elf64_Ehdr h;
+      if (pread (fd, &h, sizeof h, 0) != (ssize_t) sizeof h)
+        return -1;
+      phoff = h.e_phoff, phentsize = h.e_phentsize, phnum = h.e_phnum;
+    }
+  else
+    {
+      Elf32_Ehdr h;
+      if (pread (fd, &h, sizeof h, 0) != (ssize_t) sizeof h)
+        return -1;
+      phoff = h.e_phoff, phentsize = h.e_phentsize, phnum = h.e_phnum;
+    }
+  *ret = false;
+  for (unsigned i = 0; i < phnum; i++)
+    {
+      uint32_t type;
+      if (pread (fd, &type, sizeof type, (off_t) (phoff + (uint64_t) i * phentsize)) != (ssize_t) sizeof type)
+        return -1;
+      *ret |= type == PT_INTERP;
+    }
+  return 0;
+}
+
+/* A busybox that needs a dynamic loader would not start in a rootfs that has
+ * none: refuse it rather than build a layer that cannot run. */
+static int
+check_static_elf (int fd, const char *path, sbx_error **err)
+{
+  bool interp;
+  if (elf_has_interp (fd, &interp) < 0)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "`%s` is not an ELF executable", path);
+  if (interp)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
+                          "`%s` is dynamically linked: install busybox-static or set SBX_BUSYBOX", path);
+  return 0;
+}
+
+/* Runs ARGV (no shell) and returns at most MAX bytes of its stdout. */
+static int
+run_capture (char *const argv[], size_t max, char **ret_out, sbx_error **err)
+{
+  int p[2];
+  if (pipe2 (p, O_CLOEXEC) < 0)
+    return sbx_error_errno (err, errno, "pipe");
+  pid_t pid = fork ();
+  if (pid < 0)
+    {
+      int e = errno;
+      close (p[0]);
+      close (p[1]);
+      return sbx_error_errno (err, e, "fork");
+    }
+  if (pid == 0)
+    {
+      int null = open ("/dev/null", O_RDWR | O_CLOEXEC);
+      if (null < 0 || dup2 (null, 0) < 0 || dup2 (p[1], 1) < 0 || dup2 (null, 2) < 0)
+        _exit (127);
+      execv (argv[0], argv);
+      _exit (127);
+    }
+  close (p[1]);
+  _cleanup_free_ char *out = xmalloc (max + 1);
+  ssize_t n = read_all (p[0], out, max);
+  close (p[0]);
+  int status = 0;
+  wait_child (pid, &status);
+  if (n < 0 || (size_t) n >= max)
+    return sbx_error_set (err, SBX_E_INTERNAL, n < 0 ? (int) -n : 0, "`%s %s`: unreadable output", argv[0], argv[1]);
+  if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
+    return sbx_error_set (err, SBX_E_INTERNAL, 0, "`%s %s` failed (status 0x%x)", argv[0], argv[1], status);
+  out[n] = '\0';
+  *ret_out = steal_pointer (&out);
+  return 0;
+}
+
+/* What goes into the busybox tar, sorted by path before it is written. */
+typedef struct bb_entry {
+  char *path;
+  mode_t mode;          /* type and permissions */
+  char *target;         /* symlinks */
+  const char *content;  /* small files; NULL for a regular file: the busybox binary */
+} bb_entry;
+
+typedef struct bb_tree {
+  bb_entry *v;
+  size_t n;
+} bb_tree;
+
+static void
+bb_tree_free (bb_tree *t)
+{
+  for (size_t i = 0; i < t->n; i++)
+    {
+      free (t->v[i].path);
+      free (t->v[i].target);
+    }
+  free (t->v);
+}
+#define _cleanup_bb_tree_ __attribute__ ((cleanup (bb_tree_free)))
+
+/* Adds PATH unless it is there already (the first one wins). */
+static void
+bb_add (bb_tree *t, const char *path, mode_t mode, const char *target, const char *content)
+{
+  for (size_t i = 0; i < t->n; i++)
+    if (strcmp (t->v[i].path, path) == 0)
+      return;
+  t->v = xrealloc (t->v, (t->n + 1) * sizeof *t->v);
+  t->v[t->n++] = (bb_entry) { .path = xstrdup (path), .mode = mode, .target = target ? xstrdup (target) : NULL,
+                              .content = content };
+}
+
+static void
+bb_add_parents (bb_tree *t, const char *path)
+{
+  for (const char *s = strchr (path, '/'); s; s = strchr (s + 1, '/'))
+    {
+      _cleanup_free_ char *dir = xstrndup (path, (size_t) (s - path));
+      bb_add (t, dir, S_IFDIR | 0755, NULL, NULL);
+    }
+}
+
+static int
+bb_cmp (const void *a, const void *b)
+{
+  return strcmp (((const bb_entry *) a)->path, ((const bb_entry *) b)->path);
+}
+
+/* usr/bin/env or bin/sh, as busybox --list-full prints them. */
+static bool
+applet_path_ok (const char *p)
+{
+  if (*p == '\0' || *p == '/' || strlen (p) > 128 || strstr (p, "//") || strstr (p, "..")
+      || p[strlen (p) - 1] == '/')
+    return false;
+  for (const char *c = p; *c; c++)
+    if (!(strchr ("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+-[]/", *c)))
+      return false;
+  return true;
+}
+
+/* The applet's symlink points at the binary relatively, so it also resolves
+ * when the rootfs is looked at from the host. */
+static void
+bb_add_applet (bb_tree *t, const char *path)
+{
+  size_t depth = 0;
+  for (const char *c = path; *c; c++)
+    depth += *c == '/';
+  _cleanup_free_ char *target = NULL;
+  if (strncmp (path, "bin/", 4) == 0 && depth == 1)
+    target = xstrdup ("busybox");
+  else
+    {
+      target = xmalloc (depth * 3 + sizeof "bin/busybox");
+      target[0] = '\0';
+      for (size_t i = 0; i < depth; i++)
+        strcat (target, "../");
+      strcat (target, "bin/busybox");
+    }
+  bb_add_parents (t, path);
+  bb_add (t, path, S_IFLNK | 0777, target, NULL);
+}
+
+static int
+bb_add_applets (bb_tree *t, const char *bb, sbx_error **err)
+{
+  char *full[] = { (char *) bb, (char *) "--list-full", NULL };
+  char *plain[] = { (char *) bb, (char *) "--list", NULL };
+  _cleanup_free_ char *out = NULL;
+  bool is_full = run_capture (full, 1 << 20, &out, NULL) == 0;
+  if (!is_full && run_capture (plain, 1 << 20, &out, err) < 0)
+    return -1;
+  char *save = NULL;
+  for (char *line = strtok_r (out, "\n", &save); line; line = strtok_r (NULL, "\n", &save))
+    {
+      _cleanup_free_ char *path = is_full ? xstrdup (line) : xasprintf ("bin/%s", line);
+      if (!applet_path_ok (path))
+        return sbx_error_set (err, SBX_E_INTERNAL, 0, "`%s --list`: unexpected applet `%s`", bb, path);
+      if (strcmp (path, "bin/busybox") != 0)
+        bb_add_applet (t, path);
+    }
+  return 0;
+}
+
+static const struct {
+  const char *path;
+  mode_t mode;
+  const char *content;
+} bb_fixed[] = {
+  { "bin", S_IFDIR | 0755, NULL },
+  { "bin/busybox", S_IFREG | 0755, NULL },
+  { "dev", S_IFDIR | 0755, NULL },
+  { "etc", S_IFDIR | 0755, NULL },
+  { "etc/group", S_IFREG | 0644, "root:x:0:\nnogroup:x:65534:\n" },
+  { "etc/hostname", S_IFREG | 0644, "sbx\n" },
+  { "etc/os-release", S_IFREG | 0644,
+    "NAME=\"sbx busybox\"\nID=sbx-busybox\nPRETTY_NAME=\"sbx busybox (the host's busybox-static)\"\n" },
+  { "etc/passwd", S_IFREG | 0644,
+    "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n" },
+  { "home", S_IFDIR | 0755, NULL },
+  { "proc", S_IFDIR | 0755, NULL },
+  { "root", S_IFDIR | 0700, NULL },
+  { "sys", S_IFDIR | 0755, NULL },
+  { "tmp", S_IFDIR | 01777, NULL },
+  { "var", S_IFDIR | 0755, NULL },
+  { "var/tmp", S_IFDIR | 01777, NULL },
+};
+
+static int
+bb_tree_build (bb_tree *t, const char *bb, sbx_error **err)
+{
+  for (size_t i = 0; i < ARRAY_SIZE (bb_fixed); i++)
+    bb_add (t, bb_fixed[i].path, bb_fixed[i].mode, NULL, bb_fixed[i].content);
+  if (bb_add_applets (t, bb, err) < 0)
+    return -1;
+  qsort (t->v, t->n, sizeof *t->v, bb_cmp);
+  return 0;
+}
+
+/* The tar is written through this sink, hashed on the way to layer.tar. */
+typedef struct tar_sink {
+  int fd;
+  sha256_ctx sha;
+} tar_sink;
+
+static la_ssize_t
+tar_sink_write (struct archive *a, void *data, const void *buf, size_t len)
+{
+  tar_sink *s = data;
+  int r = write_all (s->fd, buf, len);
+  if (r < 0)
+    {
+      archive_set_error (a, -r, "write layer.tar");
+      return -1;
+    }
+  sha256_update (&s->sha, buf, len);
+  return (la_ssize_t) len;
+}
+
+static int
+write_fd_data (struct archive *a, int fd, int64_t size, sbx_error **err)
+{
+  _cleanup_free_ char *buf = xmalloc (IO_BLOCK);
+  int64_t done = 0;
+  while (done < size)
+    {
+      ssize_t n = pread (fd, buf, IO_BLOCK, done);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        return sbx_error_errno (err, n < 0 ? errno : EIO, "read busybox");
+      if (n > size - done)
+        n = (ssize_t) (size - done);
+      if (archive_write_data (a, buf, (size_t) n) != n)
+        return archive_fail (err, a, "write bin/busybox");
+      done += n;
+    }
+  return 0;
+}
+
+static int
+write_bb_entry (struct archive *a, const bb_entry *b, int binfd, sbx_error **err)
+{
+  _cleanup_archive_entry_ struct archive_entry *e = archive_entry_new ();
+  struct stat st = { .st_size = 0 };
+  int64_t size = 0;
+  archive_entry_set_pathname (e, b->path);
+  archive_entry_set_mode (e, b->mode);
+  archive_entry_set_uid (e, 0);
+  archive_entry_set_gid (e, 0);
+  archive_entry_set_mtime (e, 0, 0);
+  if (S_ISLNK (b->mode))
+    archive_entry_set_symlink (e, b->target);
+  if (S_ISREG (b->mode) && b->content)
+    size = (int64_t) strlen (b->content);
+  else if (S_ISREG (b->mode))
+    {
+      if (fstat (binfd, &st) < 0)
+        return sbx_error_errno (err, errno, "stat busybox");
+      size = st.st_size;
+    }
+  archive_entry_set_size (e, size);
+  if (archive_write_header (a, e) != ARCHIVE_OK)
+    return archive_fail (err, a, b->path);
+  if (b->content && archive_write_data (a, b->content, (size_t) size) != size)
+    return archive_fail (err, a, b->path);
+  if (S_ISREG (b->mode) && !b->content)
+    return write_fd_data (a, binfd, size, err);
+  return 0;
+}
+
+/* Writes T as a deterministic tar (pax restricted, mtime 0, owner 0, sorted)
+ * into TL's layer.tar; HEX is its sha256. */
+static int
+write_bb_tar (const bb_tree *t, int binfd, tmp_layer *tl, char hex[65], sbx_error **err)
+{
+  _cleanup_close_ int fd = openat (tl->dfd, "layer.tar", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return sbx_error_errno (err, errno, "create layer.tar");
+  tar_sink sink = { .fd = fd };
+  sha256_init (&sink.sha);
+  _cleanup_archive_write_ struct archive *a = archive_write_new ();
+  archive_write_set_format_pax_restricted (a);
+  archive_write_add_filter_none (a);
+  if (archive_write_open (a, &sink, NULL, tar_sink_write, NULL) != ARCHIVE_OK)
+    return archive_fail (err, a, "write layer.tar");
+  for (size_t i = 0; i < t->n; i++)
+    if (write_bb_entry (a, &t->v[i], binfd, err) < 0)
+      return -1;
+  if (archive_write_close (a) != ARCHIVE_OK)
+    return archive_fail (err, a, "write layer.tar");
+  sha256_ctx_hex_final (&sink.sha, hex);
+  return 0;
+}
+
+int
+sbx_layer_make_busybox (const char *root, char **ret_digest, uint64_t *ret_size, sbx_error **err)
+{
+  const char *bb = busybox_path ();
+  _cleanup_close_ int binfd = open (bb, O_RDONLY | O_CLOEXEC);
+  _cleanup_bb_tree_ bb_tree tree = { 0 };
+  _cleanup_tmp_layer_ tmp_layer t = TMP_LAYER_INIT;
+  char hex[65];
+  if (binfd < 0)
+    sbx_error_set (err, errno == ENOENT ? SBX_E_NOT_FOUND : SBX_E_INTERNAL, errno,
+                   "open `%s` (install busybox-static or set SBX_BUSYBOX)", bb);
+  else if (check_static_elf (binfd, bb, err) == 0 && bb_tree_build (&tree, bb, err) == 0
+           && tmp_layer_new (root, &t, err) == 0 && write_bb_tar (&tree, binfd, &t, hex, err) == 0
+           && finish_layer (root, &t, hex, ret_digest, ret_size, err) == 0)
+    return 0;
+  return sbx_error_wrap (err, "busybox layer");
+}

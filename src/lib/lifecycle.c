@@ -1,0 +1,287 @@
+/* Create, terminate, remove, reap, gc. */
+#include "config.h"
+#include "lifecycle.h"
+#include "cgroup.h"
+#include "image.h"
+#include "monitor.h"
+#include "runtime.h"
+#include "client.h"
+#include "util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+
+static int
+validate_opts (const sbx_sandbox_opts *o, sbx_error **err)
+{
+  if (o->name && !name_is_valid (o->name))
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid name `%s`: use [A-Za-z0-9][A-Za-z0-9_.+-]*, at most %d",
+                          o->name, SBX_NAME_MAX);
+  if (o->name && strncmp (o->name, "sb-", 3) == 0)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid name `%s`: the prefix sb- is for ids", o->name);
+  if (!sbx_runtime_name_valid (o->runtime))
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "unknown runtime `%s` (expected runsc or runc)", o->runtime);
+  for (size_t i = 0; o->env && o->env[i]; i++)
+    if (!env_entry_is_valid (o->env[i]))
+      return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid environment entry `%s`: expected KEY=VALUE",
+                            o->env[i]);
+  if (o->cwd && o->cwd[0] != '/')
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "--cwd must be an absolute path");
+  if (o->timeout < 1 || o->timeout > SBX_TIMEOUT_MAX)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "--timeout must be between 1 and %d", SBX_TIMEOUT_MAX);
+  if (o->keep_warm < -1 || o->keep_warm == 0 || o->keep_warm > SBX_TIMEOUT_MAX)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "--keep-warm must be -1 or between 1 and %d", SBX_TIMEOUT_MAX);
+  return 0;
+}
+
+static void
+discard (const sbx_store *st, const char *id, const char *name)
+{
+  _cleanup_free_ char *dir = sbx_sandbox_dir (st, id);
+  _cleanup_free_ char *run = sbx_sandbox_run_dir (st, id);
+  rm_rf (dir, NULL);
+  rm_rf (run, NULL);
+  if (name)
+    sbx_name_release (st, name, id);
+}
+
+/* Makes ROOT/sandboxes/ID with its lock held and state `creating`. */
+static int
+make_record (const sbx_store *st, sbx_sandbox *sb, int *ret_lock, sbx_error **err)
+{
+  _cleanup_free_ char *dir = sbx_sandbox_dir (st, sb->id);
+  if (mkdir (dir, 0700) < 0)
+    return sbx_error_errno (err, errno, "mkdir `%s`", dir);
+  _cleanup_free_ char *lockp = xasprintf ("%s/lock", dir);
+  int lk = lock_path (lockp, LOCK_EX | LOCK_NB, err);
+  if (lk < 0)
+    return -1;
+  sb->state = SBX_STATE_CREATING;
+  sb->created_at = now_unix ();
+  if (sbx_sandbox_save (st, sb, err) < 0)
+    {
+      close (lk);
+      return -1;
+    }
+  *ret_lock = lk;
+  return 0;
+}
+
+static void
+fill_from_image (sbx_sandbox *sb, const sbx_image *img)
+{
+  sb->image_id = xstrdup (img->id);
+  sb->layers = strv_dup (img->layers);
+  sb->image_env = strv_dup (img->env);
+  sb->image_workdir = xstrdup (img->workdir && img->workdir[0] ? img->workdir : "/");
+}
+
+int
+sbx_sandbox_create (const sbx_store *st, sbx_sandbox_opts *opts, sbx_sandbox **ret, sbx_error **err)
+{
+  if (validate_opts (opts, err) < 0)
+    return -1;
+  _cleanup_image_ sbx_image *img = NULL;
+  if (sbx_image_resolve (st, opts->image_ref ? opts->image_ref : "busybox", &img, err) < 0)
+    return -1;
+  /* Refused here, before anything exists, rather than by the monitor. */
+  sbx_runtime *rt = NULL;
+  if (sbx_runtime_find (st, opts->runtime, &rt, err) < 0)
+    return -1;
+  sbx_runtime_free (rt);
+
+  _cleanup_sandbox_ sbx_sandbox *sb = xmalloc0 (sizeof *sb);
+  sb->id = sbx_sandbox_new_id ();
+  if (opts->name && sbx_name_reserve (st, opts->name, sb->id, err) < 0)
+    return -1;
+  sb->opts = *opts;
+  memset (opts, 0, sizeof *opts);
+  fill_from_image (sb, img);
+  _cleanup_close_ int lk = -1;
+  if (make_record (st, sb, &lk, err) < 0)
+    {
+      discard (st, sb->id, sb->opts.name);
+      return sbx_error_wrap (err, "create sandbox");
+    }
+  if (sbx_monitor_spawn (st, sb, lk, err) < 0)
+    {
+      _cleanup_free_ char *log = sbx_store_path (st, "sandboxes/%s/log", sb->id);
+      _cleanup_free_ char *text = NULL;
+      read_file (log, 16384, &text, NULL, NULL);
+      discard (st, sb->id, sb->opts.name);
+      if (text && *text && err && *err)
+        {
+          char *m = xasprintf ("%s\n%s", (*err)->msg, text);
+          free ((*err)->msg);
+          (*err)->msg = m;
+          size_t l = strlen (m);
+          while (l && m[l - 1] == '\n')
+            m[--l] = '\0';
+        }
+      return -1;
+    }
+  /* The monitor wrote the running state; read it back for the caller. */
+  return sbx_sandbox_get (st, sb->id, ret, err);
+}
+
+int
+sbx_sandbox_reap (const sbx_store *st, const char *id, sbx_error **err)
+{
+  _cleanup_free_ char *lockp = sbx_store_path (st, "sandboxes/%s/lock", id);
+  _cleanup_close_ int lk = lock_path (lockp, LOCK_EX | LOCK_NB, NULL);
+  if (lk < 0)
+    return 0; /* the monitor (or another reaper) holds it */
+  _cleanup_sandbox_ sbx_sandbox *sb = NULL;
+  if (sbx_sandbox_load (st, id, &sb, err) < 0)
+    return -1;
+  _cleanup_runtime_ sbx_runtime *rt = NULL;
+  if (sb->opts.runtime && sbx_runtime_find (st, sb->opts.runtime, &rt, NULL) == 0)
+    sbx_runtime_destroy (rt, id, true, NULL);
+  _cleanup_free_ char *cg = sbx_store_cgroup_path (st, id);
+  if (sbx_cgroup_remove (cg, err) < 0)
+    return -1;
+  _cleanup_free_ char *parent = xasprintf ("/sbx-%s", st->tag);
+  sbx_cgroup_remove_parent (parent);
+  _cleanup_free_ char *run = sbx_sandbox_run_dir (st, id);
+  rm_rf (run, NULL);
+  if (sbx_state_is_final (sb->state))
+    return 0;
+  sb->state = SBX_STATE_FAILED;
+  free (sb->reason);
+  sb->reason = xstrdup (SBX_REASON_MONITOR_LOST);
+  sb->ended_at = now_unix ();
+  if (sbx_sandbox_save (st, sb, err) < 0)
+    return -1;
+  return 1;
+}
+
+int
+sbx_sandbox_terminate (const sbx_store *st, const char *id, int64_t timeout_ms, sbx_error **err)
+{
+  _cleanup_error_ sbx_error *e = NULL;
+  if (sbx_client_wait_close (st, id, "{\"op\":\"terminate\"}", timeout_ms, &e) < 0)
+    {
+      if (e->code != SBX_E_SANDBOX_NOT_RUNNING)
+        {
+          *err = steal_pointer (&e);
+          return -1;
+        }
+    }
+  /* Wait for the monitor to release its lock, then make sure. */
+  uint64_t until = now_ms_monotonic () + 10000;
+  while (sbx_sandbox_monitor_alive (st, id) && now_ms_monotonic () < until)
+    usleep (2000);
+  if (sbx_sandbox_reap (st, id, err) < 0)
+    return -1;
+  return 0;
+}
+
+int
+sbx_sandbox_remove (const sbx_store *st, const char *id, sbx_error **err)
+{
+  _cleanup_sandbox_ sbx_sandbox *sb = NULL;
+  if (sbx_sandbox_get (st, id, &sb, err) < 0)
+    return -1;
+  if (!sbx_state_is_final (sb->state))
+    return sbx_error_set (err, SBX_E_BUSY, 0, "sandbox %s is %s: terminate it first (or use --force)", id,
+                          sbx_state_name (sb->state));
+  if (sbx_sandbox_reap (st, id, err) < 0)
+    return -1;
+  _cleanup_free_ char *dir = sbx_sandbox_dir (st, id);
+  _cleanup_free_ char *tmp = sbx_store_path (st, "sandboxes/.rm-%s", id);
+  if (rename (dir, tmp) < 0)
+    return errno == ENOENT ? 0 : sbx_error_errno (err, errno, "remove sandbox %s", id);
+  if (sb->opts.name)
+    sbx_name_release (st, sb->opts.name, id);
+  return rm_rf (tmp, err);
+}
+
+static void
+gc_orphan_containers (const sbx_store *st, char *const *known, sbx_gc_report *rep)
+{
+  static const char *const names[] = { "runc", "runsc" };
+  for (size_t r = 0; r < ARRAY_SIZE (names); r++)
+    {
+      _cleanup_runtime_ sbx_runtime *rt = NULL;
+      _cleanup_strv_ char **ids = NULL;
+      if (sbx_runtime_find (st, names[r], &rt, NULL) < 0 || sbx_runtime_list (rt, &ids, NULL) < 0)
+        continue;
+      for (size_t i = 0; ids[i]; i++)
+        {
+          bool owned = false;
+          for (size_t k = 0; known[k] && !owned; k++)
+            owned = strcmp (known[k], ids[i]) == 0 && sbx_sandbox_monitor_alive (st, ids[i]);
+          if (!owned && sbx_runtime_destroy (rt, ids[i], true, NULL) == 0)
+            rep->orphans++;
+        }
+    }
+}
+
+static void
+gc_orphan_cgroups (const sbx_store *st, sbx_gc_report *rep)
+{
+  _cleanup_free_ char *parent = xasprintf ("/sbx-%s", st->tag);
+  _cleanup_strv_ char **kids = sbx_cgroup_children (parent);
+  for (size_t i = 0; kids[i]; i++)
+    {
+      if (name_is_valid (kids[i]) && sbx_sandbox_monitor_alive (st, kids[i]))
+        continue;
+      _cleanup_free_ char *cg = xasprintf ("%s/%s", parent, kids[i]);
+      if (sbx_cgroup_remove (cg, NULL) == 0)
+        rep->orphans++;
+    }
+  sbx_cgroup_remove_parent (parent);
+}
+
+/* Leftovers of interrupted removals (sandboxes/.rm-ID). */
+static void
+gc_leftovers (const sbx_store *st)
+{
+  _cleanup_free_ char *sdir = sbx_store_path (st, "sandboxes");
+  DIR *d = opendir (sdir);
+  if (d == NULL)
+    return;
+  struct dirent *de;
+  while ((de = readdir (d)))
+    if (strncmp (de->d_name, ".rm-", 4) == 0)
+      rm_rf_at (dirfd (d), de->d_name, NULL);
+  closedir (d);
+}
+
+int
+sbx_gc (const sbx_store *st, sbx_gc_report *ret, sbx_error **err)
+{
+  sbx_gc_report rep = { 0 };
+  _cleanup_strv_ char **ids = NULL;
+  if (sbx_sandbox_list (st, &ids, err) < 0)
+    return -1;
+  for (size_t i = 0; ids[i]; i++)
+    {
+      int r = sbx_sandbox_reap (st, ids[i], NULL);
+      if (r > 0)
+        rep.reaped++;
+      _cleanup_sandbox_ sbx_sandbox *sb = NULL;
+      if (sbx_sandbox_get (st, ids[i], &sb, NULL) < 0)
+        {
+          /* A record without a readable state: a CLI killed mid-create. */
+          if (!sbx_sandbox_monitor_alive (st, ids[i]))
+            {
+              _cleanup_free_ char *dir = sbx_sandbox_dir (st, ids[i]);
+              if (rm_rf (dir, NULL) == 0)
+                rep.removed++;
+            }
+          continue;
+        }
+      if (sbx_state_is_final (sb->state) && sbx_sandbox_remove (st, ids[i], NULL) == 0)
+        rep.removed++;
+    }
+  gc_orphan_containers (st, ids, &rep);
+  gc_orphan_cgroups (st, &rep);
+  gc_leftovers (st);
+  *ret = rep;
+  return 0;
+}

@@ -1,0 +1,31 @@
+/* Sandbox lifecycle operations shared by the commands: create (validate,
+ * reserve, spawn the monitor), terminate, remove, and the reaping of what a
+ * crashed monitor or CLI left behind (gc). */
+#ifndef SBX_LIFECYCLE_H
+#define SBX_LIFECYCLE_H
+
+#include "error.h"
+#include "sandbox.h"
+#include "store.h"
+
+/* Validates OPTS (taking ownership of its fields on success), creates the
+ * sandbox and returns it running. On any error nothing is left behind. */
+int sbx_sandbox_create (const sbx_store *st, sbx_sandbox_opts *opts, sbx_sandbox **ret, sbx_error **err);
+/* Asks the monitor to end the sandbox and waits until it has (TIMEOUT_MS,
+ * -1 forever). A sandbox whose monitor is gone is reaped instead. */
+int sbx_sandbox_terminate (const sbx_store *st, const char *id, int64_t timeout_ms, sbx_error **err);
+/* Removes a sandbox in a final state (BUSY otherwise) and its files. */
+int sbx_sandbox_remove (const sbx_store *st, const char *id, sbx_error **err);
+/* Reaps the host resources of ID if its monitor is gone; records it as
+ * failed (monitor lost). 1 if it reaped, 0 if the monitor is alive. */
+int sbx_sandbox_reap (const sbx_store *st, const char *id, sbx_error **err);
+
+typedef struct sbx_gc_report {
+  int reaped;       /* sandboxes whose monitor was lost */
+  int removed;      /* ended sandboxes removed */
+  int orphans;      /* runtime containers / cgroups with no sandbox */
+  int layers;       /* unreferenced layers removed (future) */
+} sbx_gc_report;
+int sbx_gc (const sbx_store *st, sbx_gc_report *ret, sbx_error **err);
+
+#endif

@@ -1,0 +1,886 @@
+/* The per-sandbox monitor: setup, the control loop, lifetimes, teardown.
+ *
+ * Shape (after conmon): the CLI double-forks; the monitor calls setsid,
+ * becomes a child subreaper (so the container's init, once the runtime's
+ * `run --detach` returns, is its child), moves into a private mount
+ * namespace (so the overlay root vanishes with it, whatever kills it), and
+ * reports success or the error that stopped it over a CLOEXEC pipe. Then one
+ * poll loop serves the agent socket, the control socket's clients and a
+ * signalfd; no client can stall it: every fd is nonblocking and output to a
+ * client is bounded by the agent's flow-control window. */
+#include "config.h"
+#include "monitor.h"
+#include "cgroup.h"
+#include "image.h"
+#include "json.h"
+#include "proto.h"
+#include "runtime.h"
+#include "spec.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <sched.h>
+
+#define HELLO_TIMEOUT_MS 60000
+#define SHUTDOWN_GRACE_MS 2000
+#define MAX_CLIENTS 1024
+#define AGENT_OUT_MAX (4u << 20)
+#define REQUEST_MAX 65536
+
+struct sync_msg {
+  int32_t code;
+  int32_t errnum;
+  char msg[2048];
+};
+
+struct buf {
+  unsigned char *data;
+  size_t len, cap;
+};
+
+struct client {
+  int fd;
+  struct sbx_frame_reader rd;
+  struct buf out;
+  uint32_t chan;        /* the agent channel of its exec, 0 if none */
+  size_t uncredited;    /* output bytes queued to it, not yet credited */
+  bool exec_done;
+  bool closing;         /* close once OUT is flushed */
+};
+
+struct mon {
+  const sbx_store *st;
+  sbx_sandbox *sb;
+  sbx_runtime *rt;
+  char *dir, *run_dir, *cgroup;
+  int log_fd, agent_fd, listen_fd, sig_fd;
+  struct sbx_frame_reader ard;
+  struct buf aout;
+  struct client *clients[MAX_CLIENTS];
+  size_t nclients;
+  uint32_t next_chan;
+  int active_execs;
+  uint64_t last_activity, deadline, shutdown_deadline;
+  bool agent_gone, shutting_down;
+  sbx_state end_state;
+  const char *end_reason;
+};
+
+const char *
+sbx_init_path (void)
+{
+  const char *e = getenv ("SBX_INIT");
+  return e && *e ? e : SBX_LIBEXECDIR "/sbx-init";
+}
+
+static void
+mlog (struct mon *m, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
+static void
+mlog (struct mon *m, const char *fmt, ...)
+{
+  char ts[32], line[1024];
+  format_time (now_unix (), ts, sizeof ts);
+  va_list ap;
+  va_start (ap, fmt);
+  vsnprintf (line, sizeof line, fmt, ap);
+  va_end (ap);
+  dprintf (m->log_fd, "%s sbx: %s\n", ts, line);
+}
+
+/* --- buffers and frames ------------------------------------------------ */
+
+static void
+buf_append (struct buf *b, const void *p, size_t n)
+{
+  if (b->len + n > b->cap)
+    {
+      b->cap = (b->len + n) * 2;
+      b->data = xrealloc (b->data, b->cap);
+    }
+  memcpy (b->data + b->len, p, n);
+  b->len += n;
+}
+
+static void
+buf_frame (struct buf *b, uint16_t type, uint32_t chan, const void *payload, size_t len)
+{
+  unsigned char hdr[SBX_PROTO_HDR_SIZE];
+  struct sbx_frame_hdr h = { .len = (uint32_t) len, .type = type, .chan = chan };
+  sbx_frame_hdr_encode (hdr, &h);
+  buf_append (b, hdr, sizeof hdr);
+  if (len)
+    buf_append (b, payload, len);
+}
+
+/* Writes what the socket takes; returns -1 on a dead peer. */
+static int
+buf_flush (struct buf *b, int fd)
+{
+  while (b->len > 0)
+    {
+      ssize_t w = send (fd, b->data, b->len, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (w < 0)
+        {
+          if (errno == EINTR)
+            continue;
+          if (errno == EAGAIN)
+            return 0;
+          return -1;
+        }
+      memmove (b->data, b->data + w, b->len - (size_t) w);
+      b->len -= (size_t) w;
+    }
+  return 0;
+}
+
+static void
+to_agent (struct mon *m, uint16_t type, uint32_t chan, const void *p, size_t n)
+{
+  if (m->agent_gone)
+    return;
+  buf_frame (&m->aout, type, chan, p, n);
+  if (buf_flush (&m->aout, m->agent_fd) < 0)
+    m->agent_gone = true;
+}
+
+static void
+reply_json (struct client *c, const char *json)
+{
+  buf_frame (&c->out, SBX_MSG_REPLY, 0, json, strlen (json));
+}
+
+static void
+reply_error (struct client *c, sbx_code code, const char *msg)
+{
+  _cleanup_yajl_gen_ yajl_gen g = j_new (false);
+  j_map (g);
+  j_str (g, "error");
+  j_map (g);
+  j_kstr (g, "code", sbx_code_name (code));
+  j_kstr (g, "message", msg);
+  j_endmap (g);
+  j_endmap (g);
+  _cleanup_free_ char *s = j_take (g, NULL);
+  reply_json (c, s);
+  c->closing = true;
+}
+
+/* --- state ------------------------------------------------------------- */
+
+static void
+save_state (struct mon *m)
+{
+  _cleanup_error_ sbx_error *err = NULL;
+  if (sbx_sandbox_save (m->st, m->sb, &err) < 0)
+    mlog (m, "save state: %s", err->msg);
+}
+
+static void
+begin_shutdown (struct mon *m, sbx_state final, const char *reason)
+{
+  if (m->shutting_down)
+    return;
+  m->shutting_down = true;
+  m->end_state = final;
+  m->end_reason = reason;
+  m->shutdown_deadline = now_ms_monotonic () + SHUTDOWN_GRACE_MS;
+  m->sb->state = SBX_STATE_TERMINATING;
+  save_state (m);
+  mlog (m, "terminating: %s", reason);
+  to_agent (m, SBX_MSG_SHUTDOWN, 0, NULL, 0);
+}
+
+/* --- clients ----------------------------------------------------------- */
+
+static struct client *
+client_by_chan (struct mon *m, uint32_t chan)
+{
+  for (size_t i = 0; i < m->nclients; i++)
+    if (m->clients[i]->chan == chan && !m->clients[i]->exec_done)
+      return m->clients[i];
+  return NULL;
+}
+
+static void
+client_free (struct mon *m, size_t i)
+{
+  struct client *c = m->clients[i];
+  if (c->chan && !c->exec_done)
+    {
+      /* The caller went away: its command must not run on unobserved. */
+      uint32_t sig = SIGKILL;
+      to_agent (m, SBX_MSG_SIGNAL, c->chan, &sig, sizeof sig);
+      m->active_execs--;
+    }
+  close (c->fd);
+  free (c->out.data);
+  free (c);
+  m->clients[i] = m->clients[--m->nclients];
+}
+
+static void
+touch (struct mon *m)
+{
+  m->last_activity = now_ms_monotonic ();
+}
+
+/* Merges image env, sandbox env, then the exec's own; later keys win. */
+static char **
+merge_env (const sbx_sandbox *sb, char **extra)
+{
+  char **layers[] = { sb->image_env, sb->opts.env, extra };
+  char **out = xmalloc0 (sizeof (char *));
+  for (size_t l = 0; l < ARRAY_SIZE (layers); l++)
+    for (size_t i = 0; layers[l] && layers[l][i]; i++)
+      {
+        const char *e = layers[l][i];
+        size_t kl = (size_t) (strchr (e, '=') - e);
+        bool replaced = false;
+        for (size_t k = 0; out[k] && !replaced; k++)
+          if (strncmp (out[k], e, kl + 1) == 0)
+            {
+              free (out[k]);
+              out[k] = xstrdup (e);
+              replaced = true;
+            }
+        if (!replaced)
+          strv_push (&out, e);
+      }
+  return out;
+}
+
+static int
+handle_exec (struct mon *m, struct client *c, yajl_val req, sbx_error **err)
+{
+  static const char *const keys[] = { "op", "argv", "env", "cwd", "user", "tty", "stdin", "detach",
+                                      "timeout_ms", "rows", "cols", NULL };
+  _cleanup_strv_ char **argv = NULL, **env = NULL, **full_env = NULL;
+  const char *cwd = NULL, *user = NULL;
+  bool tty = false, in = false, detach = false;
+  int64_t timeout = 0, rows = 0, cols = 0;
+  if (j_check_keys (req, keys, "exec request", err) < 0 || j_get_strv (req, "argv", true, &argv, err) < 0
+      || j_get_strv (req, "env", false, &env, err) < 0 || j_get_str (req, "cwd", false, &cwd, err) < 0
+      || j_get_str (req, "user", false, &user, err) < 0 || j_get_bool (req, "tty", false, &tty, err) < 0
+      || j_get_bool (req, "stdin", false, &in, err) < 0 || j_get_bool (req, "detach", false, &detach, err) < 0
+      || j_get_int (req, "timeout_ms", false, &timeout, err) < 0 || j_get_int (req, "rows", false, &rows, err) < 0
+      || j_get_int (req, "cols", false, &cols, err) < 0)
+    return -1;
+  if (argv[0] == NULL)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "exec: empty command");
+  for (size_t i = 0; env && env[i]; i++)
+    if (!env_entry_is_valid (env[i]))
+      return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid environment entry `%s`", env[i]);
+  if (cwd == NULL)
+    cwd = m->sb->opts.cwd ? m->sb->opts.cwd : m->sb->image_workdir;
+  full_env = merge_env (m->sb, env);
+  uint32_t flags = (tty ? SBX_EXEC_F_TTY : 0) | (in ? SBX_EXEC_F_STDIN : 0) | (detach ? SBX_EXEC_F_DETACH : 0);
+  _cleanup_free_ unsigned char *payload = xmalloc (SBX_PROTO_MAX_PAYLOAD);
+  int n = sbx_exec_encode (payload, SBX_PROTO_MAX_PAYLOAD, argv, full_env, cwd, user, flags,
+                           timeout > 0 ? (uint64_t) timeout : 0, (uint16_t) rows, (uint16_t) cols);
+  if (n < 0)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "exec: command and environment exceed %d bytes",
+                          SBX_PROTO_MAX_PAYLOAD);
+  c->chan = ++m->next_chan;
+  m->active_execs++;
+  to_agent (m, SBX_MSG_EXEC, c->chan, payload, (size_t) n);
+  return 0;
+}
+
+static void
+handle_ttl (struct mon *m, struct client *c, yajl_val req)
+{
+  int64_t secs = -1;
+  if (j_get_int (req, "seconds", true, &secs, NULL) < 0 || secs < 1 || secs > SBX_TIMEOUT_MAX)
+    {
+      reply_error (c, SBX_E_INVALID_ARGUMENT, "ttl: seconds must be between 1 and 86400");
+      return;
+    }
+  m->deadline = now_ms_monotonic () + (uint64_t) secs * 1000;
+  m->sb->deadline = now_unix () + secs;
+  save_state (m);
+  _cleanup_free_ char *s = xasprintf ("{\"deadline\":%lld}", (long long) m->sb->deadline);
+  reply_json (c, s);
+  c->closing = true;
+}
+
+static void
+handle_request (struct mon *m, struct client *c, const unsigned char *p, size_t len)
+{
+  _cleanup_error_ sbx_error *err = NULL;
+  _cleanup_yajl_val_ yajl_val req = NULL;
+  const char *op = NULL;
+  if (j_parse ((const char *) p, len, REQUEST_MAX, "request", &req, &err) < 0
+      || j_get_str (req, "op", true, &op, &err) < 0)
+    {
+      reply_error (c, err->code, err->msg);
+      return;
+    }
+  touch (m);
+  if (m->shutting_down && strcmp (op, "wait") != 0)
+    reply_error (c, SBX_E_SANDBOX_NOT_RUNNING, "the sandbox is terminating");
+  else if (strcmp (op, "exec") == 0)
+    {
+      if (handle_exec (m, c, req, &err) < 0)
+        reply_error (c, err->code, err->msg);
+    }
+  else if (strcmp (op, "terminate") == 0)
+    {
+      reply_json (c, "{\"ok\":true}");
+      begin_shutdown (m, SBX_STATE_TERMINATED, SBX_REASON_KILLED);
+    }
+  else if (strcmp (op, "ttl") == 0)
+    handle_ttl (m, c, req);
+  else if (strcmp (op, "wait") == 0)
+    ; /* answered by EOF when the monitor exits */
+  else if (strcmp (op, "ping") == 0)
+    {
+      reply_json (c, "{\"ok\":true}");
+      c->closing = true;
+    }
+  else
+    reply_error (c, SBX_E_INVALID_ARGUMENT, "unknown request");
+}
+
+/* Frames a client sends once its exec runs: stdin, signals, resizes. */
+static void
+client_frame (struct mon *m, struct client *c, const struct sbx_frame_hdr *h, const unsigned char *p)
+{
+  if (h->type == SBX_MSG_REQUEST && c->chan == 0)
+    {
+      handle_request (m, c, p, h->len);
+      return;
+    }
+  if (c->chan == 0 || c->exec_done)
+    return;
+  switch (h->type)
+    {
+    case SBX_MSG_STDIN:
+    case SBX_MSG_STDIN_EOF:
+    case SBX_MSG_SIGNAL:
+    case SBX_MSG_RESIZE:
+      touch (m);
+      to_agent (m, h->type, c->chan, p, h->len);
+      break;
+    default:
+      c->closing = true;
+    }
+}
+
+/* Returns -1 when the client is gone. */
+static int
+client_read (struct mon *m, struct client *c)
+{
+  for (;;)
+    {
+      struct sbx_frame_hdr h;
+      const unsigned char *p;
+      int r = sbx_frame_read (c->fd, &c->rd, &h, &p);
+      if (r == 0)
+        return 0;
+      if (r < 0)
+        return -1;
+      client_frame (m, c, &h, p);
+      if (m->aout.len > AGENT_OUT_MAX)
+        return 0;
+    }
+}
+
+static void
+accept_client (struct mon *m)
+{
+  int fd = accept4 (m->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  if (fd < 0)
+    return;
+  if (m->nclients >= MAX_CLIENTS)
+    {
+      close (fd);
+      return;
+    }
+  struct client *c = xmalloc0 (sizeof *c);
+  c->fd = fd;
+  m->clients[m->nclients++] = c;
+}
+
+/* --- the agent ------------------------------------------------------- */
+
+static void
+agent_frame (struct mon *m, const struct sbx_frame_hdr *h, const unsigned char *p)
+{
+  if (h->type == SBX_MSG_PING)
+    {
+      to_agent (m, SBX_MSG_PONG, 0, p, h->len);
+      return;
+    }
+  if (h->chan == 0)
+    return;
+  struct client *c = client_by_chan (m, h->chan);
+  bool output = h->type == SBX_MSG_STDOUT || h->type == SBX_MSG_STDERR;
+  bool last = h->type == SBX_MSG_EXIT || h->type == SBX_MSG_ERROR;
+  if (c == NULL)
+    {
+      if (output)
+        {
+          uint32_t n = h->len;
+          to_agent (m, SBX_MSG_CREDIT, h->chan, &n, sizeof n);
+        }
+      return;
+    }
+  if (h->type != SBX_MSG_STARTED && !output && !last)
+    return;
+  buf_frame (&c->out, h->type, 0, p, h->len);
+  if (output)
+    c->uncredited += h->len;
+  if (last)
+    {
+      c->exec_done = true;
+      c->closing = true;
+      m->active_execs--;
+      touch (m);
+    }
+}
+
+static void
+agent_read (struct mon *m)
+{
+  for (int budget = 64; budget > 0; budget--)
+    {
+      struct sbx_frame_hdr h;
+      const unsigned char *p;
+      int r = sbx_frame_read (m->agent_fd, &m->ard, &h, &p);
+      if (r == 0)
+        return;
+      if (r < 0)
+        {
+          if (r == -EPROTO)
+            mlog (m, "the agent sent a malformed frame: closing it");
+          m->agent_gone = true;
+          return;
+        }
+      agent_frame (m, &h, p);
+    }
+}
+
+/* --- the loop ---------------------------------------------------------- */
+
+static int
+poll_timeout (struct mon *m)
+{
+  uint64_t now = now_ms_monotonic ();
+  uint64_t next = m->deadline;
+  if (m->shutting_down)
+    next = m->shutdown_deadline;
+  else if (m->sb->opts.keep_warm >= 0 && m->active_execs == 0)
+    {
+      uint64_t idle = m->last_activity + (uint64_t) m->sb->opts.keep_warm * 1000;
+      if (idle < next)
+        next = idle;
+    }
+  if (next <= now)
+    return 0;
+  return next - now > 60000 ? 60000 : (int) (next - now);
+}
+
+static void
+check_timers (struct mon *m)
+{
+  uint64_t now = now_ms_monotonic ();
+  if (m->shutting_down)
+    return;
+  if (now >= m->deadline)
+    begin_shutdown (m, SBX_STATE_TERMINATED, SBX_REASON_TIMEOUT);
+  else if (m->sb->opts.keep_warm >= 0 && m->active_execs == 0
+           && now >= m->last_activity + (uint64_t) m->sb->opts.keep_warm * 1000)
+    begin_shutdown (m, SBX_STATE_TERMINATED, SBX_REASON_KEEP_WARM);
+}
+
+static void
+handle_signals (struct mon *m)
+{
+  struct signalfd_siginfo si;
+  while (read (m->sig_fd, &si, sizeof si) == sizeof si)
+    {
+      if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT)
+        begin_shutdown (m, SBX_STATE_TERMINATED, SBX_REASON_KILLED);
+    }
+  /* Drain every exited child: the runtime's helpers and, once `run
+   * --detach` returned, the container's init (we are its subreaper). */
+  while (waitpid (-1, NULL, WNOHANG) > 0)
+    ;
+}
+
+static void
+flush_clients (struct mon *m)
+{
+  for (size_t i = 0; i < m->nclients;)
+    {
+      struct client *c = m->clients[i];
+      bool dead = buf_flush (&c->out, c->fd) < 0;
+      if (!dead && c->out.len == 0 && c->uncredited > 0 && c->chan && !c->exec_done)
+        {
+          uint32_t n = (uint32_t) c->uncredited;
+          to_agent (m, SBX_MSG_CREDIT, c->chan, &n, sizeof n);
+          c->uncredited = 0;
+        }
+      if (dead || (c->closing && c->out.len == 0))
+        client_free (m, i);
+      else
+        i++;
+    }
+}
+
+static void
+run_loop (struct mon *m)
+{
+  struct pollfd *pf = xmalloc ((MAX_CLIENTS + 3) * sizeof *pf);
+  while (!(m->agent_gone && (m->shutting_down || true)))
+    {
+      size_t n = 0;
+      pf[n++] = (struct pollfd){ m->sig_fd, POLLIN, 0 };
+      pf[n++] = (struct pollfd){ m->agent_fd, POLLIN | (m->aout.len ? POLLOUT : 0), 0 };
+      pf[n++] = (struct pollfd){ m->listen_fd, POLLIN, 0 };
+      for (size_t i = 0; i < m->nclients; i++)
+        {
+          struct client *c = m->clients[i];
+          short ev = (m->aout.len > AGENT_OUT_MAX ? 0 : POLLIN) | (c->out.len ? POLLOUT : 0);
+          pf[n++] = (struct pollfd){ c->fd, ev, 0 };
+        }
+      int r = poll (pf, n, poll_timeout (m));
+      if (r < 0 && errno != EINTR)
+        break;
+      size_t nc = m->nclients;
+      if (r > 0)
+        {
+          if (pf[0].revents)
+            handle_signals (m);
+          if (pf[1].revents & POLLOUT && buf_flush (&m->aout, m->agent_fd) < 0)
+            m->agent_gone = true;
+          if (pf[1].revents & (POLLIN | POLLHUP | POLLERR))
+            agent_read (m);
+          for (size_t i = 0; i < nc && i < m->nclients; i++)
+            if (pf[3 + i].revents & (POLLIN | POLLHUP | POLLERR) && client_read (m, m->clients[i]) < 0)
+              m->clients[i]->closing = true, m->clients[i]->out.len = 0;
+          if (pf[2].revents & POLLIN)
+            accept_client (m);
+        }
+      flush_clients (m);
+      check_timers (m);
+      if (m->shutting_down && now_ms_monotonic () >= m->shutdown_deadline)
+        break;
+    }
+  free (pf);
+}
+
+/* --- setup ------------------------------------------------------------- */
+
+static int
+mount_root (struct mon *m, sbx_error **err)
+{
+  if (unshare (CLONE_NEWNS) < 0)
+    return sbx_error_errno (err, errno, "unshare mount namespace");
+  if (mount (NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+    return sbx_error_errno (err, errno, "make / private");
+  _cleanup_free_ char *top = NULL;
+  if (sbx_store_top_layer (m->st, sbx_init_path (), &top, err) < 0)
+    return -1;
+  /* Relative lowerdirs keep the option string short for deep images. */
+  if (chdir (m->st->root) < 0)
+    return sbx_error_errno (err, errno, "chdir `%s`", m->st->root);
+  size_t nl = strv_len (m->sb->layers);
+  _cleanup_free_ char *opts = xstrdup ("lowerdir=top/v1");
+  for (size_t i = nl; i > 0; i--)
+    {
+      const char *d = m->sb->layers[i - 1];
+      const char *hex = strncmp (d, "sha256:", 7) == 0 ? d + 7 : d;
+      char *o = xasprintf ("%s:layers/sha256/%s/rootfs", opts, hex);
+      free (opts);
+      opts = o;
+    }
+  char *o = xasprintf ("%s,upperdir=sandboxes/%s/upper,workdir=sandboxes/%s/work", opts, m->sb->id, m->sb->id);
+  free (opts);
+  opts = o;
+  if (strlen (opts) >= 4000)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "image has too many layers (%zu)", nl);
+  static const char *const dirs[] = { "upper", "work", "rootfs" };
+  for (size_t i = 0; i < ARRAY_SIZE (dirs); i++)
+    {
+      _cleanup_free_ char *p = xasprintf ("%s/%s", m->dir, dirs[i]);
+      if (mkdir (p, 0700) < 0 && errno != EEXIST)
+        return sbx_error_errno (err, errno, "mkdir `%s`", p);
+    }
+  _cleanup_free_ char *upper = xasprintf ("%s/upper", m->dir);
+  chmod (upper, 0755);
+  _cleanup_free_ char *rootfs = xasprintf ("%s/rootfs", m->dir);
+  if (mount ("overlay", rootfs, "overlay", MS_NODEV, opts) < 0)
+    return sbx_error_errno (err, errno, "mount the overlay root");
+  return 0;
+}
+
+static int
+listen_control (struct mon *m, sbx_error **err)
+{
+  _cleanup_free_ char *path = xasprintf ("%s/control.sock", m->run_dir);
+  struct sockaddr_un sa = { .sun_family = AF_UNIX };
+  if (strlen (path) >= sizeof sa.sun_path)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "run root path too long for a socket: %s", path);
+  strcpy (sa.sun_path, path);
+  int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0)
+    return sbx_error_errno (err, errno, "socket");
+  unlink (path);
+  mode_t old = umask (0177);
+  int r = bind (fd, (struct sockaddr *) &sa, sizeof sa);
+  umask (old);
+  if (r < 0 || listen (fd, 128) < 0)
+    {
+      close (fd);
+      return sbx_error_errno (err, errno, "listen on `%s`", path);
+    }
+  m->listen_fd = fd;
+  return 0;
+}
+
+static int
+start_runtime (struct mon *m, int agent_end, sbx_error **err)
+{
+  _cleanup_free_ char *bundle = xasprintf ("%s/bundle", m->dir);
+  _cleanup_free_ char *pidfile = xasprintf ("%s/container.pid", m->run_dir);
+  const char *args[] = { "--detach", "--bundle", bundle, "--pid-file", pidfile, m->sb->id, NULL };
+  _cleanup_strv_ char **argv = sbx_runtime_argv (m->rt, "run", args);
+  pid_t pid = fork ();
+  if (pid < 0)
+    return sbx_error_errno (err, errno, "fork");
+  if (pid == 0)
+    {
+      if (dup2 (agent_end, 0) < 0 || dup2 (agent_end, 1) < 0 || dup2 (m->log_fd, 2) < 0)
+        _exit (127);
+      close_fds_except (NULL, 0);
+      execv (argv[0], argv);
+      _exit (127);
+    }
+  int status;
+  while (waitpid (pid, &status, 0) < 0)
+    if (errno != EINTR)
+      return sbx_error_errno (err, errno, "wait for %s", m->rt->name);
+  if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
+    return sbx_error_set (err, SBX_E_RUNTIME_UNAVAILABLE, 0, "%s run failed (status %d): see `sbx logs %s`",
+                          m->rt->name, WIFEXITED (status) ? WEXITSTATUS (status) : 128 + WTERMSIG (status),
+                          m->sb->id);
+  return 0;
+}
+
+static int
+wait_hello (struct mon *m, sbx_error **err)
+{
+  uint64_t until = now_ms_monotonic () + HELLO_TIMEOUT_MS;
+  for (;;)
+    {
+      struct sbx_frame_hdr h;
+      const unsigned char *p;
+      int r = sbx_frame_read (m->agent_fd, &m->ard, &h, &p);
+      if (r < 0)
+        return sbx_error_set (err, SBX_E_INTERNAL, r == -EPIPE ? 0 : -r, "the sandbox's init exited during start");
+      if (r == 1 && h.type == SBX_MSG_HELLO)
+        return 0;
+      if (r == 1)
+        return sbx_error_set (err, SBX_E_INTERNAL, 0, "the sandbox's init sent frame %u before HELLO", h.type);
+      uint64_t now = now_ms_monotonic ();
+      if (now >= until)
+        return sbx_error_set (err, SBX_E_TIMEOUT, 0, "the sandbox's init did not answer within %d s",
+                              HELLO_TIMEOUT_MS / 1000);
+      struct pollfd pf = { m->agent_fd, POLLIN, 0 };
+      poll (&pf, 1, (int) (until - now));
+    }
+}
+
+static int
+setup (struct mon *m, sbx_error **err)
+{
+  if (mkdir (m->run_dir, 0700) < 0 && errno != EEXIST)
+    return sbx_error_errno (err, errno, "mkdir `%s`", m->run_dir);
+  if (mount_root (m, err) < 0)
+    return sbx_error_wrap (err, "mount root");
+  _cleanup_free_ char *rootfs = xasprintf ("%s/rootfs", m->dir);
+  _cleanup_free_ char *bundle = xasprintf ("%s/bundle", m->dir);
+  sbx_spec_params sp = { .sb = m->sb, .rootfs = rootfs, .cgroup_path = m->cgroup, .runtime = m->rt->name };
+  if (sbx_spec_write (&sp, bundle, err) < 0)
+    return sbx_error_wrap (err, "write bundle");
+  int sv[2];
+  if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+    return sbx_error_errno (err, errno, "socketpair");
+  m->agent_fd = sv[0];
+  int r = start_runtime (m, sv[1], err);
+  close (sv[1]);
+  if (r < 0)
+    return -1;
+  set_nonblock (m->agent_fd, true);
+  if (wait_hello (m, err) < 0)
+    return -1;
+  return listen_control (m, err);
+}
+
+/* --- teardown ---------------------------------------------------------- */
+
+static void
+teardown (struct mon *m)
+{
+  sbx_cgroup_stats cs;
+  sbx_cgroup_stats_read (m->cgroup, &cs);
+  m->sb->oom_kills = cs.oom_kills;
+  m->sb->pids_limit_hits = cs.pids_limit_hits;
+  m->sb->memory_peak = cs.memory_peak;
+  _cleanup_error_ sbx_error *err = NULL;
+  if (m->rt && sbx_runtime_destroy (m->rt, m->sb->id, !m->agent_gone, &err) < 0)
+    mlog (m, "delete container: %s", err->msg);
+  sbx_error_free (err);
+  err = NULL;
+  if (sbx_cgroup_remove (m->cgroup, &err) < 0)
+    mlog (m, "%s", err->msg);
+  _cleanup_free_ char *parent = xasprintf ("/sbx-%s", m->st->tag);
+  sbx_cgroup_remove_parent (parent);
+  sbx_error_free (err);
+  err = NULL;
+  rm_rf (m->run_dir, NULL);
+}
+
+static void
+finish (struct mon *m, sbx_state state, const char *reason, const char *error)
+{
+  teardown (m);
+  if (state == SBX_STATE_TERMINATED && m->sb->oom_kills > 0 && strcmp (reason, SBX_REASON_EXIT) == 0)
+    {
+      state = SBX_STATE_FAILED;
+      error = "out of memory: the sandbox's memory limit was hit";
+    }
+  m->sb->state = state;
+  free (m->sb->reason);
+  m->sb->reason = xstrdup (reason);
+  free (m->sb->error);
+  m->sb->error = error ? xstrdup (error) : NULL;
+  m->sb->ended_at = now_unix ();
+  save_state (m);
+  mlog (m, "%s (%s)%s%s", sbx_state_name (state), reason, error ? ": " : "", error ? error : "");
+  for (size_t i = 0; i < m->nclients; i++)
+    close (m->clients[i]->fd);
+}
+
+static void
+report (int sync_fd, int code, int errnum, const char *msg)
+{
+  struct sync_msg s = { .code = code, .errnum = errnum };
+  snprintf (s.msg, sizeof s.msg, "%s", msg ? msg : "");
+  write_all (sync_fd, &s, sizeof s);
+  close (sync_fd);
+}
+
+static int
+block_signals (struct mon *m)
+{
+  sigset_t set;
+  sigemptyset (&set);
+  sigaddset (&set, SIGCHLD);
+  sigaddset (&set, SIGTERM);
+  sigaddset (&set, SIGINT);
+  sigprocmask (SIG_BLOCK, &set, NULL);
+  signal (SIGPIPE, SIG_IGN);
+  signal (SIGHUP, SIG_IGN);
+  m->sig_fd = signalfd (-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+  return m->sig_fd < 0 ? -1 : 0;
+}
+
+static void __attribute__ ((noreturn))
+monitor_main (const sbx_store *st, sbx_sandbox *sb, int lock_fd, int sync_fd)
+{
+  struct mon mm = { .st = st, .sb = sb, .agent_fd = -1, .listen_fd = -1 };
+  struct mon *m = &mm;
+  m->dir = sbx_sandbox_dir (st, sb->id);
+  m->run_dir = sbx_sandbox_run_dir (st, sb->id);
+  m->cgroup = sbx_store_cgroup_path (st, sb->id);
+  _cleanup_free_ char *logp = xasprintf ("%s/log", m->dir);
+  m->log_fd = open (logp, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+  int keep[] = { lock_fd, sync_fd, m->log_fd };
+  close_fds_except (keep, ARRAY_SIZE (keep));
+  int null = open ("/dev/null", O_RDWR);
+  dup2 (null, 0);
+  dup2 (null, 1);
+  dup2 (null, 2);
+  if (null > 2)
+    close (null);
+  prctl (PR_SET_NAME, "sbx-monitor");
+  prctl (PR_SET_CHILD_SUBREAPER, 1);
+  sbx_spawn_reap_all (true);
+  block_signals (m);
+  sb->monitor_pid = getpid ();
+  save_state (m);
+  mlog (m, "monitor %d: starting %s on %s", getpid (), sb->id, sb->opts.runtime);
+
+  _cleanup_error_ sbx_error *err = NULL;
+  if (sbx_runtime_find (st, sb->opts.runtime, &m->rt, &err) < 0 || setup (m, &err) < 0)
+    {
+      _cleanup_free_ char *text = sbx_error_text (err);
+      finish (m, SBX_STATE_FAILED, SBX_REASON_ERROR, text);
+      report (sync_fd, err->code, err->errnum, err->msg);
+      _exit (1);
+    }
+  sb->state = SBX_STATE_RUNNING;
+  sb->started_at = now_unix ();
+  sb->deadline = sb->started_at + sb->opts.timeout;
+  save_state (m);
+  mlog (m, "running");
+  touch (m);
+  m->deadline = now_ms_monotonic () + (uint64_t) sb->opts.timeout * 1000;
+  report (sync_fd, 0, 0, NULL);
+
+  run_loop (m);
+  if (m->shutting_down)
+    finish (m, m->end_state, m->end_reason, NULL);
+  else
+    finish (m, SBX_STATE_TERMINATED, SBX_REASON_EXIT, NULL);
+  _exit (0);
+}
+
+int
+sbx_monitor_spawn (const sbx_store *st, sbx_sandbox *sb, int lock_fd, sbx_error **err)
+{
+  int p[2];
+  if (pipe2 (p, O_CLOEXEC) < 0)
+    return sbx_error_errno (err, errno, "pipe");
+  fflush (NULL);
+  pid_t pid = fork ();
+  if (pid < 0)
+    return sbx_error_errno (err, errno, "fork");
+  if (pid == 0)
+    {
+      close (p[0]);
+      setsid ();
+      pid_t mp = fork ();
+      if (mp != 0)
+        _exit (mp < 0 ? 1 : 0);
+      monitor_main (st, sb, lock_fd, p[1]);
+    }
+  close (p[1]);
+  int status;
+  while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
+    ;
+  struct sync_msg s;
+  ssize_t n = read_all (p[0], &s, sizeof s);
+  close (p[0]);
+  if (n != (ssize_t) sizeof s)
+    return sbx_error_set (err, SBX_E_INTERNAL, 0, "the monitor of %s exited during start", sb->id);
+  if (s.code != 0)
+    {
+      s.msg[sizeof s.msg - 1] = '\0';
+      return sbx_error_set (err, (sbx_code) s.code, s.errnum, "%s", s.msg);
+    }
+  return 0;
+}

@@ -1,0 +1,266 @@
+/* Runtime discovery and invocation for runc and runsc. */
+#include "config.h"
+#include "runtime.h"
+#include "util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+bool
+sbx_runtime_name_valid (const char *name)
+{
+  return name && (strcmp (name, "runsc") == 0 || strcmp (name, "runc") == 0);
+}
+
+void
+sbx_runtime_free (sbx_runtime *rt)
+{
+  if (rt == NULL)
+    return;
+  free (rt->name);
+  free (rt->path);
+  free (rt->version);
+  free (rt->state_root);
+  free (rt);
+}
+
+static char *
+find_in_path (const char *name)
+{
+  const char *path = getenv ("PATH");
+  _cleanup_free_ char *copy = xstrdup (path && *path ? path : "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+  char *save = NULL;
+  for (char *dir = strtok_r (copy, ":", &save); dir; dir = strtok_r (NULL, ":", &save))
+    {
+      char *p = xasprintf ("%s/%s", dir, name);
+      if (access (p, X_OK) == 0)
+        return p;
+      free (p);
+    }
+  /* root's PATH may lack sbin directories. */
+  static const char *const extra[] = { "/usr/sbin", "/sbin", "/usr/bin" };
+  for (size_t i = 0; i < ARRAY_SIZE (extra); i++)
+    {
+      char *p = xasprintf ("%s/%s", extra[i], name);
+      if (access (p, X_OK) == 0)
+        return p;
+      free (p);
+    }
+  return NULL;
+}
+
+static void
+child_exec (char *const *argv, int out, int errfd)
+{
+  int null = open ("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null < 0 || dup2 (null, 0) < 0 || dup2 (out >= 0 ? out : null, 1) < 0 || dup2 (errfd >= 0 ? errfd : null, 2) < 0)
+    _exit (127);
+  close_fds_except (NULL, 0);
+  signal (SIGPIPE, SIG_DFL);
+  execv (argv[0], argv);
+  _exit (127);
+}
+
+/* Appends what is readable on FD to *buf, bounded by MAX; returns 0 at EOF. */
+static int
+drain (int fd, char **buf, size_t *len, size_t max)
+{
+  char tmp[4096];
+  ssize_t r = read (fd, tmp, sizeof tmp);
+  if (r < 0)
+    return errno == EINTR || errno == EAGAIN ? 1 : 0;
+  if (r == 0)
+    return 0;
+  size_t take = *len + (size_t) r > max ? max - *len : (size_t) r;
+  *buf = xrealloc (*buf, *len + take + 1);
+  memcpy (*buf + *len, tmp, take);
+  *len += take;
+  (*buf)[*len] = '\0';
+  return 1;
+}
+
+static bool reap_all_children;
+
+void
+sbx_spawn_reap_all (bool on)
+{
+  reap_all_children = on;
+}
+
+/* Reaps without blocking; records PID's status when it is among them. */
+static bool
+reap (pid_t pid, int *status)
+{
+  bool got = false;
+  pid_t w;
+  int s;
+  while ((w = waitpid (reap_all_children ? -1 : pid, &s, WNOHANG)) > 0)
+    if (w == pid)
+      {
+        *status = s;
+        got = true;
+      }
+  return got;
+}
+
+int
+sbx_spawn_capture (char *const *argv, size_t max, char **ret_out, char **ret_err, int *ret_status, sbx_error **err)
+{
+  int op[2], ep[2];
+  if (pipe2 (op, O_CLOEXEC) < 0)
+    return sbx_error_errno (err, errno, "pipe");
+  if (pipe2 (ep, O_CLOEXEC) < 0)
+    {
+      close (op[0]);
+      close (op[1]);
+      return sbx_error_errno (err, errno, "pipe");
+    }
+  pid_t pid = fork ();
+  if (pid < 0)
+    return sbx_error_errno (err, errno, "fork");
+  if (pid == 0)
+    child_exec (argv, op[1], ep[1]);
+  close (op[1]);
+  close (ep[1]);
+  char *out = xmalloc0 (1), *errs = xmalloc0 (1);
+  size_t olen = 0, elen = 0;
+  struct pollfd pf[2] = { { op[0], POLLIN, 0 }, { ep[0], POLLIN, 0 } };
+  int open_fds = 2, status = 0;
+  bool exited = false;
+  while (open_fds > 0 || !exited)
+    {
+      /* A subreaper must keep reaping while it waits: runsc waits for its
+       * sandbox process to die, and that process is our zombie. */
+      if (poll (pf, 2, reap_all_children || open_fds == 0 ? 10 : -1) < 0 && errno != EINTR)
+        break;
+      if (!exited && (reap_all_children || open_fds == 0))
+        exited = reap (pid, &status);
+      for (int i = 0; i < 2; i++)
+        if (pf[i].fd >= 0 && (pf[i].revents & (POLLIN | POLLHUP | POLLERR))
+            && drain (pf[i].fd, i == 0 ? &out : &errs, i == 0 ? &olen : &elen, max) == 0)
+          {
+            close (pf[i].fd);
+            pf[i].fd = -1;
+            open_fds--;
+          }
+    }
+  *ret_status = WIFEXITED (status) ? WEXITSTATUS (status) : 128 + WTERMSIG (status);
+  if (ret_out)
+    *ret_out = out;
+  else
+    free (out);
+  if (ret_err)
+    *ret_err = errs;
+  else
+    free (errs);
+  return 0;
+}
+
+int
+sbx_runtime_find (const sbx_store *st, const char *name, sbx_runtime **ret, sbx_error **err)
+{
+  if (!sbx_runtime_name_valid (name))
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "unknown runtime `%s` (expected runsc or runc)", name ? name : "");
+  const char *env = getenv (strcmp (name, "runc") == 0 ? "SBX_RUNC" : "SBX_RUNSC");
+  _cleanup_free_ char *path = env && *env ? xstrdup (env) : find_in_path (name);
+  if (path == NULL || access (path, X_OK) < 0)
+    return sbx_error_set (err, SBX_E_RUNTIME_UNAVAILABLE, 0, "runtime %s is not installed", name);
+  char *argv[] = { path, (char *) "--version", NULL };
+  _cleanup_free_ char *out = NULL;
+  int status = -1;
+  if (sbx_spawn_capture (argv, 4096, &out, NULL, &status, err) < 0 || status != 0)
+    {
+      sbx_error_free (err ? *err : NULL);
+      if (err)
+        *err = NULL;
+      return sbx_error_set (err, SBX_E_RUNTIME_UNAVAILABLE, 0, "runtime %s (%s) does not work: `--version` failed",
+                            name, path);
+    }
+  sbx_runtime *rt = xmalloc0 (sizeof *rt);
+  rt->name = xstrdup (name);
+  rt->path = steal_pointer (&path);
+  char *nl = strchr (out, '\n');
+  rt->version = nl ? xstrndup (out, (size_t) (nl - out)) : xstrdup (out);
+  rt->state_root = sbx_store_run_path (st, "runtime/%s", name);
+  *ret = rt;
+  return 0;
+}
+
+char **
+sbx_runtime_argv (const sbx_runtime *rt, const char *verb, const char *const *args)
+{
+  char **v = xmalloc0 (sizeof (char *));
+  strv_push (&v, rt->path);
+  strv_push (&v, "--root");
+  strv_push (&v, rt->state_root);
+  if (strcmp (rt->name, "runsc") == 0)
+    {
+      /* The root is shared with host-side file calls (DESIGN.md section 4),
+       * the seccomp profile applies inside gVisor too, and until sbx makes
+       * network namespaces of its own the sandbox has loopback only. */
+      strv_push (&v, "--oci-seccomp");
+      strv_push (&v, "--file-access=shared");
+      strv_push (&v, "--overlay2=none");
+      strv_push (&v, "--network=none");
+      strv_push (&v, "--platform=ptrace");
+    }
+  strv_push (&v, verb);
+  for (size_t i = 0; args && args[i]; i++)
+    strv_push (&v, args[i]);
+  return v;
+}
+
+int
+sbx_runtime_call (const sbx_runtime *rt, const char *verb, const char *const *args, char **ret_stderr, sbx_error **err)
+{
+  _cleanup_strv_ char **argv = sbx_runtime_argv (rt, verb, args);
+  int status = -1;
+  if (sbx_spawn_capture (argv, 64 * 1024, NULL, ret_stderr, &status, err) < 0)
+    return -1;
+  return status;
+}
+
+int
+sbx_runtime_destroy (const sbx_runtime *rt, const char *id, bool kill_first, sbx_error **err)
+{
+  const char *kill_args[] = { "--all", id, "KILL", NULL };
+  const char *del_args[] = { "--force", id, NULL };
+  _cleanup_free_ char *e1 = NULL, *e2 = NULL;
+  if (kill_first)
+    sbx_runtime_call (rt, "kill", kill_args, &e1, NULL);
+  int st = sbx_runtime_call (rt, "delete", del_args, &e2, err);
+  if (st < 0)
+    return -1;
+  _cleanup_free_ char *dir = xasprintf ("%s/%s", rt->state_root, id);
+  if (st != 0 && path_exists (dir))
+    return sbx_error_set (err, SBX_E_INTERNAL, 0, "%s delete %s failed: %s", rt->name, id, e2 ? e2 : "");
+  return 0;
+}
+
+int
+sbx_runtime_list (const sbx_runtime *rt, char ***ret_ids, sbx_error **err)
+{
+  char **ids = xmalloc0 (sizeof (char *));
+  DIR *d = opendir (rt->state_root);
+  if (d)
+    {
+      struct dirent *de;
+      while ((de = readdir (d)))
+        if (de->d_name[0] != '.' && name_is_valid (de->d_name))
+          {
+            _cleanup_free_ char *p = xasprintf ("%s/%s", rt->state_root, de->d_name);
+            struct stat s;
+            if (stat (p, &s) == 0 && S_ISDIR (s.st_mode))
+              strv_push (&ids, de->d_name);
+          }
+      closedir (d);
+    }
+  *ret_ids = ids;
+  return 0;
+}

@@ -1,0 +1,54 @@
+/* The runtime driver: which OCI runtimes are here, and the argv sbx runs
+ * them with. Each store has its own runtime state dir (RUN/runtime/NAME) so
+ * two roots never see each other's containers. No silent fallback: a runtime
+ * that is missing or broken is RUNTIME_UNAVAILABLE. */
+#ifndef SBX_RUNTIME_H
+#define SBX_RUNTIME_H
+
+#include <stdbool.h>
+
+#include "error.h"
+#include "store.h"
+
+typedef struct sbx_runtime {
+  char *name;    /* "runsc" or "runc" */
+  char *path;    /* absolute path of the binary */
+  char *version; /* first line of `--version` */
+  char *state_root;
+  bool block_network;
+} sbx_runtime;
+
+void sbx_runtime_free (sbx_runtime *rt);
+static inline void
+sbx_runtime_freep (sbx_runtime **r)
+{
+  sbx_runtime_free (*r);
+}
+#define _cleanup_runtime_ __attribute__ ((cleanup (sbx_runtime_freep)))
+
+/* INVALID_ARGUMENT for a name that is not runsc/runc; RUNTIME_UNAVAILABLE
+ * when it is not installed or does not answer `--version`. The binary comes
+ * from $SBX_RUNC / $SBX_RUNSC when set, else from PATH. */
+int sbx_runtime_find (const sbx_store *st, const char *name, sbx_runtime **ret, sbx_error **err);
+bool sbx_runtime_name_valid (const char *name);
+
+/* argv for `RUNTIME [global flags] VERB ARGS...` (NULL-terminated ARGS). */
+char **sbx_runtime_argv (const sbx_runtime *rt, const char *verb, const char *const *args);
+/* Runs the runtime with ARGS, stdio to /dev/null except stderr captured
+ * into *ret_stderr (may be NULL). Returns its exit status or -1. */
+int sbx_runtime_call (const sbx_runtime *rt, const char *verb, const char *const *args, char **ret_stderr,
+                      sbx_error **err);
+/* Force-removes container ID (kill -9 and delete); ignores "does not exist". */
+int sbx_runtime_destroy (const sbx_runtime *rt, const char *id, bool kill_first, sbx_error **err);
+/* Ids of the containers in this store's runtime state dir. */
+int sbx_runtime_list (const sbx_runtime *rt, char ***ret_ids, sbx_error **err);
+
+/* Runs ARGV with stdin from /dev/null, collecting stdout (up to MAX bytes).
+ * Used for runtimes and host tools; never anything from a sandbox. */
+int sbx_spawn_capture (char *const *argv, size_t max, char **ret_out, char **ret_err, int *ret_status,
+                       sbx_error **err);
+
+/* In a child subreaper (the monitor): reap every child while waiting. */
+void sbx_spawn_reap_all (bool on);
+
+#endif

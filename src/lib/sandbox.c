@@ -1,0 +1,364 @@
+/* Sandbox records: state.json, liveness by flock, names, ids. */
+#include "config.h"
+#include "sandbox.h"
+#include "json.h"
+#include "util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/file.h>
+
+#define STATE_JSON_MAX (1 << 20)
+
+static const char *const state_names[SBX_STATE__MAX] = {
+  "creating", "running", "terminating", "terminated", "failed",
+};
+
+const char *
+sbx_state_name (sbx_state s)
+{
+  return s < SBX_STATE__MAX ? state_names[s] : "unknown";
+}
+
+static int
+state_from_name (const char *n, sbx_state *ret)
+{
+  for (int i = 0; i < SBX_STATE__MAX; i++)
+    if (strcmp (n, state_names[i]) == 0)
+      {
+        *ret = (sbx_state) i;
+        return 0;
+      }
+  return -1;
+}
+
+bool
+sbx_state_is_final (sbx_state s)
+{
+  return s == SBX_STATE_TERMINATED || s == SBX_STATE_FAILED;
+}
+
+void
+sbx_sandbox_opts_clear (sbx_sandbox_opts *o)
+{
+  free (o->name);
+  free (o->image_ref);
+  free (o->runtime);
+  strv_free (o->env);
+  free (o->cwd);
+  memset (o, 0, sizeof *o);
+}
+
+void
+sbx_sandbox_free (sbx_sandbox *sb)
+{
+  if (sb == NULL)
+    return;
+  free (sb->id);
+  sbx_sandbox_opts_clear (&sb->opts);
+  free (sb->image_id);
+  strv_free (sb->layers);
+  strv_free (sb->image_env);
+  free (sb->image_workdir);
+  free (sb->reason);
+  free (sb->error);
+  free (sb);
+}
+
+char *
+sbx_sandbox_dir (const sbx_store *st, const char *id)
+{
+  return sbx_store_path (st, "sandboxes/%s", id);
+}
+
+char *
+sbx_sandbox_run_dir (const sbx_store *st, const char *id)
+{
+  return sbx_store_run_path (st, "sandboxes/%s", id);
+}
+
+char *
+sbx_sandbox_new_id (void)
+{
+  _cleanup_free_ char *hex = random_hex (6);
+  return xasprintf ("sb-%s", hex);
+}
+
+static void
+gen_opts (yajl_gen g, const sbx_sandbox_opts *o)
+{
+  j_str (g, "options");
+  j_map (g);
+  j_kstr (g, "image", o->image_ref);
+  j_kstr (g, "runtime", o->runtime);
+  j_str (g, "cpu");
+  j_double (g, o->cpu);
+  j_kint (g, "memory", (long long) o->memory);
+  j_kint (g, "pids", o->pids);
+  j_kbool (g, "block_network", o->block_network);
+  j_kint (g, "keep_warm", o->keep_warm);
+  j_kint (g, "timeout", o->timeout);
+  j_kstrv (g, "env", o->env);
+  j_kstr (g, "cwd", o->cwd);
+  j_endmap (g);
+}
+
+static void
+gen_record (yajl_gen g, const sbx_sandbox *sb, bool full)
+{
+  j_map (g);
+  j_kstr (g, "id", sb->id);
+  j_kstr (g, "name", sb->opts.name);
+  j_kstr (g, "state", sbx_state_name (sb->state));
+  j_kstr (g, "reason", sb->reason);
+  j_kstr (g, "error", sb->error);
+  j_kstr (g, "image", sb->image_id);
+  j_kint (g, "created_at", sb->created_at);
+  j_kint (g, "started_at", sb->started_at);
+  j_kint (g, "ended_at", sb->ended_at);
+  j_kint (g, "deadline", sb->deadline);
+  j_kint (g, "keep_warm_until", sb->keep_warm_until);
+  j_kint (g, "oom_kills", sb->oom_kills);
+  j_kint (g, "pids_limit_hits", sb->pids_limit_hits);
+  j_kint (g, "memory_peak", sb->memory_peak);
+  gen_opts (g, &sb->opts);
+  if (full)
+    {
+      j_kint (g, "monitor_pid", sb->monitor_pid);
+      j_kstrv (g, "layers", sb->layers);
+      j_kstrv (g, "image_env", sb->image_env);
+      j_kstr (g, "image_workdir", sb->image_workdir);
+    }
+  j_endmap (g);
+}
+
+void
+sbx_sandbox_gen (void *gp, const sbx_sandbox *sb)
+{
+  gen_record ((yajl_gen) gp, sb, false);
+}
+
+int
+sbx_sandbox_save (const sbx_store *st, const sbx_sandbox *sb, sbx_error **err)
+{
+  _cleanup_yajl_gen_ yajl_gen g = j_new (true);
+  gen_record (g, sb, true);
+  size_t len;
+  _cleanup_free_ char *doc = j_take (g, &len);
+  _cleanup_free_ char *path = sbx_store_path (st, "sandboxes/%s/state.json", sb->id);
+  return write_file_atomic (path, doc, len, 0600, err);
+}
+
+static int
+dup_str (yajl_val obj, const char *key, char **out, sbx_error **err)
+{
+  const char *s = NULL;
+  if (j_get_str (obj, key, false, &s, err) < 0)
+    return -1;
+  if (s)
+    *out = xstrdup (s);
+  return 0;
+}
+
+static int
+parse_opts (yajl_val o, sbx_sandbox_opts *opts, sbx_error **err)
+{
+  yajl_val cpu = j_get (o, "cpu");
+  if (cpu && YAJL_IS_NUMBER (cpu))
+    opts->cpu = YAJL_GET_DOUBLE (cpu);
+  int64_t n;
+  if (dup_str (o, "image", &opts->image_ref, err) < 0 || dup_str (o, "runtime", &opts->runtime, err) < 0
+      || dup_str (o, "cwd", &opts->cwd, err) < 0 || j_get_strv (o, "env", false, &opts->env, err) < 0)
+    return -1;
+  if ((n = 0, j_get_int (o, "memory", false, &n, err)) < 0)
+    return -1;
+  opts->memory = (uint64_t) n;
+  if (j_get_int (o, "pids", false, &opts->pids, err) < 0 || j_get_int (o, "keep_warm", false, &opts->keep_warm, err) < 0
+      || j_get_int (o, "timeout", false, &opts->timeout, err) < 0
+      || j_get_bool (o, "block_network", false, &opts->block_network, err) < 0)
+    return -1;
+  return 0;
+}
+
+static int
+parse_record (yajl_val v, sbx_sandbox *sb, sbx_error **err)
+{
+  const char *state = NULL;
+  int64_t pid = 0;
+  if (j_get_str (v, "state", true, &state, err) < 0)
+    return -1;
+  if (state_from_name (state, &sb->state) < 0)
+    return sbx_error_set (err, SBX_E_INTERNAL, 0, "unknown state `%s`", state);
+  if (dup_str (v, "name", &sb->opts.name, err) < 0 || dup_str (v, "reason", &sb->reason, err) < 0
+      || dup_str (v, "error", &sb->error, err) < 0 || dup_str (v, "image", &sb->image_id, err) < 0
+      || dup_str (v, "image_workdir", &sb->image_workdir, err) < 0
+      || j_get_strv (v, "layers", false, &sb->layers, err) < 0
+      || j_get_strv (v, "image_env", false, &sb->image_env, err) < 0
+      || j_get_int (v, "created_at", false, &sb->created_at, err) < 0
+      || j_get_int (v, "started_at", false, &sb->started_at, err) < 0
+      || j_get_int (v, "ended_at", false, &sb->ended_at, err) < 0
+      || j_get_int (v, "deadline", false, &sb->deadline, err) < 0
+      || j_get_int (v, "keep_warm_until", false, &sb->keep_warm_until, err) < 0
+      || j_get_int (v, "oom_kills", false, &sb->oom_kills, err) < 0
+      || j_get_int (v, "pids_limit_hits", false, &sb->pids_limit_hits, err) < 0
+      || j_get_int (v, "memory_peak", false, &sb->memory_peak, err) < 0
+      || j_get_int (v, "monitor_pid", false, &pid, err) < 0)
+    return -1;
+  sb->monitor_pid = (pid_t) pid;
+  return parse_opts (j_get (v, "options"), &sb->opts, err);
+}
+
+int
+sbx_sandbox_load (const sbx_store *st, const char *id, sbx_sandbox **ret, sbx_error **err)
+{
+  if (!name_is_valid (id))
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid sandbox id `%s`", id);
+  _cleanup_free_ char *path = sbx_store_path (st, "sandboxes/%s/state.json", id);
+  _cleanup_free_ char *text = NULL;
+  size_t len;
+  _cleanup_error_ sbx_error *e = NULL;
+  if (read_file (path, STATE_JSON_MAX, &text, &len, &e) < 0)
+    {
+      if (e->code == SBX_E_NOT_FOUND)
+        return sbx_error_set (err, SBX_E_NOT_FOUND, 0, "sandbox `%s` not found", id);
+      return sbx_error_set (err, e->code, e->errnum, "%s", e->msg);
+    }
+  _cleanup_yajl_val_ yajl_val v = NULL;
+  if (j_parse (text, len, STATE_JSON_MAX, "state.json", &v, err) < 0)
+    return -1;
+  sbx_sandbox *sb = xmalloc0 (sizeof *sb);
+  sb->id = xstrdup (id);
+  if (parse_record (v, sb, err) < 0)
+    {
+      sbx_sandbox_free (sb);
+      return sbx_error_wrap (err, "sandbox %s: state.json", id);
+    }
+  *ret = sb;
+  return 0;
+}
+
+bool
+sbx_sandbox_monitor_alive (const sbx_store *st, const char *id)
+{
+  _cleanup_free_ char *path = sbx_store_path (st, "sandboxes/%s/lock", id);
+  _cleanup_close_ int fd = open (path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0)
+    return false;
+  if (flock (fd, LOCK_SH | LOCK_NB) < 0)
+    return errno == EWOULDBLOCK;
+  return false;
+}
+
+int
+sbx_sandbox_get (const sbx_store *st, const char *id, sbx_sandbox **ret, sbx_error **err)
+{
+  sbx_sandbox *sb = NULL;
+  if (sbx_sandbox_load (st, id, &sb, err) < 0)
+    return -1;
+  if (!sbx_state_is_final (sb->state) && !sbx_sandbox_monitor_alive (st, id))
+    {
+      /* Re-read: the monitor may have written its final state and exited
+       * between our read and the lock probe. */
+      sbx_sandbox *again = NULL;
+      if (sbx_sandbox_load (st, id, &again, NULL) == 0)
+        {
+          sbx_sandbox_free (sb);
+          sb = again;
+        }
+      if (!sbx_state_is_final (sb->state))
+        {
+          sb->state = SBX_STATE_FAILED;
+          free (sb->reason);
+          sb->reason = xstrdup (SBX_REASON_MONITOR_LOST);
+        }
+    }
+  *ret = sb;
+  return 0;
+}
+
+int
+sbx_name_reserve (const sbx_store *st, const char *name, const char *id, sbx_error **err)
+{
+  _cleanup_free_ char *path = sbx_store_path (st, "names/%s", name);
+  if (symlink (id, path) == 0)
+    return 0;
+  if (errno != EEXIST)
+    return sbx_error_errno (err, errno, "reserve name `%s`", name);
+  /* A name whose sandbox is gone may be taken over. */
+  char target[128];
+  ssize_t n = readlink (path, target, sizeof target - 1);
+  if (n > 0)
+    {
+      target[n] = '\0';
+      _cleanup_free_ char *dir = sbx_sandbox_dir (st, target);
+      if (!path_exists (dir))
+        {
+          _cleanup_free_ char *tmp = sbx_store_path (st, "names/.%s.%s", name, id);
+          unlink (tmp);
+          if (symlink (id, tmp) == 0 && rename (tmp, path) == 0)
+            return 0;
+          unlink (tmp);
+        }
+    }
+  return sbx_error_set (err, SBX_E_BUSY, 0, "the name `%s` is already in use", name);
+}
+
+void
+sbx_name_release (const sbx_store *st, const char *name, const char *id)
+{
+  _cleanup_free_ char *path = sbx_store_path (st, "names/%s", name);
+  char target[128];
+  ssize_t n = readlink (path, target, sizeof target - 1);
+  if (n > 0)
+    {
+      target[n] = '\0';
+      if (strcmp (target, id) == 0)
+        unlink (path);
+    }
+}
+
+int
+sbx_sandbox_resolve (const sbx_store *st, const char *ref, char **ret_id, sbx_error **err)
+{
+  if (!name_is_valid (ref))
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid sandbox id or name `%s`", ref);
+  _cleanup_free_ char *dir = sbx_sandbox_dir (st, ref);
+  if (path_exists (dir))
+    {
+      *ret_id = xstrdup (ref);
+      return 0;
+    }
+  _cleanup_free_ char *path = sbx_store_path (st, "names/%s", ref);
+  char target[128];
+  ssize_t n = readlink (path, target, sizeof target - 1);
+  if (n > 0)
+    {
+      target[n] = '\0';
+      _cleanup_free_ char *tdir = sbx_sandbox_dir (st, target);
+      if (name_is_valid (target) && path_exists (tdir))
+        {
+          *ret_id = xstrdup (target);
+          return 0;
+        }
+    }
+  return sbx_error_set (err, SBX_E_NOT_FOUND, 0, "sandbox `%s` not found", ref);
+}
+
+int
+sbx_sandbox_list (const sbx_store *st, char ***ret_ids, sbx_error **err)
+{
+  _cleanup_free_ char *dir = sbx_store_path (st, "sandboxes");
+  DIR *d = opendir (dir);
+  if (d == NULL)
+    return sbx_error_errno (err, errno, "open `%s`", dir);
+  char **ids = xmalloc0 (sizeof (char *));
+  struct dirent *de;
+  while ((de = readdir (d)))
+    if (de->d_name[0] != '.' && name_is_valid (de->d_name))
+      strv_push (&ids, de->d_name);
+  closedir (d);
+  *ret_ids = ids;
+  return 0;
+}

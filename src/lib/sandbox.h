@@ -1,0 +1,104 @@
+/* A sandbox's record: its create options (fixed at create) and its state
+ * (written by its monitor), in ROOT/sandboxes/ID/state.json, atomically.
+ * Liveness is not guessed from pids: the monitor holds an exclusive flock on
+ * ROOT/sandboxes/ID/lock for its whole life, so a lock anyone else can take
+ * means the monitor is gone. */
+#ifndef SBX_SANDBOX_H
+#define SBX_SANDBOX_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "error.h"
+#include "store.h"
+
+typedef enum sbx_state {
+  SBX_STATE_CREATING,
+  SBX_STATE_RUNNING,
+  SBX_STATE_TERMINATING,
+  SBX_STATE_TERMINATED,
+  SBX_STATE_FAILED,
+  SBX_STATE__MAX
+} sbx_state;
+
+#define SBX_REASON_EXIT "exit"
+#define SBX_REASON_KEEP_WARM "keep-warm expired"
+#define SBX_REASON_TIMEOUT "timeout"
+#define SBX_REASON_KILLED "killed"
+#define SBX_REASON_MONITOR_LOST "monitor lost"
+#define SBX_REASON_ERROR "error"
+
+#define SBX_KEEP_WARM_DEFAULT 600
+#define SBX_TIMEOUT_DEFAULT 3600
+#define SBX_TIMEOUT_MAX 86400
+#define SBX_PIDS_DEFAULT 1024
+
+typedef struct sbx_sandbox_opts {
+  char *name;
+  char *image_ref;
+  char *runtime; /* "runsc" or "runc" */
+  double cpu;    /* cores, 0 = unlimited */
+  uint64_t memory; /* bytes, 0 = unlimited */
+  int64_t pids;
+  bool block_network;
+  int64_t keep_warm; /* seconds, -1 = until terminated */
+  int64_t timeout;   /* seconds */
+  char **env;
+  char *cwd;
+} sbx_sandbox_opts;
+
+typedef struct sbx_sandbox {
+  char *id;
+  sbx_sandbox_opts opts;
+  char *image_id;
+  char **layers; /* resolved at create, bottom first */
+  char **image_env;
+  char *image_workdir;
+  sbx_state state;
+  char *reason;
+  char *error; /* message when failed */
+  int64_t created_at, started_at, ended_at;
+  int64_t deadline; /* unix time of the hard timeout */
+  int64_t keep_warm_until; /* informational, written on activity */
+  pid_t monitor_pid;
+  int64_t oom_kills;
+  int64_t pids_limit_hits;
+  int64_t memory_peak;
+} sbx_sandbox;
+
+const char *sbx_state_name (sbx_state s);
+bool sbx_state_is_final (sbx_state s);
+
+void sbx_sandbox_free (sbx_sandbox *sb);
+static inline void
+sbx_sandbox_freep (sbx_sandbox **s)
+{
+  sbx_sandbox_free (*s);
+}
+#define _cleanup_sandbox_ __attribute__ ((cleanup (sbx_sandbox_freep)))
+void sbx_sandbox_opts_clear (sbx_sandbox_opts *o);
+
+char *sbx_sandbox_dir (const sbx_store *st, const char *id);
+char *sbx_sandbox_run_dir (const sbx_store *st, const char *id);
+
+int sbx_sandbox_save (const sbx_store *st, const sbx_sandbox *sb, sbx_error **err);
+int sbx_sandbox_load (const sbx_store *st, const char *id, sbx_sandbox **ret, sbx_error **err);
+/* The record with liveness applied: a non-final state whose monitor is gone
+ * reads as failed (monitor lost). */
+int sbx_sandbox_get (const sbx_store *st, const char *id, sbx_sandbox **ret, sbx_error **err);
+/* Resolves an id or a name to an id. */
+int sbx_sandbox_resolve (const sbx_store *st, const char *ref, char **ret_id, sbx_error **err);
+int sbx_sandbox_list (const sbx_store *st, char ***ret_ids, sbx_error **err);
+/* true when the monitor of ID holds its lock. */
+bool sbx_sandbox_monitor_alive (const sbx_store *st, const char *id);
+/* The JSON view used by status/ls --json. */
+void sbx_sandbox_gen (void *yajl_gen_g, const sbx_sandbox *sb);
+
+/* Reserves NAME for ID (atomic, fails BUSY if taken). */
+int sbx_name_reserve (const sbx_store *st, const char *name, const char *id, sbx_error **err);
+void sbx_name_release (const sbx_store *st, const char *name, const char *id);
+
+char *sbx_sandbox_new_id (void);
+
+#endif

@@ -1,0 +1,262 @@
+/* OCI spec generation: process, mounts, namespaces, masked and read-only
+ * paths, capabilities, rlimits, cgroup resources and the seccomp profile. */
+#include "config.h"
+#include "spec.h"
+#include "json.h"
+#include "seccomp-profile.h"
+#include "util.h"
+
+#include <errno.h>
+#include <glob.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+const char *const sbx_default_caps[] = {
+  "CAP_CHOWN",  "CAP_DAC_OVERRIDE", "CAP_FSETID",           "CAP_FOWNER",      "CAP_MKNOD",
+  "CAP_NET_RAW", "CAP_SETGID",      "CAP_SETUID",           "CAP_SETFCAP",     "CAP_SETPCAP",
+  "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_KILL",     "CAP_AUDIT_WRITE", NULL,
+};
+
+static const char *const masked_paths[] = {
+  "/proc/acpi",         "/proc/asound",   "/proc/interrupts", "/proc/kcore",      "/proc/keys",
+  "/proc/latency_stats", "/proc/sched_debug", "/proc/scsi",   "/proc/timer_list", "/proc/timer_stats",
+  "/sys/firmware",      "/sys/devices/virtual/powercap", NULL,
+};
+
+static const char *const readonly_paths[] = {
+  "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger", NULL,
+};
+
+static void
+gen_caps (yajl_gen g)
+{
+  static const char *const sets[] = { "bounding", "effective", "permitted" };
+  j_str (g, "capabilities");
+  j_map (g);
+  for (size_t i = 0; i < ARRAY_SIZE (sets); i++)
+    j_kstrv (g, sets[i], (char *const *) sbx_default_caps);
+  j_kstrv (g, "inheritable", NULL);
+  j_kstrv (g, "ambient", NULL);
+  j_endmap (g);
+}
+
+/* Never above the host's hard limit: a spec asking for more fails to start. */
+static void
+gen_rlimit (yajl_gen g, const char *type, int resource, rlim_t want)
+{
+  struct rlimit host;
+  if (getrlimit (resource, &host) == 0 && host.rlim_max != RLIM_INFINITY && want > host.rlim_max)
+    want = host.rlim_max;
+  j_map (g);
+  j_kstr (g, "type", type);
+  j_kint (g, "hard", (long long) want);
+  j_kint (g, "soft", (long long) want);
+  j_endmap (g);
+}
+
+static void
+gen_process (yajl_gen g, const sbx_spec_params *p)
+{
+  j_str (g, "process");
+  j_map (g);
+  j_kbool (g, "terminal", false);
+  j_str (g, "user");
+  j_map (g);
+  j_kint (g, "uid", 0);
+  j_kint (g, "gid", 0);
+  j_endmap (g);
+  j_str (g, "args");
+  j_arr (g);
+  j_str (g, SBX_INIT_IN_SANDBOX);
+  j_endarr (g);
+  j_str (g, "env");
+  j_arr (g);
+  j_str (g, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+  j_endarr (g);
+  j_kstr (g, "cwd", "/");
+  gen_caps (g);
+  j_str (g, "rlimits");
+  j_arr (g);
+  gen_rlimit (g, "RLIMIT_NOFILE", RLIMIT_NOFILE, 65536);
+  j_endarr (g);
+  j_kbool (g, "noNewPrivileges", true);
+  j_kint (g, "oomScoreAdj", 500);
+  j_endmap (g);
+}
+
+static void
+gen_mount (yajl_gen g, const char *dest, const char *type, const char *src, const char *const *opts)
+{
+  j_map (g);
+  j_kstr (g, "destination", dest);
+  j_kstr (g, "type", type);
+  j_kstr (g, "source", src);
+  j_kstrv (g, "options", (char *const *) opts);
+  j_endmap (g);
+}
+
+static void
+gen_mounts (yajl_gen g)
+{
+  static const char *const proc[] = { "nosuid", "noexec", "nodev", NULL };
+  static const char *const dev[] = { "nosuid", "strictatime", "mode=755", "size=65536k", NULL };
+  static const char *const pts[] = { "nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5", NULL };
+  static const char *const shm[] = { "nosuid", "noexec", "nodev", "mode=1777", "size=65536k", NULL };
+  static const char *const mq[] = { "nosuid", "noexec", "nodev", NULL };
+  static const char *const sys[] = { "nosuid", "noexec", "nodev", "ro", NULL };
+  static const char *const cg[] = { "nosuid", "noexec", "nodev", "relatime", "ro", NULL };
+  j_str (g, "mounts");
+  j_arr (g);
+  gen_mount (g, "/proc", "proc", "proc", proc);
+  gen_mount (g, "/dev", "tmpfs", "tmpfs", dev);
+  gen_mount (g, "/dev/pts", "devpts", "devpts", pts);
+  gen_mount (g, "/dev/shm", "tmpfs", "shm", shm);
+  gen_mount (g, "/dev/mqueue", "mqueue", "mqueue", mq);
+  gen_mount (g, "/sys", "sysfs", "sysfs", sys);
+  gen_mount (g, "/sys/fs/cgroup", "cgroup", "cgroup", cg);
+  j_endarr (g);
+}
+
+static void
+gen_masked (yajl_gen g)
+{
+  j_str (g, "maskedPaths");
+  j_arr (g);
+  for (size_t i = 0; masked_paths[i]; i++)
+    j_str (g, masked_paths[i]);
+  glob_t gl;
+  if (glob ("/sys/devices/system/cpu/cpu*/thermal_throttle", GLOB_NOSORT, NULL, &gl) == 0)
+    {
+      for (size_t i = 0; i < gl.gl_pathc; i++)
+        j_str (g, gl.gl_pathv[i]);
+      globfree (&gl);
+    }
+  j_endarr (g);
+  j_kstrv (g, "readonlyPaths", (char *const *) readonly_paths);
+}
+
+static void
+gen_device_rule (yajl_gen g, bool allow, const char *type, long major, long minor)
+{
+  j_map (g);
+  j_kbool (g, "allow", allow);
+  if (type)
+    j_kstr (g, "type", type);
+  if (major >= 0)
+    j_kint (g, "major", major);
+  if (minor >= 0)
+    j_kint (g, "minor", minor);
+  j_kstr (g, "access", "rwm");
+  j_endmap (g);
+}
+
+/* Deny every device, then allow the standard ones. */
+static void
+gen_devices (yajl_gen g)
+{
+  static const struct
+  {
+    long major, minor;
+  } std[] = { { 1, 3 }, { 1, 5 }, { 1, 7 }, { 1, 8 }, { 1, 9 }, { 5, 0 }, { 5, 2 }, { 136, -1 } };
+  j_str (g, "devices");
+  j_arr (g);
+  gen_device_rule (g, false, NULL, -1, -1);
+  for (size_t i = 0; i < ARRAY_SIZE (std); i++)
+    gen_device_rule (g, true, "c", std[i].major, std[i].minor);
+  j_endarr (g);
+}
+
+static void
+gen_resources (yajl_gen g, const sbx_sandbox_opts *o)
+{
+  j_str (g, "resources");
+  j_map (g);
+  gen_devices (g);
+  if (o->memory > 0)
+    {
+      j_str (g, "memory");
+      j_map (g);
+      j_kint (g, "limit", (long long) o->memory);
+      j_kint (g, "swap", (long long) o->memory);
+      j_endmap (g);
+    }
+  if (o->cpu > 0)
+    {
+      j_str (g, "cpu");
+      j_map (g);
+      j_kint (g, "period", 100000);
+      j_kint (g, "quota", (long long) (o->cpu * 100000.0 + 0.5));
+      j_endmap (g);
+    }
+  j_str (g, "pids");
+  j_map (g);
+  j_kint (g, "limit", o->pids > 0 ? o->pids : SBX_PIDS_DEFAULT);
+  j_endmap (g);
+  j_endmap (g);
+}
+
+static void
+gen_namespaces (yajl_gen g)
+{
+  static const char *const ns[] = { "pid", "ipc", "uts", "mount", "network" };
+  j_str (g, "namespaces");
+  j_arr (g);
+  for (size_t i = 0; i < ARRAY_SIZE (ns); i++)
+    {
+      j_map (g);
+      j_kstr (g, "type", ns[i]);
+      j_endmap (g);
+    }
+  j_endarr (g);
+}
+
+static int
+gen_linux (yajl_gen g, const sbx_spec_params *p, sbx_error **err)
+{
+  j_str (g, "linux");
+  j_map (g);
+  gen_namespaces (g);
+  gen_masked (g);
+  gen_resources (g, &p->sb->opts);
+  j_kstr (g, "cgroupsPath", p->cgroup_path);
+  j_str (g, "seccomp");
+  if (sbx_seccomp_gen_oci (g, err) < 0)
+    return -1;
+  j_endmap (g);
+  return 0;
+}
+
+int
+sbx_spec_generate (const sbx_spec_params *p, char **ret_json, size_t *ret_len, sbx_error **err)
+{
+  _cleanup_yajl_gen_ yajl_gen g = j_new (true);
+  j_map (g);
+  j_kstr (g, "ociVersion", "1.0.2");
+  gen_process (g, p);
+  j_str (g, "root");
+  j_map (g);
+  j_kstr (g, "path", p->rootfs);
+  j_kbool (g, "readonly", false);
+  j_endmap (g);
+  j_kstr (g, "hostname", p->sb->id);
+  gen_mounts (g);
+  if (gen_linux (g, p, err) < 0)
+    return sbx_error_wrap (err, "generate OCI spec");
+  j_endmap (g);
+  *ret_json = j_take (g, ret_len);
+  return 0;
+}
+
+int
+sbx_spec_write (const sbx_spec_params *p, const char *bundle_dir, sbx_error **err)
+{
+  _cleanup_free_ char *json = NULL;
+  size_t len;
+  if (sbx_spec_generate (p, &json, &len, err) < 0)
+    return -1;
+  if (mkdir (bundle_dir, 0700) < 0 && errno != EEXIST)
+    return sbx_error_errno (err, errno, "mkdir `%s`", bundle_dir);
+  _cleanup_free_ char *path = xasprintf ("%s/config.json", bundle_dir);
+  return write_file_atomic (path, json, len, 0600, err);
+}

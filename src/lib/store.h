@@ -1,0 +1,40 @@
+/* The store: ROOT (persistent, default /var/lib/sbx) and RUN (runtime files,
+ * default /run/sbx), their layout (DESIGN.md section 3), and the names sbx
+ * gives host resources so that two roots never collide. */
+#ifndef SBX_STORE_H
+#define SBX_STORE_H
+
+#include <stdbool.h>
+
+#include "error.h"
+
+#define SBX_DEFAULT_ROOT "/var/lib/sbx"
+#define SBX_DEFAULT_RUN_ROOT "/run/sbx"
+
+typedef struct sbx_store {
+  char *root;
+  char *run_root;
+  /* 8 hex chars of sha256(realpath(ROOT)): every host resource sbx makes
+   * carries it (cgroups "sbx-TAG/ID"), so gc finds exactly its own. */
+  char *tag;
+} sbx_store;
+
+/* Opens (and with CREATE makes, mode 0700) the store at ROOT and RUN. */
+int sbx_store_open (const char *root, const char *run_root, bool create, sbx_store **ret, sbx_error **err);
+void sbx_store_free (sbx_store *st);
+static inline void
+sbx_store_freep (sbx_store **st)
+{
+  sbx_store_free (*st);
+}
+#define _cleanup_store_ __attribute__ ((cleanup (sbx_store_freep)))
+
+char *sbx_store_path (const sbx_store *st, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
+char *sbx_store_run_path (const sbx_store *st, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
+/* The cgroup path (relative, for OCI cgroupsPath) of sandbox ID. */
+char *sbx_store_cgroup_path (const sbx_store *st, const char *id);
+/* The directory of the read-only top layer sbx puts over every image:
+ * dev, proc, sys, etc/hosts, etc/resolv.conf and .sbx/init. Made on demand. */
+int sbx_store_top_layer (const sbx_store *st, const char *init_path, char **ret_path, sbx_error **err);
+
+#endif

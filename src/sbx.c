@@ -1,0 +1,151 @@
+/* sbx: the entry point. Global options, the dispatch table, and the one
+ * place where an error becomes a message and exit status 125. */
+#include "config.h"
+#include "cli.h"
+#include "json.h"
+#include "util.h"
+
+#include <getopt.h>
+#include <string.h>
+
+int cmd_create (sbx_cli *, int, char **, sbx_error **);
+int cmd_run (sbx_cli *, int, char **, sbx_error **);
+int cmd_exec (sbx_cli *, int, char **, sbx_error **);
+int cmd_ls (sbx_cli *, int, char **, sbx_error **);
+int cmd_status (sbx_cli *, int, char **, sbx_error **);
+int cmd_wait (sbx_cli *, int, char **, sbx_error **);
+int cmd_terminate (sbx_cli *, int, char **, sbx_error **);
+int cmd_rm (sbx_cli *, int, char **, sbx_error **);
+int cmd_logs (sbx_cli *, int, char **, sbx_error **);
+int cmd_ttl (sbx_cli *, int, char **, sbx_error **);
+int cmd_stats (sbx_cli *, int, char **, sbx_error **);
+int cmd_images (sbx_cli *, int, char **, sbx_error **);
+int cmd_import (sbx_cli *, int, char **, sbx_error **);
+int cmd_info (sbx_cli *, int, char **, sbx_error **);
+int cmd_gc (sbx_cli *, int, char **, sbx_error **);
+int cmd_version (sbx_cli *, int, char **, sbx_error **);
+
+extern const cli_opt sbx_create_opts[], sbx_run_opts[], sbx_exec_cli_opts[], sbx_ls_opts[], sbx_wait_opts[],
+    sbx_rm_opts[], sbx_terminate_opts[], sbx_import_opts[], sbx_none_opts[], sbx_logs_opts[];
+
+const sbx_command sbx_commands[] = {
+  { "create", cmd_create, NULL, "Create a sandbox and print its id.", sbx_create_opts },
+  { "run", cmd_run, "-- CMD [ARG...]",
+    "Create a sandbox, run CMD in it, terminate it; the exit status is CMD's.", sbx_run_opts },
+  { "exec", cmd_exec, "ID -- CMD [ARG...]", "Run CMD in a running sandbox; the exit status is CMD's.", sbx_exec_cli_opts },
+  { "ls", cmd_ls, NULL, "List sandboxes.", sbx_ls_opts },
+  { "status", cmd_status, "ID", "Show a sandbox's state, reason, limits and lifetimes.", sbx_none_opts },
+  { "wait", cmd_wait, "ID", "Block until a sandbox reaches a final state, then print it.", sbx_wait_opts },
+  { "terminate", cmd_terminate, "ID...", "End sandboxes; their files stay until `sbx rm`.", sbx_terminate_opts },
+  { "rm", cmd_rm, "ID...", "Remove ended sandboxes and their files.", sbx_rm_opts },
+  { "logs", cmd_logs, "ID", "Print a sandbox's log (runtime and lifecycle events).", sbx_logs_opts },
+  { "ttl", cmd_ttl, "ID SECONDS", "Set a running sandbox's hard lifetime to SECONDS from now.", sbx_none_opts },
+  { "stats", cmd_stats, NULL, "Count sandboxes by state.", sbx_none_opts },
+  { "images", cmd_images, NULL, "List images.", sbx_none_opts },
+  { "import", cmd_import, "FILE", "Import a rootfs tarball (tar, .gz, .xz, .zst) as an image.", sbx_import_opts },
+  { "info", cmd_info, NULL, "Report what this host supports.", sbx_none_opts },
+  { "gc", cmd_gc, NULL, "Reap sandboxes whose monitor was lost, remove ended sandboxes and orphaned host resources.",
+    sbx_none_opts },
+  { "version", cmd_version, NULL, "Print the version.", sbx_none_opts },
+  { NULL },
+};
+
+static void
+usage (FILE *f)
+{
+  fprintf (f, "Usage: sbx [--root DIR] [--run-root DIR] [--json] COMMAND [OPTIONS] [ARGS]\n\n"
+              "Run untrusted code in local sandboxes under gVisor (runsc) or runc.\n\nCommands:\n");
+  for (const sbx_command *c = sbx_commands; c->name; c++)
+    fprintf (f, "  %-10s %s\n", c->name, c->summary);
+  fprintf (f, "\nGlobal options:\n"
+              "  --root DIR       state directory (default /var/lib/sbx, or $SBX_ROOT)\n"
+              "  --run-root DIR   runtime directory (default /run/sbx, or $SBX_RUN_ROOT)\n"
+              "  --json           print one JSON document on stdout\n"
+              "  --version        print the version\n"
+              "  -h, --help       show this help\n\n"
+              "Run `sbx COMMAND --help` for a command's options.\n");
+}
+
+static int
+report_error (sbx_cli *cli, sbx_error *err)
+{
+  _cleanup_free_ char *text = sbx_error_text (err);
+  if (cli->json)
+    {
+      yajl_gen g = cli_json_begin ();
+      j_map (g);
+      j_str (g, "error");
+      j_map (g);
+      j_kstr (g, "code", sbx_code_name (err->code));
+      j_kstr (g, "message", text);
+      j_endmap (g);
+      j_endmap (g);
+      cli_json_end (g);
+    }
+  fflush (stdout);
+  fprintf (stderr, "sbx: %s: %s\n", sbx_code_name (err->code), text);
+  return SBX_EXIT_ERROR;
+}
+
+enum { G_ROOT = 256, G_RUN_ROOT, G_JSON, G_VERSION };
+
+static int
+parse_global (sbx_cli *cli, int argc, char **argv, sbx_error **err)
+{
+  static const struct option lo[] = {
+    { "root", required_argument, NULL, G_ROOT },   { "run-root", required_argument, NULL, G_RUN_ROOT },
+    { "json", no_argument, NULL, G_JSON },         { "version", no_argument, NULL, G_VERSION },
+    { "help", no_argument, NULL, 'h' },            { NULL, 0, NULL, 0 },
+  };
+  opterr = 0;
+  int c;
+  while ((c = getopt_long (argc, argv, "+:h", lo, NULL)) != -1)
+    switch (c)
+      {
+      case G_ROOT:
+        cli->root = optarg;
+        break;
+      case G_RUN_ROOT:
+        cli->run_root = optarg;
+        break;
+      case G_JSON:
+        cli->json = true;
+        break;
+      case G_VERSION:
+        printf ("sbx %s\n", SBX_VERSION);
+        exit (0);
+      case 'h':
+        usage (stdout);
+        exit (0);
+      default:
+        return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "unknown or incomplete global option `%s`",
+                              argv[optind - 1]);
+      }
+  return optind;
+}
+
+int
+main (int argc, char **argv)
+{
+  sbx_cli cli = { .root = getenv ("SBX_ROOT"), .run_root = getenv ("SBX_RUN_ROOT") };
+  _cleanup_error_ sbx_error *err = NULL;
+  int ind = parse_global (&cli, argc, argv, &err);
+  if (ind < 0)
+    return report_error (&cli, err);
+  if (ind >= argc)
+    {
+      usage (stderr);
+      return SBX_EXIT_ERROR;
+    }
+  const sbx_command *cmd = cli_find (argv[ind]);
+  if (cmd == NULL)
+    {
+      sbx_error_set (&err, SBX_E_INVALID_ARGUMENT, 0, "unknown command `%s` (see `sbx --help`)", argv[ind]);
+      return report_error (&cli, err);
+    }
+  int r = cmd->fn (&cli, argc - ind, argv + ind, &err);
+  sbx_store_free (cli.st);
+  if (r < 0)
+    return report_error (&cli, err);
+  return r;
+}

@@ -1,0 +1,707 @@
+/* sbx-testpayload: the hostile workload the integration tests run inside
+ * sandboxes, one static multi-call binary in the manner of crun's
+ * tests/init.c, so that no test depends on what an image happens to carry.
+ *
+ *   sbx-testpayload ACTION [ARGS...]
+ *
+ * A probe action (mount, keyctl, caps, ...) tries one thing and prints, after
+ * any data lines, one last line: `ACTION: ok` and exit 0 when the thing
+ * worked, or `ACTION: denied (ENAME / strerror)` and exit 1 when it did not
+ * (with ` at STEP` when the action has several steps, and SIGNAME in place of
+ * ENAME when a call killed the process that made it). A plumbing action
+ * (echo, cat, hostname, sleep, exit) prints only its data, so that a test can
+ * compare it byte for byte; it reports a failure as `ACTION: failed (...)` on
+ * stderr, exit 1. A usage error exits 2.
+ *
+ * Build: gcc -static -o sbx-testpayload tests/payload/sbx-testpayload.c
+ * It needs libc only and links nothing of sbx. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/bpf.h>
+#include <linux/io_uring.h>
+#include <linux/keyctl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef AF_VSOCK
+#define AF_VSOCK 40
+#endif
+#ifndef SYS_clone3
+#define SYS_clone3 435
+#endif
+
+#define MIB (1024UL * 1024UL)
+#define MEMHOG_STEP_MIB 16
+/* An exit status no errno has: the 32-bit call was not a socketcall. */
+#define NOT_SOCKETCALL 255
+
+static const char *action_name = "sbx-testpayload";
+
+/* ---- reporting ---- */
+
+static const char *
+errno_name (int e)
+{
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 32)
+  const char *n = strerrorname_np (e);
+  if (n)
+    return n;
+#endif
+  static char buf[32];
+  snprintf (buf, sizeof buf, "errno %d", e);
+  return buf;
+}
+
+static int
+ok (void)
+{
+  printf ("%s: ok\n", action_name);
+  return 0;
+}
+
+static int
+denied_at (const char *step, int e)
+{
+  printf ("%s: denied (%s / %s)%s%s\n", action_name, errno_name (e), strerror (e), step ? " at " : "",
+          step ? step : "");
+  return 1;
+}
+
+static int
+denied (int e)
+{
+  return denied_at (NULL, e);
+}
+
+static int
+killed (int sig)
+{
+  const char *abbrev = sigabbrev_np (sig);
+  printf ("%s: denied (SIG%s / killed: %s)\n", action_name, abbrev ? abbrev : "?", strsignal (sig));
+  return 1;
+}
+
+/* Plumbing actions keep stdout for their data. */
+static int
+failed (int e)
+{
+  fprintf (stderr, "%s: failed (%s / %s)\n", action_name, errno_name (e), strerror (e));
+  return 1;
+}
+
+/* Reports a call's result: R < 0 means it failed with errno. */
+static int
+report (long r)
+{
+  return r < 0 ? denied (errno) : ok ();
+}
+
+static int
+report_fd (long fd)
+{
+  if (fd < 0)
+    return denied (errno);
+  close ((int) fd);
+  return ok ();
+}
+
+static int
+parse_long (const char *s, long min, long max, long *ret)
+{
+  char *end;
+  errno = 0;
+  long v = strtol (s, &end, 10);
+  if (errno || end == s || *end || v < min || v > max)
+    return -1;
+  *ret = v;
+  return 0;
+}
+
+static int
+write_all (int fd, const char *p, size_t len)
+{
+  while (len > 0)
+    {
+      ssize_t w = write (fd, p, len);
+      if (w < 0 && errno == EINTR)
+        continue;
+      if (w < 0)
+        return -1;
+      p += w;
+      len -= (size_t) w;
+    }
+  return 0;
+}
+
+/* Runs FN in a child without core dumps: a call the kernel answers by killing
+ * (seccomp's bad-architecture action) must not take the reporter with it.
+ * Returns the child's wait status, or -1. */
+static int
+in_child (int (*fn) (void))
+{
+  pid_t pid = fork ();
+  if (pid < 0)
+    return -1;
+  if (pid == 0)
+    {
+      struct rlimit no_core = { 0, 0 };
+      setrlimit (RLIMIT_CORE, &no_core);
+      _exit (fn () & 0xff);
+    }
+  int status;
+  while (waitpid (pid, &status, 0) < 0)
+    if (errno != EINTR)
+      return -1;
+  return status;
+}
+
+/* The child's FN returns 0, an errno, or NOT_SOCKETCALL. */
+static int
+report_child (int (*fn) (void))
+{
+  int status = in_child (fn);
+  if (status < 0)
+    return denied_at ("fork", errno);
+  if (WIFSIGNALED (status))
+    return killed (WTERMSIG (status));
+  if (WEXITSTATUS (status) == NOT_SOCKETCALL)
+    return denied_at ("int $0x80: no 32-bit syscall ran", ENOSYS);
+  return WEXITSTATUS (status) ? denied (WEXITSTATUS (status)) : ok ();
+}
+
+/* ---- probes: privilege and kernel surface ---- */
+
+static int
+act_mount (char **argv)
+{
+  if (mkdir ("/mnt", 0755) < 0 && errno != EEXIST)
+    return denied_at ("mkdir /mnt", errno);
+  if (mount ("tmpfs", "/mnt", "tmpfs", 0, "size=1m") < 0)
+    return denied (errno);
+  umount2 ("/mnt", MNT_DETACH);
+  return ok ();
+}
+
+static int
+act_unshare_user (char **argv)
+{
+  return report (unshare (CLONE_NEWUSER));
+}
+
+static int
+act_unshare_net (char **argv)
+{
+  return report (unshare (CLONE_NEWNET));
+}
+
+static int
+act_unshare_mount (char **argv)
+{
+  return report (unshare (CLONE_NEWNS));
+}
+
+static int
+act_keyctl (char **argv)
+{
+  return report (syscall (SYS_add_key, "user", "sbx-testpayload", "x", 1, KEY_SPEC_PROCESS_KEYRING));
+}
+
+static int
+act_bpf (char **argv)
+{
+  union bpf_attr attr;
+  memset (&attr, 0, sizeof attr);
+  attr.map_type = BPF_MAP_TYPE_ARRAY;
+  attr.key_size = 4;
+  attr.value_size = 4;
+  attr.max_entries = 1;
+  return report_fd (syscall (SYS_bpf, BPF_MAP_CREATE, &attr, sizeof attr));
+}
+
+static int
+act_io_uring (char **argv)
+{
+  struct io_uring_params p;
+  memset (&p, 0, sizeof p);
+  return report_fd (syscall (SYS_io_uring_setup, 1, &p));
+}
+
+static int
+act_af_alg (char **argv)
+{
+  return report_fd (socket (AF_ALG, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+}
+
+static int
+act_af_vsock (char **argv)
+{
+  return report_fd (socket (AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0));
+}
+
+#if defined(__x86_64__)
+/* socketcall (SYS_SOCKET, {family, type, 0}) through the 32-bit entry point,
+ * `int $0x80` from this 64-bit binary. The 32-bit ABI reads the argument
+ * block through a 32-bit pointer, so it must sit below 4 GiB. Returns 0 when
+ * a socket of FAMILY came back, an errno, or NOT_SOCKETCALL when something
+ * else answered: gVisor has no 32-bit ABI and runs the call as 64-bit
+ * syscall 102, getuid. */
+static int
+socketcall32 (int family, int type)
+{
+  uint32_t *args = mmap (NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT, -1, 0);
+  if (args == MAP_FAILED)
+    return errno;
+  args[0] = (uint32_t) family;
+  args[1] = (uint32_t) type;
+  args[2] = 0;
+  long ret = 102; /* __NR_socketcall on i386; SYS_SOCKET is 1 */
+  __asm__ volatile ("int $0x80" : "+a"(ret) : "b"(1L), "c"((long) (uintptr_t) args) : "memory");
+  if (ret < 0)
+    return (int) -ret;
+  int domain = -1;
+  socklen_t len = sizeof domain;
+  if (ret > INT_MAX || getsockopt ((int) ret, SOL_SOCKET, SO_DOMAIN, &domain, &len) < 0 || domain != family)
+    return NOT_SOCKETCALL;
+  return 0;
+}
+
+static int
+socketcall32_af_alg (void)
+{
+  return socketcall32 (AF_ALG, SOCK_SEQPACKET);
+}
+
+static int
+socketcall32_af_inet (void)
+{
+  return socketcall32 (AF_INET, SOCK_DGRAM);
+}
+
+static int
+act_af_alg_socketcall (char **argv)
+{
+  return report_child (socketcall32_af_alg);
+}
+
+/* AF_ALG may be missing from a kernel; AF_INET never is, so this shows
+ * whether the 32-bit path is open at all. */
+static int
+act_inet_socketcall (char **argv)
+{
+  return report_child (socketcall32_af_inet);
+}
+#else
+static int
+act_af_alg_socketcall (char **argv)
+{
+  return denied_at ("not x86_64", ENOSYS);
+}
+
+static int
+act_inet_socketcall (char **argv)
+{
+  return denied_at ("not x86_64", ENOSYS);
+}
+#endif
+
+static int
+act_ptrace_pid1 (char **argv)
+{
+  if (ptrace (PTRACE_ATTACH, 1, NULL, NULL) < 0)
+    return denied (errno);
+  waitpid (1, NULL, __WALL);
+  ptrace (PTRACE_DETACH, 1, NULL, NULL);
+  return ok ();
+}
+
+/* The VER0 layout of struct clone_args. */
+struct payload_clone_args {
+  uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls;
+};
+
+static int
+act_clone3 (char **argv)
+{
+  struct payload_clone_args args = { .exit_signal = SIGCHLD };
+  long pid = syscall (SYS_clone3, &args, sizeof args);
+  if (pid == 0)
+    _exit (0);
+  if (pid < 0)
+    return denied (errno);
+  waitpid ((pid_t) pid, NULL, 0);
+  return ok ();
+}
+
+static int
+act_setns (char **argv)
+{
+  int fd = open ("/proc/1/ns/net", O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return denied_at ("open /proc/1/ns/net", errno);
+  int r = setns (fd, CLONE_NEWNET);
+  int e = errno;
+  close (fd);
+  return r < 0 ? denied_at ("setns", e) : ok ();
+}
+
+/* ---- probes: files and devices ---- */
+
+/* Leaves the node in place: the tests also check what the host side does
+ * with a device planted in the sandbox's root. */
+static int
+act_mknod_open (char **argv)
+{
+  char c;
+  if (mknod (argv[0], S_IFCHR | 0600, makedev (1, 1)) < 0)
+    return denied_at ("mknod", errno);
+  int fd = open (argv[0], O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return denied_at ("open", errno);
+  ssize_t n = read (fd, &c, 1);
+  int e = errno;
+  close (fd);
+  if (n < 0)
+    return denied_at ("read", e);
+  return ok ();
+}
+
+static int
+act_write (char **argv)
+{
+  int fd = open (argv[0], O_WRONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0)
+    return denied_at ("open", errno);
+  int r = write_all (fd, argv[1], strlen (argv[1]));
+  int e = errno;
+  if (close (fd) < 0 && r == 0)
+    return denied_at ("close", errno);
+  return r < 0 ? denied_at ("write", e) : ok ();
+}
+
+static int
+act_read (char **argv)
+{
+  char *line = NULL;
+  size_t cap = 0;
+  FILE *f = fopen (argv[0], "re");
+  if (f == NULL)
+    return denied_at ("open", errno);
+  errno = 0;
+  ssize_t n = getline (&line, &cap, f);
+  int e = errno;
+  fclose (f);
+  if (n < 0 && e)
+    {
+      free (line);
+      return denied_at ("read", e);
+    }
+  printf ("%s%s", n > 0 ? line : "", n > 0 && line[n - 1] == '\n' ? "" : "\n");
+  free (line);
+  return ok ();
+}
+
+/* mkdir x; chroot x; the cwd is now outside the root, so `..` climbs past
+ * it; chroot . at the top and look for a path only the host has. */
+static int
+act_chroot_escape (char **argv)
+{
+  char dir[] = "/tmp/sbx-escape-XXXXXX";
+  if (mkdtemp (dir) == NULL)
+    return denied_at ("mkdtemp", errno);
+  if (chroot (dir) < 0)
+    {
+      int e = errno;
+      rmdir (dir);
+      return denied_at ("chroot", e);
+    }
+  for (int i = 0; i < 256; i++)
+    if (chdir ("..") < 0)
+      return denied_at ("chdir ..", errno);
+  if (chroot (".") < 0)
+    return denied_at ("chroot .", errno);
+  rmdir (dir);
+  struct stat st;
+  if (stat (argv[0], &st) < 0)
+    return denied_at ("stat", errno);
+  printf ("escaped: %s is visible\n", argv[0]);
+  return ok ();
+}
+
+/* ---- probes: what the process was given ---- */
+
+static int
+act_caps (char **argv)
+{
+  static const char *const keys[] = { "CapInh:", "CapPrm:", "CapEff:", "CapBnd:", "CapAmb:", "NoNewPrivs:",
+                                      "Seccomp:" };
+  char line[512];
+  FILE *f = fopen ("/proc/self/status", "re");
+  if (f == NULL)
+    return denied_at ("open /proc/self/status", errno);
+  while (fgets (line, sizeof line, f))
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+      if (strncmp (line, keys[i], strlen (keys[i])) == 0)
+        fputs (line, stdout);
+  fclose (f);
+  return ok ();
+}
+
+static int
+act_fds (char **argv)
+{
+  DIR *d = opendir ("/proc/self/fd");
+  if (d == NULL)
+    return denied_at ("open /proc/self/fd", errno);
+  struct dirent *de;
+  while ((de = readdir (d)) != NULL)
+    {
+      long fd;
+      char path[64], target[PATH_MAX];
+      if (parse_long (de->d_name, 0, INT_MAX, &fd) < 0 || fd <= 2 || fd == dirfd (d))
+        continue;
+      snprintf (path, sizeof path, "/proc/self/fd/%ld", fd);
+      ssize_t n = readlink (path, target, sizeof target - 1);
+      target[n < 0 ? 0 : n] = '\0';
+      printf ("fd %ld -> %s\n", fd, n < 0 ? "?" : target);
+    }
+  closedir (d);
+  return ok ();
+}
+
+static void
+print_rlim (const char *what, rlim_t v)
+{
+  if (v == RLIM_INFINITY)
+    printf ("%s: unlimited\n", what);
+  else
+    printf ("%s: %llu\n", what, (unsigned long long) v);
+}
+
+static int
+act_rlimit_nofile (char **argv)
+{
+  struct rlimit rl;
+  if (getrlimit (RLIMIT_NOFILE, &rl) < 0)
+    return denied (errno);
+  print_rlim ("soft", rl.rlim_cur);
+  print_rlim ("hard", rl.rlim_max);
+  return ok ();
+}
+
+/* ---- probes: limits ---- */
+
+static void
+reap_all (const pid_t *pids, long n)
+{
+  for (long i = 0; i < n; i++)
+    kill (pids[i], SIGKILL);
+  for (long i = 0; i < n; i++)
+    waitpid (pids[i], NULL, 0);
+}
+
+static int
+act_forkbomb (char **argv)
+{
+  long n, done = 0;
+  int e = 0;
+  if (parse_long (argv[0], 1, 1000000, &n) < 0)
+    return 2;
+  pid_t *pids = calloc ((size_t) n, sizeof *pids);
+  if (pids == NULL)
+    return denied_at ("calloc", ENOMEM);
+  for (; done < n; done++)
+    {
+      pid_t pid = fork ();
+      if (pid < 0)
+        {
+          e = errno;
+          break;
+        }
+      if (pid == 0)
+        {
+          prctl (PR_SET_PDEATHSIG, SIGKILL);
+          for (;;)
+            pause ();
+        }
+      pids[done] = pid;
+    }
+  printf ("forked: %ld of %ld\n", done, n);
+  reap_all (pids, done);
+  free (pids);
+  return done == n ? ok () : denied_at ("fork", e);
+}
+
+static int
+act_memhog (char **argv)
+{
+  long mib, done = 0;
+  if (parse_long (argv[0], 1, 1L << 24, &mib) < 0)
+    return 2;
+  while (done < mib)
+    {
+      long step = mib - done < MEMHOG_STEP_MIB ? mib - done : MEMHOG_STEP_MIB;
+      char *p = mmap (NULL, (size_t) step * MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p == MAP_FAILED)
+        return denied_at ("mmap", errno);
+      memset (p, 0xa5, (size_t) step * MIB);
+      done += step;
+      printf ("allocated: %ld MiB\n", done);
+    }
+  return ok ();
+}
+
+/* ---- plumbing ---- */
+
+static int
+act_sleep (char **argv)
+{
+  char *end;
+  double s = strtod (argv[0], &end);
+  if (end == argv[0] || *end || !(s >= 0 && s <= 1e7))
+    return 2;
+  struct timespec ts = { (time_t) s, (long) ((s - (double) (time_t) s) * 1e9) };
+  while (nanosleep (&ts, &ts) < 0)
+    if (errno != EINTR)
+      return failed (errno);
+  return 0;
+}
+
+static int
+act_exit (char **argv)
+{
+  long n;
+  if (parse_long (argv[0], 0, 255, &n) < 0)
+    return 2;
+  fflush (stdout);
+  exit ((int) n);
+}
+
+static int
+act_echo (char **argv)
+{
+  for (int i = 0; argv[i]; i++)
+    printf ("%s%s", i ? " " : "", argv[i]);
+  putchar ('\n');
+  return fflush (stdout) == 0 ? 0 : failed (errno);
+}
+
+static int
+act_cat (char **argv)
+{
+  char buf[65536];
+  for (;;)
+    {
+      ssize_t n = read (STDIN_FILENO, buf, sizeof buf);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0)
+        return failed (errno);
+      if (n == 0)
+        return 0;
+      if (write_all (STDOUT_FILENO, buf, (size_t) n) < 0)
+        return failed (errno);
+    }
+}
+
+static int
+act_hostname (char **argv)
+{
+  char name[256];
+  if (gethostname (name, sizeof name) < 0)
+    return failed (errno);
+  name[sizeof name - 1] = '\0';
+  puts (name);
+  return 0;
+}
+
+/* ---- dispatch ---- */
+
+typedef struct action {
+  const char *name;
+  const char *args;
+  int min_args, max_args; /* max -1: any number */
+  int (*fn) (char **argv);
+} action;
+
+static const action actions[] = {
+  { "mount", "", 0, 0, act_mount },
+  { "unshare-user", "", 0, 0, act_unshare_user },
+  { "unshare-net", "", 0, 0, act_unshare_net },
+  { "unshare-mount", "", 0, 0, act_unshare_mount },
+  { "keyctl", "", 0, 0, act_keyctl },
+  { "bpf", "", 0, 0, act_bpf },
+  { "io_uring", "", 0, 0, act_io_uring },
+  { "af-alg", "", 0, 0, act_af_alg },
+  { "af-alg-socketcall", "", 0, 0, act_af_alg_socketcall },
+  { "inet-socketcall", "", 0, 0, act_inet_socketcall },
+  { "af-vsock", "", 0, 0, act_af_vsock },
+  { "ptrace-pid1", "", 0, 0, act_ptrace_pid1 },
+  { "clone3", "", 0, 0, act_clone3 },
+  { "setns", "", 0, 0, act_setns },
+  { "mknod-open", "PATH", 1, 1, act_mknod_open },
+  { "write", "FILE STRING", 2, 2, act_write },
+  { "read", "FILE", 1, 1, act_read },
+  { "chroot-escape", "HOST-ONLY-PATH", 1, 1, act_chroot_escape },
+  { "caps", "", 0, 0, act_caps },
+  { "fds", "", 0, 0, act_fds },
+  { "rlimit-nofile", "", 0, 0, act_rlimit_nofile },
+  { "forkbomb", "N", 1, 1, act_forkbomb },
+  { "memhog", "MB", 1, 1, act_memhog },
+  { "sleep", "SECONDS", 1, 1, act_sleep },
+  { "exit", "N", 1, 1, act_exit },
+  { "echo", "ARGS...", 0, -1, act_echo },
+  { "cat", "", 0, 0, act_cat },
+  { "hostname", "", 0, 0, act_hostname },
+};
+
+static int
+usage (void)
+{
+  fprintf (stderr, "usage: sbx-testpayload ACTION [ARGS...]\nactions:\n");
+  for (size_t i = 0; i < sizeof actions / sizeof actions[0]; i++)
+    fprintf (stderr, "  %s%s%s\n", actions[i].name, actions[i].args[0] ? " " : "", actions[i].args);
+  return 2;
+}
+
+int
+main (int argc, char **argv)
+{
+  /* Progress lines must be out before an OOM kill or a timeout. */
+  setvbuf (stdout, NULL, _IOLBF, 0);
+  if (argc < 2)
+    return usage ();
+  for (size_t i = 0; i < sizeof actions / sizeof actions[0]; i++)
+    {
+      const action *a = &actions[i];
+      int nargs = argc - 2;
+      if (strcmp (argv[1], a->name) != 0)
+        continue;
+      if (nargs < a->min_args || (a->max_args >= 0 && nargs > a->max_args))
+        return usage ();
+      action_name = a->name;
+      int r = a->fn (argv + 2);
+      return r == 2 ? usage () : r;
+    }
+  return usage ();
+}
