@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -89,18 +90,25 @@ sbx_layer_exists (const char *root, const char *digest)
   return rootfs && lstat (rootfs, &st) == 0 && S_ISDIR (st.st_mode);
 }
 
-/* An entry name fit for an error message: control bytes as '?', cut short. */
+/* Text from an archive fit for an error message: control bytes as '?', cut
+ * after MAX bytes. */
 static char *
-printable (const char *s)
+printable_n (const char *s, size_t max)
 {
   if (s == NULL)
     return xstrdup ("(unreadable name)");
-  size_t n = strnlen (s, 200);
+  size_t n = strnlen (s, max);
   char *r = xasprintf ("%.*s%s", (int) n, s, s[n] ? "..." : "");
   for (char *p = r; *p; p++)
     if ((unsigned char) *p < 0x20 || *p == 0x7f)
       *p = '?';
   return r;
+}
+
+static char *
+printable (const char *s)
+{
+  return printable_n (s, 200);
 }
 
 /* ---- errors from libarchive ---- */
@@ -122,7 +130,9 @@ archive_fail (sbx_error **err, struct archive *a, const char *what)
   const char *msg = archive_error_string (a);
   if (e > 0 && errno_is_resource (e))
     return sbx_error_set (err, SBX_E_INTERNAL, e, "%s", what);
-  return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s: %s", what, msg ? msg : "archive error");
+  /* libarchive's messages quote entry names. */
+  _cleanup_free_ char *clean = printable_n (msg ? msg : "archive error", 600);
+  return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s: %s", what, clean);
 }
 
 /* ---- the store's directories ---- */
@@ -141,7 +151,9 @@ ensure_layer_dirs (const char *root, sbx_error **err)
 }
 
 /* A layer being made: ROOT/layers/tmp/RANDOM with rootfs/ and layer.tar. Until
- * it is installed, going out of scope removes it. */
+ * it is installed, going out of scope removes it. Its directory is flocked
+ * while in use (by the extracting child too), so a temp dir whose lock is free
+ * is debris of a killed process that gc may remove. */
 typedef struct tmp_layer {
   char *path;
   int dfd;
@@ -172,6 +184,8 @@ tmp_layer_new (const char *root, tmp_layer *t, sbx_error **err)
   t->dfd = open (t->path, O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (t->dfd < 0)
     return sbx_error_errno (err, errno, "open `%s`", t->path);
+  if (flock (t->dfd, LOCK_EX | LOCK_NB) < 0)
+    return sbx_error_errno (err, errno, "lock `%s`", t->path);
   if (mkdirat (t->dfd, "rootfs", 0755) < 0)
     return sbx_error_errno (err, errno, "mkdir `%s/rootfs`", t->path);
   return 0;
@@ -338,12 +352,12 @@ check_type (struct archive_entry *e, sbx_error **err)
 {
   const char *link = archive_entry_hardlink (e);
   mode_t type = archive_entry_filetype (e);
+  if ((link || type != AE_IFDIR) && path_is_top (archive_entry_pathname (e)))
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "the top of the layer is not a directory");
   if (link)
     return check_path (link, "hardlink target", err);
   if (type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "entry is %s", filetype_name (type));
-  if (type != AE_IFDIR && path_is_top (archive_entry_pathname (e)))
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "the top of the layer is not a directory");
   return 0;
 }
 
