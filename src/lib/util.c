@@ -225,6 +225,8 @@ read_file_at (int dirfd, const char *name, size_t max, char **ret_data, size_t *
         break;
       len += (size_t) r;
     }
+  if (len > max)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "`%s` is larger than %zu bytes", name, max);
   buf[len] = '\0';
   if (ret_len)
     *ret_len = len;

@@ -100,7 +100,7 @@ test_atomic (void)
 int
 main (void)
 {
-  tap_plan (41);
+  tap_plan (38);
   test_parse_int ();
   test_parse_memory ();
   test_double ();
