@@ -64,7 +64,7 @@ gen_runtime (yajl_gen g, sbx_store *st, const char *name)
   _cleanup_error_ sbx_error *e = NULL;
   j_str (g, name);
   j_map (g);
-  j_kbool (g, "available", sbx_runtime_find (st, name, &rt, &e) == 0);
+  j_kbool (g, "available", sbx_runtime_find (st, name, &rt, &e) == 0 && sbx_runtime_probe (rt, &e) == 0);
   j_kstr (g, "path", rt ? rt->path : NULL);
   j_kstr (g, "version", rt ? rt->version : NULL);
   if (e)

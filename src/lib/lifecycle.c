@@ -138,6 +138,9 @@ sbx_sandbox_reap (const sbx_store *st, const char *id, sbx_error **err)
   _cleanup_sandbox_ sbx_sandbox *sb = NULL;
   if (sbx_sandbox_load (st, id, &sb, err) < 0)
     return -1;
+  /* A final state is written by a monitor after its teardown. */
+  if (sbx_state_is_final (sb->state))
+    return 0;
   _cleanup_runtime_ sbx_runtime *rt = NULL;
   if (sb->opts.runtime && sbx_runtime_find (st, sb->opts.runtime, &rt, NULL) == 0)
     sbx_runtime_destroy (rt, id, true, NULL);
@@ -148,8 +151,6 @@ sbx_sandbox_reap (const sbx_store *st, const char *id, sbx_error **err)
   sbx_cgroup_remove_parent (parent);
   _cleanup_free_ char *run = sbx_sandbox_run_dir (st, id);
   rm_rf (run, NULL);
-  if (sbx_state_is_final (sb->state))
-    return 0;
   sb->state = SBX_STATE_FAILED;
   free (sb->reason);
   sb->reason = xstrdup (SBX_REASON_MONITOR_LOST);

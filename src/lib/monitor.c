@@ -31,6 +31,7 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <sched.h>
+#include <time.h>
 
 #define HELLO_TIMEOUT_MS 60000
 #define SHUTDOWN_GRACE_MS 2000
@@ -90,7 +91,12 @@ static void
 mlog (struct mon *m, const char *fmt, ...)
 {
   char ts[32], line[1024];
-  format_time (now_unix (), ts, sizeof ts);
+  struct timespec now;
+  clock_gettime (CLOCK_REALTIME, &now);
+  struct tm tm;
+  gmtime_r (&now.tv_sec, &tm);
+  size_t n = strftime (ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
+  snprintf (ts + n, sizeof ts - n, ".%03ldZ", now.tv_nsec / 1000000);
   va_list ap;
   va_start (ap, fmt);
   vsnprintf (line, sizeof line, fmt, ap);
@@ -672,10 +678,11 @@ start_runtime (struct mon *m, int agent_end, sbx_error **err)
   while (waitpid (pid, &status, 0) < 0)
     if (errno != EINTR)
       return sbx_error_errno (err, errno, "wait for %s", m->rt->name);
+  if ((!WIFEXITED (status) || WEXITSTATUS (status) != 0) && sbx_runtime_probe (m->rt, err) < 0)
+    return -1;
   if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
-    return sbx_error_set (err, SBX_E_RUNTIME_UNAVAILABLE, 0, "%s run failed (status %d): see `sbx logs %s`",
-                          m->rt->name, WIFEXITED (status) ? WEXITSTATUS (status) : 128 + WTERMSIG (status),
-                          m->sb->id);
+    return sbx_error_set (err, SBX_E_INTERNAL, 0, "%s run failed (status %d)", m->rt->name,
+                          WIFEXITED (status) ? WEXITSTATUS (status) : 128 + WTERMSIG (status));
   return 0;
 }
 
@@ -719,10 +726,12 @@ setup (struct mon *m, sbx_error **err)
   if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
     return sbx_error_errno (err, errno, "socketpair");
   m->agent_fd = sv[0];
+  mlog (m, "root mounted, bundle written: starting %s", m->rt->name);
   int r = start_runtime (m, sv[1], err);
   close (sv[1]);
   if (r < 0)
     return -1;
+  mlog (m, "%s started the container", m->rt->name);
   set_nonblock (m->agent_fd, true);
   if (wait_hello (m, err) < 0)
     return -1;
@@ -734,6 +743,7 @@ setup (struct mon *m, sbx_error **err)
 static void
 teardown (struct mon *m)
 {
+  mlog (m, "tearing down%s", m->agent_gone ? " (init exited)" : "");
   sbx_cgroup_stats cs;
   sbx_cgroup_stats_read (m->cgroup, &cs);
   m->sb->oom_kills = cs.oom_kills;
@@ -744,6 +754,7 @@ teardown (struct mon *m)
     mlog (m, "delete container: %s", err->msg);
   sbx_error_free (err);
   err = NULL;
+  mlog (m, "container deleted");
   if (sbx_cgroup_remove (m->cgroup, &err) < 0)
     mlog (m, "%s", err->msg);
   _cleanup_free_ char *parent = xasprintf ("/sbx-%s", m->st->tag);

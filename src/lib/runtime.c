@@ -169,26 +169,32 @@ sbx_runtime_find (const sbx_store *st, const char *name, sbx_runtime **ret, sbx_
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "unknown runtime `%s` (expected runsc or runc)", name ? name : "");
   const char *env = getenv (strcmp (name, "runc") == 0 ? "SBX_RUNC" : "SBX_RUNSC");
   _cleanup_free_ char *path = env && *env ? xstrdup (env) : find_in_path (name);
-  if (path == NULL || access (path, X_OK) < 0)
-    return sbx_error_set (err, SBX_E_RUNTIME_UNAVAILABLE, 0, "runtime %s is not installed", name);
-  char *argv[] = { path, (char *) "--version", NULL };
-  _cleanup_free_ char *out = NULL;
-  int status = -1;
-  if (sbx_spawn_capture (argv, 4096, &out, NULL, &status, err) < 0 || status != 0)
-    {
-      sbx_error_free (err ? *err : NULL);
-      if (err)
-        *err = NULL;
-      return sbx_error_set (err, SBX_E_RUNTIME_UNAVAILABLE, 0, "runtime %s (%s) does not work: `--version` failed",
-                            name, path);
-    }
+  struct stat s;
+  if (path == NULL || stat (path, &s) < 0 || !S_ISREG (s.st_mode) || access (path, X_OK) < 0)
+    return sbx_error_set (err, SBX_E_RUNTIME_UNAVAILABLE, 0, "runtime %s is not installed%s%s", name,
+                          path ? " at " : "", path ? path : "");
   sbx_runtime *rt = xmalloc0 (sizeof *rt);
   rt->name = xstrdup (name);
   rt->path = steal_pointer (&path);
-  char *nl = strchr (out, '\n');
-  rt->version = nl ? xstrndup (out, (size_t) (nl - out)) : xstrdup (out);
   rt->state_root = sbx_store_run_path (st, "runtime/%s", name);
   *ret = rt;
+  return 0;
+}
+
+/* Runs `RUNTIME --version`: slow (a Go binary starting), so only `sbx info`
+ * and a failed start ask. */
+int
+sbx_runtime_probe (sbx_runtime *rt, sbx_error **err)
+{
+  char *argv[] = { rt->path, (char *) "--version", NULL };
+  _cleanup_free_ char *out = NULL;
+  int status = -1;
+  if (sbx_spawn_capture (argv, 4096, &out, NULL, &status, NULL) < 0 || status != 0)
+    return sbx_error_set (err, SBX_E_RUNTIME_UNAVAILABLE, 0, "runtime %s (%s) does not work: `--version` failed",
+                          rt->name, rt->path);
+  char *nl = strchr (out, '\n');
+  free (rt->version);
+  rt->version = nl ? xstrndup (out, (size_t) (nl - out)) : xstrdup (out);
   return 0;
 }
 

@@ -27,10 +27,13 @@ sbx_runtime_freep (sbx_runtime **r)
 #define _cleanup_runtime_ __attribute__ ((cleanup (sbx_runtime_freep)))
 
 /* INVALID_ARGUMENT for a name that is not runsc/runc; RUNTIME_UNAVAILABLE
- * when it is not installed or does not answer `--version`. The binary comes
+ * when it is not installed. The binary comes
  * from $SBX_RUNC / $SBX_RUNSC when set, else from PATH. */
 int sbx_runtime_find (const sbx_store *st, const char *name, sbx_runtime **ret, sbx_error **err);
 bool sbx_runtime_name_valid (const char *name);
+/* Asks the runtime for its version (fills rt->version); RUNTIME_UNAVAILABLE
+ * when it does not answer. */
+int sbx_runtime_probe (sbx_runtime *rt, sbx_error **err);
 
 /* argv for `RUNTIME [global flags] VERB ARGS...` (NULL-terminated ARGS). */
 char **sbx_runtime_argv (const sbx_runtime *rt, const char *verb, const char *const *args);
