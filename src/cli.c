@@ -26,7 +26,9 @@ cli_parser_init (cli_parser *p, sbx_cli *cli, const sbx_command *cmd, int argc, 
   size_t n = nopts (cmd->opts);
   struct option *lo = xmalloc0 ((n + 3) * sizeof *lo);
   char *so = xmalloc0 (3 * n + 8);
-  strcpy (so, "+:h");
+  /* Commands that take a command line stop at the first operand; the
+   * others accept options anywhere, as GNU tools do. */
+  strcpy (so, cmd->args && strstr (cmd->args, "CMD") ? "+:h" : ":h");
   for (size_t i = 0; i < n; i++)
     {
       const cli_opt *o = &cmd->opts[i];

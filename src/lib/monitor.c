@@ -768,10 +768,13 @@ static void
 finish (struct mon *m, sbx_state state, const char *reason, const char *error)
 {
   teardown (m);
-  if (state == SBX_STATE_TERMINATED && m->sb->oom_kills > 0 && strcmp (reason, SBX_REASON_EXIT) == 0)
+  /* A sandbox that ended by itself after hitting a limit failed by it. */
+  if (state == SBX_STATE_TERMINATED && strcmp (reason, SBX_REASON_EXIT) == 0)
     {
-      state = SBX_STATE_FAILED;
-      error = "out of memory: the sandbox's memory limit was hit";
+      if (m->sb->oom_kills > 0)
+        state = SBX_STATE_FAILED, error = "out of memory: the sandbox's memory limit was hit";
+      else if (m->sb->pids_limit_hits > 0)
+        state = SBX_STATE_FAILED, error = "the sandbox's process limit was hit";
     }
   m->sb->state = state;
   free (m->sb->reason);

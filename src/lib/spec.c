@@ -55,6 +55,12 @@ gen_rlimit (yajl_gen g, const char *type, int resource, rlim_t want)
   j_endmap (g);
 }
 
+static int64_t
+pids_limit (const sbx_spec_params *p)
+{
+  return p->sb->opts.pids > 0 ? p->sb->opts.pids : SBX_PIDS_DEFAULT;
+}
+
 static void
 gen_process (yajl_gen g, const sbx_spec_params *p)
 {
@@ -79,6 +85,13 @@ gen_process (yajl_gen g, const sbx_spec_params *p)
   j_str (g, "rlimits");
   j_arr (g);
   gen_rlimit (g, "RLIMIT_NOFILE", RLIMIT_NOFILE, 65536);
+  /* Under gVisor every sandbox process costs several host tasks (the
+   * ptrace platform's stubs), so the process limit is gVisor's own
+   * RLIMIT_NPROC, counted inside the sandbox; the host cgroup only backs
+   * it up (gen_resources). Under runc RLIMIT_NPROC would count the host's
+   * uid 0, so the pids cgroup is the limit there. */
+  if (strcmp (p->runtime, "runsc") == 0)
+    gen_rlimit (g, "RLIMIT_NPROC", RLIMIT_NPROC, (rlim_t) pids_limit (p));
   j_endarr (g);
   j_kbool (g, "noNewPrivileges", true);
   j_kint (g, "oomScoreAdj", 500);
@@ -168,8 +181,9 @@ gen_devices (yajl_gen g)
 }
 
 static void
-gen_resources (yajl_gen g, const sbx_sandbox_opts *o)
+gen_resources (yajl_gen g, const sbx_spec_params *p)
 {
+  const sbx_sandbox_opts *o = &p->sb->opts;
   j_str (g, "resources");
   j_map (g);
   gen_devices (g);
@@ -191,7 +205,7 @@ gen_resources (yajl_gen g, const sbx_sandbox_opts *o)
     }
   j_str (g, "pids");
   j_map (g);
-  j_kint (g, "limit", o->pids > 0 ? o->pids : SBX_PIDS_DEFAULT);
+  j_kint (g, "limit", strcmp (p->runtime, "runsc") == 0 ? pids_limit (p) * 8 + 1024 : pids_limit (p));
   j_endmap (g);
   j_endmap (g);
 }
@@ -218,7 +232,7 @@ gen_linux (yajl_gen g, const sbx_spec_params *p, sbx_error **err)
   j_map (g);
   gen_namespaces (g);
   gen_masked (g);
-  gen_resources (g, &p->sb->opts);
+  gen_resources (g, p);
   j_kstr (g, "cgroupsPath", p->cgroup_path);
   j_str (g, "seccomp");
   if (sbx_seccomp_gen_oci (g, err) < 0)
