@@ -1,6 +1,7 @@
 /* Option parsing with help from one table, JSON output, shared helpers. */
 #include "config.h"
 #include "cli.h"
+#include "client.h"
 #include "json.h"
 #include "sandbox.h"
 #include "util.h"
@@ -8,6 +9,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <string.h>
+#include <sys/mman.h>
 
 enum { KEY_HELP = 'h', KEY_JSON = 1000 };
 
@@ -147,7 +149,8 @@ cli_json_end (yajl_gen g)
   size_t len;
   _cleanup_free_ char *s = j_take (g, &len);
   fwrite (s, 1, len, stdout);
-  fputc ('\n', stdout);
+  if (len == 0 || s[len - 1] != '\n')
+    fputc ('\n', stdout);
   yajl_gen_free (g);
 }
 
@@ -158,4 +161,45 @@ cli_sandbox_id (sbx_cli *cli, const char *ref, char **ret_id, sbx_error **err)
   if (cli_store (cli, &st, err) < 0)
     return -1;
   return sbx_sandbox_resolve (st, ref, ret_id, err);
+}
+
+static char *
+read_back (int fd, size_t *len)
+{
+  off_t end = lseek (fd, 0, SEEK_END);
+  size_t n = end > 0 ? (size_t) end : 0;
+  char *buf = xmalloc (n + 1);
+  ssize_t r = n ? pread (fd, buf, n, 0) : 0;
+  *len = r > 0 ? (size_t) r : 0;
+  buf[*len] = '\0';
+  return buf;
+}
+
+int
+cli_exec (sbx_cli *cli, const sbx_store *st, const char *id, const sbx_exec_opts *eo, int *ret_status, sbx_error **err)
+{
+  if (!cli->json)
+    return sbx_client_exec (st, id, eo, 0, 1, 2, ret_status, err);
+  /* With --json the output is captured (in memory files) and returned in
+   * one document, as hosted sandbox SDKs return it. */
+  _cleanup_close_ int out = memfd_create ("sbx-stdout", MFD_CLOEXEC);
+  _cleanup_close_ int errfd = memfd_create ("sbx-stderr", MFD_CLOEXEC);
+  if (out < 0 || errfd < 0)
+    return sbx_error_errno (err, errno, "memfd_create");
+  if (sbx_client_exec (st, id, eo, 0, out, errfd, ret_status, err) < 0)
+    return -1;
+  size_t ol, el;
+  _cleanup_free_ char *o = read_back (out, &ol);
+  _cleanup_free_ char *e = read_back (errfd, &el);
+  yajl_gen g = cli_json_begin ();
+  j_map (g);
+  j_kstr (g, "id", id);
+  j_kint (g, "exit_code", *ret_status);
+  j_str (g, "stdout");
+  j_strn (g, o, ol);
+  j_str (g, "stderr");
+  j_strn (g, e, el);
+  j_endmap (g);
+  cli_json_end (g);
+  return 0;
 }

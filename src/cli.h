@@ -71,4 +71,10 @@ void cli_json_end (yajl_gen g);
 /* Resolves an id or a name given on the command line. */
 int cli_sandbox_id (sbx_cli *cli, const char *ref, char **ret_id, sbx_error **err);
 
+/* Runs a command through the sandbox's monitor: streamed to our stdio, or
+ * with --json captured and printed as {"exit_code", "stdout", "stderr"}. */
+struct sbx_exec_opts;
+int cli_exec (sbx_cli *cli, const sbx_store *st, const char *id, const struct sbx_exec_opts *eo, int *ret_status,
+              sbx_error **err);
+
 #endif

@@ -91,7 +91,7 @@ cmd_exec (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   if (ret == 0)
     {
       eo.argv = argv + cmd;
-      ret = sbx_client_exec (st, id, &eo, 0, 1, 2, &status, err);
+      ret = cli_exec (cli, st, id, &eo, &status, err);
       if (ret == 0)
         ret = status;
     }

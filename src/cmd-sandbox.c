@@ -175,7 +175,7 @@ static int
 run_in (sbx_cli *cli, sbx_store *st, const sbx_sandbox *sb, char **cmd, int *status, sbx_error **err)
 {
   sbx_exec_opts eo = { .argv = cmd };
-  return sbx_client_exec (st, sb->id, &eo, 0, 1, 2, status, err);
+  return cli_exec (cli, st, sb->id, &eo, status, err);
 }
 
 int
