@@ -1,0 +1,171 @@
+# bash completion for sbx(1)                                -*- shell-script -*-
+#
+# Install as /usr/share/bash-completion/completions/sbx, or source it.
+# Self-contained: it does not need the bash-completion package.
+# The option lists mirror `sbx COMMAND --help`; tests/integration/docs.bats
+# checks them against it.
+
+_sbx_commands='create run exec ls status wait terminate rm logs ttl stats images import info gc version'
+_sbx_global_opts='--root --run-root --json --version -h --help'
+
+# The options of command $1, then those of them that take a value.
+_sbx_opts() {
+	local create='--image --name --cpu --memory --pids --runtime --block-network --keep-warm --timeout -e --env --cwd'
+	case $1 in
+	create) echo "$create" ;;
+	run) echo "$create --rm" ;;
+	exec) echo '-i --interactive -e --env --cwd --user --timeout' ;;
+	ls) echo '-q --quiet' ;;
+	wait) echo '--timeout' ;;
+	terminate) echo '--rm' ;;
+	rm) echo '-f --force' ;;
+	import) echo '-t --tag' ;;
+	esac
+}
+
+_sbx_opts_with_arg() {
+	case $1 in
+	create | run) echo '--image --name --cpu --memory --pids --runtime --keep-warm --timeout -e --env --cwd' ;;
+	exec) echo '-e --env --cwd --user --timeout' ;;
+	wait) echo '--timeout' ;;
+	import) echo '-t --tag' ;;
+	esac
+}
+
+# How many operands command $1 takes that are sandboxes: 1, "many" or 0.
+_sbx_id_operands() {
+	case $1 in
+	exec | status | wait | logs | ttl) echo 1 ;;
+	terminate | rm) echo many ;;
+	*) echo 0 ;;
+	esac
+}
+
+# Runs sbx with the global options typed so far (so --root is honoured).
+_sbx_run() {
+	"${_sbx_argv[@]}" "$@" 2>/dev/null
+}
+
+# Sandbox ids and names.
+_sbx_ids() {
+	_sbx_run ls -q
+	_sbx_run ls | awk 'NR > 1 && $2 != "-" { print $2 }'
+}
+
+# Image tags (the TAGS column of `sbx images`), and the built-in busybox.
+_sbx_images() {
+	echo busybox
+	_sbx_run images | awk 'NR > 1 && $2 != "-" { n = split($2, t, ","); for (i = 1; i <= n; i++) print t[i] }'
+}
+
+_sbx_in_list() {
+	local w
+	for w in $2; do
+		[[ $w == "$1" ]] && return 0
+	done
+	return 1
+}
+
+_sbx() {
+	local cur=${COMP_WORDS[COMP_CWORD]} prev=
+	((COMP_CWORD > 0)) && prev=${COMP_WORDS[COMP_CWORD - 1]}
+	COMPREPLY=()
+
+	# --opt=VALUE arrives as "--opt" "=" "VALUE" (= is a word break).
+	if [[ $cur == = ]]; then
+		cur=
+	elif [[ $prev == = ]] && ((COMP_CWORD > 1)); then
+		prev=${COMP_WORDS[COMP_CWORD - 2]}
+	fi
+
+	# Global options and the command.
+	_sbx_argv=("${COMP_WORDS[0]}")
+	local i=1 w cmd= cmd_at=0
+	while ((i < COMP_CWORD)); do
+		w=${COMP_WORDS[i]}
+		case $w in
+		--root | --run-root)
+			if [[ ${COMP_WORDS[i + 1]} == = ]]; then
+				_sbx_argv+=("$w" "${COMP_WORDS[i + 2]}")
+				((i += 3))
+			else
+				_sbx_argv+=("$w" "${COMP_WORDS[i + 1]}")
+				((i += 2))
+			fi
+			continue
+			;;
+		-*) ;;
+		*)
+			cmd=$w
+			cmd_at=$i
+			break
+			;;
+		esac
+		((i++))
+	done
+
+	if [[ -z $cmd ]]; then
+		case $prev in
+		--root | --run-root)
+			compopt -o filenames 2>/dev/null
+			COMPREPLY=($(compgen -d -- "$cur"))
+			return
+			;;
+		esac
+		if [[ $cur == -* ]]; then
+			COMPREPLY=($(compgen -W "$_sbx_global_opts" -- "$cur"))
+		else
+			COMPREPLY=($(compgen -W "$_sbx_commands" -- "$cur"))
+		fi
+		return
+	fi
+
+	# The value of an option of the command.
+	if _sbx_in_list "$prev" "$(_sbx_opts_with_arg "$cmd")"; then
+		case $prev in
+		--image) COMPREPLY=($(compgen -W "$(_sbx_images)" -- "$cur")) ;;
+		--runtime) COMPREPLY=($(compgen -W 'runsc runc' -- "$cur")) ;;
+		--keep-warm) COMPREPLY=($(compgen -W '-1 60 600 3600' -- "$cur")) ;;
+		esac
+		return
+	fi
+
+	# Operands so far (after the options; "--" ends them).
+	local nargs=0 dashdash=
+	for ((i = cmd_at + 1; i < COMP_CWORD; i++)); do
+		w=${COMP_WORDS[i]}
+		if [[ -n $dashdash ]]; then
+			((nargs++))
+		elif [[ $w == -- ]]; then
+			dashdash=1
+		elif [[ $w == = ]]; then
+			((i++))
+		elif [[ $w == -* ]]; then
+			_sbx_in_list "$w" "$(_sbx_opts_with_arg "$cmd")" && [[ ${COMP_WORDS[i + 1]} != = ]] && ((i++))
+		else
+			((nargs++))
+		fi
+	done
+
+	if [[ -z $dashdash && $cur == -* ]]; then
+		# Options stop at the first operand: none after it, but `--`.
+		if ((nargs == 0)); then
+			COMPREPLY=($(compgen -W "$(_sbx_opts "$cmd") --json -h --help" -- "$cur"))
+		elif [[ $cmd == exec ]] && ((nargs == 1)); then
+			COMPREPLY=($(compgen -W '--' -- "$cur"))
+		fi
+		return
+	fi
+
+	# Operands. The command run inside a sandbox is not completed.
+	[[ -n $dashdash ]] && return
+	case $(_sbx_id_operands "$cmd") in
+	1) ((nargs == 0)) && COMPREPLY=($(compgen -W "$(_sbx_ids)" -- "$cur")) ;;
+	many) COMPREPLY=($(compgen -W "$(_sbx_ids)" -- "$cur")) ;;
+	esac
+	if [[ $cmd == import ]] && ((nargs == 0)); then
+		compopt -o filenames 2>/dev/null
+		COMPREPLY=($(compgen -f -- "$cur"))
+	fi
+} &&
+	complete -F _sbx sbx

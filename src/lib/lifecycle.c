@@ -253,6 +253,29 @@ gc_leftovers (const sbx_store *st)
   closedir (d);
 }
 
+/* Temp dirs of imports a killed process left: unlocked and over a minute
+ * old (the age closes the window between mkdir and flock). */
+static void
+gc_layer_tmp (const sbx_store *st)
+{
+  _cleanup_free_ char *tdir = sbx_store_path (st, "layers/tmp");
+  DIR *d = opendir (tdir);
+  if (d == NULL)
+    return;
+  struct dirent *de;
+  while ((de = readdir (d)))
+    {
+      struct stat s;
+      if (de->d_name[0] == '.' || fstatat (dirfd (d), de->d_name, &s, AT_SYMLINK_NOFOLLOW) < 0
+          || !S_ISDIR (s.st_mode) || s.st_mtime > now_unix () - 60)
+        continue;
+      _cleanup_close_ int fd = openat (dirfd (d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+      if (fd >= 0 && flock (fd, LOCK_EX | LOCK_NB) == 0)
+        rm_rf_at (dirfd (d), de->d_name, NULL);
+    }
+  closedir (d);
+}
+
 int
 sbx_gc (const sbx_store *st, sbx_gc_report *ret, sbx_error **err)
 {
@@ -283,6 +306,7 @@ sbx_gc (const sbx_store *st, sbx_gc_report *ret, sbx_error **err)
   gc_orphan_containers (st, ids, &rep);
   gc_orphan_cgroups (st, &rep);
   gc_leftovers (st);
+  gc_layer_tmp (st);
   *ret = rep;
   return 0;
 }
