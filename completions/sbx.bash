@@ -32,6 +32,12 @@ _sbx_opts_with_arg() {
 	esac
 }
 
+# Whether command $1 takes a command line (sbx COMMAND --help: "CMD"): its
+# options stop at the first operand. The others take options anywhere.
+_sbx_has_cmdline() {
+	[[ $1 == run || $1 == exec ]]
+}
+
 # How many operands command $1 takes that are sandboxes: 1, "many" or 0.
 _sbx_id_operands() {
 	case $1 in
@@ -41,7 +47,8 @@ _sbx_id_operands() {
 	esac
 }
 
-# Runs sbx with the global options typed so far (so --root is honoured).
+# Runs sbx with the global options typed so far (so --root is honoured);
+# _sbx_argv is a local of _sbx.
 _sbx_run() {
 	"${_sbx_argv[@]}" "$@" 2>/dev/null
 }
@@ -67,7 +74,7 @@ _sbx_in_list() {
 }
 
 _sbx() {
-	local cur=${COMP_WORDS[COMP_CWORD]} prev=
+	local cur=${COMP_WORDS[COMP_CWORD]} prev=''
 	((COMP_CWORD > 0)) && prev=${COMP_WORDS[COMP_CWORD - 1]}
 	COMPREPLY=()
 
@@ -79,8 +86,8 @@ _sbx() {
 	fi
 
 	# Global options and the command.
-	_sbx_argv=("${COMP_WORDS[0]}")
-	local i=1 w cmd= cmd_at=0
+	local -a _sbx_argv=("${COMP_WORDS[0]}")
+	local i=1 w cmd='' cmd_at=0
 	while ((i < COMP_CWORD)); do
 		w=${COMP_WORDS[i]}
 		case $w in
@@ -94,6 +101,7 @@ _sbx() {
 			fi
 			continue
 			;;
+		--root=* | --run-root=*) _sbx_argv+=("$w") ;;
 		-*) ;;
 		*)
 			cmd=$w
@@ -108,14 +116,14 @@ _sbx() {
 		case $prev in
 		--root | --run-root)
 			compopt -o filenames 2>/dev/null
-			COMPREPLY=($(compgen -d -- "$cur"))
+			mapfile -t COMPREPLY < <(compgen -d -- "$cur")
 			return
 			;;
 		esac
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "$_sbx_global_opts" -- "$cur"))
+			mapfile -t COMPREPLY < <(compgen -W "$_sbx_global_opts" -- "$cur")
 		else
-			COMPREPLY=($(compgen -W "$_sbx_commands" -- "$cur"))
+			mapfile -t COMPREPLY < <(compgen -W "$_sbx_commands" -- "$cur")
 		fi
 		return
 	fi
@@ -123,18 +131,18 @@ _sbx() {
 	# The value of an option of the command.
 	if _sbx_in_list "$prev" "$(_sbx_opts_with_arg "$cmd")"; then
 		case $prev in
-		--image) COMPREPLY=($(compgen -W "$(_sbx_images)" -- "$cur")) ;;
-		--runtime) COMPREPLY=($(compgen -W 'runsc runc' -- "$cur")) ;;
-		--keep-warm) COMPREPLY=($(compgen -W '-1 60 600 3600' -- "$cur")) ;;
+		--image) mapfile -t COMPREPLY < <(compgen -W "$(_sbx_images)" -- "$cur") ;;
+		--runtime) mapfile -t COMPREPLY < <(compgen -W 'runsc runc' -- "$cur") ;;
+		--keep-warm) mapfile -t COMPREPLY < <(compgen -W '-1 60 600 3600' -- "$cur") ;;
 		esac
 		return
 	fi
 
 	# Operands so far (after the options; "--" ends them).
-	local nargs=0 dashdash=
+	local nargs=0 dashdash=''
 	for ((i = cmd_at + 1; i < COMP_CWORD; i++)); do
 		w=${COMP_WORDS[i]}
-		if [[ -n $dashdash ]]; then
+		if [[ -n $dashdash ]] || { ((nargs > 0)) && _sbx_has_cmdline "$cmd"; }; then
 			((nargs++))
 		elif [[ $w == -- ]]; then
 			dashdash=1
@@ -148,11 +156,10 @@ _sbx() {
 	done
 
 	if [[ -z $dashdash && $cur == -* ]]; then
-		# Options stop at the first operand: none after it, but `--`.
-		if ((nargs == 0)); then
-			COMPREPLY=($(compgen -W "$(_sbx_opts "$cmd") --json -h --help" -- "$cur"))
+		if ((nargs == 0)) || ! _sbx_has_cmdline "$cmd"; then
+			mapfile -t COMPREPLY < <(compgen -W "$(_sbx_opts "$cmd") --json -h --help" -- "$cur")
 		elif [[ $cmd == exec ]] && ((nargs == 1)); then
-			COMPREPLY=($(compgen -W '--' -- "$cur"))
+			mapfile -t COMPREPLY < <(compgen -W '--' -- "$cur")
 		fi
 		return
 	fi
@@ -160,12 +167,12 @@ _sbx() {
 	# Operands. The command run inside a sandbox is not completed.
 	[[ -n $dashdash ]] && return
 	case $(_sbx_id_operands "$cmd") in
-	1) ((nargs == 0)) && COMPREPLY=($(compgen -W "$(_sbx_ids)" -- "$cur")) ;;
-	many) COMPREPLY=($(compgen -W "$(_sbx_ids)" -- "$cur")) ;;
+	1) ((nargs == 0)) && mapfile -t COMPREPLY < <(compgen -W "$(_sbx_ids)" -- "$cur") ;;
+	many) mapfile -t COMPREPLY < <(compgen -W "$(_sbx_ids)" -- "$cur") ;;
 	esac
 	if [[ $cmd == import ]] && ((nargs == 0)); then
 		compopt -o filenames 2>/dev/null
-		COMPREPLY=($(compgen -f -- "$cur"))
+		mapfile -t COMPREPLY < <(compgen -f -- "$cur")
 	fi
 } &&
 	complete -F _sbx sbx

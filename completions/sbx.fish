@@ -1,0 +1,176 @@
+# fish completion for sbx(1). Install as
+# /usr/share/fish/vendor_completions.d/sbx.fish. The option lists mirror
+# `sbx COMMAND --help`; tests/integration/docs.bats checks them against it.
+
+# The options of command $argv[1] that take a value.
+function __sbx_opts_with_arg
+    switch $argv[1]
+        case create run
+            printf '%s\n' --image --name --cpu --memory --pids --runtime --keep-warm --timeout -e --env --cwd
+        case exec
+            printf '%s\n' -e --env --cwd --user --timeout
+        case wait
+            printf '%s\n' --timeout
+        case import
+            printf '%s\n' -t --tag
+    end
+end
+
+# Prints the global options typed so far, the command, and then its operands
+# before the cursor, one a line: "g ARG", "c CMD", "o OPERAND".
+function __sbx_parse
+    set -l tokens (commandline -opc)
+    set -e tokens[1]
+    set -l cmd
+    set -l with_arg
+    set -l skip 0
+    set -l dashdash 0
+    set -l nops 0
+    for t in $tokens
+        if test $skip -eq 1
+            set skip 0
+            test -z "$cmd"; and echo "g $t"
+            continue
+        end
+        if test -z "$cmd"
+            switch $t
+                case --root --run-root
+                    echo "g $t"
+                    set skip 1
+                case '--root=*' '--run-root=*'
+                    echo "g $t"
+                case '-*'
+                case '*'
+                    set cmd $t
+                    set with_arg (__sbx_opts_with_arg $cmd)
+                    echo "c $t"
+            end
+        else if test $dashdash -eq 1; or begin
+                test $nops -gt 0; and contains -- $cmd run exec
+            end
+            # run and exec: options stop at the first operand
+            set nops (math $nops + 1)
+            echo "o $t"
+        else if test "$t" = --
+            set dashdash 1
+        else if contains -- $t $with_arg
+            set skip 1
+        else if string match -q -- '-*' $t
+        else
+            set nops (math $nops + 1)
+            echo "o $t"
+        end
+    end
+end
+
+# True when the command is one of $argv.
+function __sbx_using
+    set -l c (__sbx_parse | string replace -rf '^c ' '')
+    test -n "$c"; and contains -- $c $argv
+end
+
+# True when the command is one of $argv (with no arguments: any command, or
+# none yet) and may take an option here: run and exec take none after their
+# first operand.
+function __sbx_opts_for
+    set -l p (__sbx_parse)
+    set -l c (string replace -rf '^c ' '' -- $p)
+    if set -q argv[1]
+        test -n "$c"; and contains -- $c $argv; or return 1
+    end
+    contains -- "$c" run exec; or return 0
+    not string match -q -r '^o ' -- $p
+end
+
+function __sbx_no_command
+    not __sbx_parse | string match -q -r '^c '
+end
+
+# True when the word being completed is operand number $argv[1] (from 0;
+# "any" for any) of a command in $argv[2..].
+function __sbx_operand
+    __sbx_using $argv[2..-1]; or return 1
+    set -l n (__sbx_parse | string match -r '^o ' | count)
+    test "$argv[1]" = any; or test $n -eq $argv[1]
+end
+
+# Runs sbx with the global options typed so far (so --root is honoured).
+function __sbx_run
+    set -l g (__sbx_parse | string replace -rf '^g ' '')
+    set -l sbx (commandline -opc)[1]
+    $sbx $g $argv 2>/dev/null
+end
+
+# Sandbox ids (`sbx ls -q`) and names (the NAME column of `sbx ls`).
+function __sbx_sandboxes
+    __sbx_run ls -q
+    __sbx_run ls | awk 'NR > 1 && $2 != "-" { print $2 }'
+end
+
+# Image tags (the TAGS column of `sbx images`) and the built-in busybox.
+function __sbx_images
+    echo busybox
+    __sbx_run images | awk 'NR > 1 && $2 != "-" { n = split($2, t, ","); for (i = 1; i <= n; i++) print t[i] }'
+end
+
+complete -c sbx -f
+
+# Commands
+complete -c sbx -n __sbx_no_command -a create -d 'Create a sandbox and print its id'
+complete -c sbx -n __sbx_no_command -a run -d 'Create a sandbox, run CMD in it, terminate it'
+complete -c sbx -n __sbx_no_command -a exec -d 'Run CMD in a running sandbox'
+complete -c sbx -n __sbx_no_command -a ls -d 'List sandboxes'
+complete -c sbx -n __sbx_no_command -a status -d "Show a sandbox's state, reason, limits and lifetimes"
+complete -c sbx -n __sbx_no_command -a wait -d 'Block until a sandbox reaches a final state'
+complete -c sbx -n __sbx_no_command -a terminate -d 'End sandboxes'
+complete -c sbx -n __sbx_no_command -a rm -d 'Remove ended sandboxes and their files'
+complete -c sbx -n __sbx_no_command -a logs -d "Print a sandbox's log"
+complete -c sbx -n __sbx_no_command -a ttl -d "Set a running sandbox's hard lifetime"
+complete -c sbx -n __sbx_no_command -a stats -d 'Count sandboxes by state'
+complete -c sbx -n __sbx_no_command -a images -d 'List images'
+complete -c sbx -n __sbx_no_command -a import -d 'Import a rootfs tarball as an image'
+complete -c sbx -n __sbx_no_command -a info -d 'Report what this host supports'
+complete -c sbx -n __sbx_no_command -a gc -d 'Reap lost sandboxes, remove ended ones and orphaned host resources'
+complete -c sbx -n __sbx_no_command -a version -d 'Print the version'
+
+# Global options (before the command)
+complete -c sbx -n __sbx_no_command -l root -x -a '(__fish_complete_directories)' -d 'State directory'
+complete -c sbx -n __sbx_no_command -l run-root -x -a '(__fish_complete_directories)' -d 'Runtime directory'
+complete -c sbx -n __sbx_no_command -l version -d 'Print the version'
+
+# Every command's, and global
+complete -c sbx -n __sbx_opts_for -l json -d 'Print one JSON document on stdout'
+complete -c sbx -n __sbx_opts_for -s h -l help -d 'Show this help'
+
+# create, run
+complete -c sbx -n '__sbx_opts_for create run' -l image -x -a '(__sbx_images)' -d 'Image tag or id'
+complete -c sbx -n '__sbx_opts_for create run' -l name -x -d 'A unique name usable in place of the id'
+complete -c sbx -n '__sbx_opts_for create run' -l cpu -x -d 'CPU limit in cores, fractional'
+complete -c sbx -n '__sbx_opts_for create run' -l memory -x -d 'Memory limit: MiB, or with a unit (512Mi, 1Gi)'
+complete -c sbx -n '__sbx_opts_for create run' -l pids -x -d 'Process limit'
+complete -c sbx -n '__sbx_opts_for create run' -l runtime -x -a 'runsc runc' -d 'Runtime'
+complete -c sbx -n '__sbx_opts_for create run' -l block-network -d 'No network but loopback'
+complete -c sbx -n '__sbx_opts_for create run' -l keep-warm -x -d 'Idle lifetime in seconds (-1: until terminated)'
+complete -c sbx -n '__sbx_opts_for create run' -l timeout -x -d 'Hard lifetime in seconds'
+complete -c sbx -n '__sbx_opts_for create run' -s e -l env -x -d 'Environment for every command (KEY=VALUE)'
+complete -c sbx -n '__sbx_opts_for create run' -l cwd -x -d 'Working directory for every command'
+complete -c sbx -n '__sbx_opts_for run' -l rm -d 'Remove the sandbox and its files afterwards'
+
+# exec
+complete -c sbx -n '__sbx_opts_for exec' -s i -l interactive -d 'Pass stdin to the command'
+complete -c sbx -n '__sbx_opts_for exec' -s e -l env -x -d 'Set an environment variable (KEY=VALUE)'
+complete -c sbx -n '__sbx_opts_for exec' -l cwd -x -d 'Working directory (absolute)'
+complete -c sbx -n '__sbx_opts_for exec' -l user -x -d 'Run as this numeric user (UID[:GID])'
+complete -c sbx -n '__sbx_opts_for exec' -l timeout -x -d 'Kill the command after SECONDS; exit status 124'
+
+# ls, wait, terminate, rm, import
+complete -c sbx -n '__sbx_opts_for ls' -s q -l quiet -d 'Print ids only'
+complete -c sbx -n '__sbx_opts_for wait' -l timeout -x -d 'Give up after SECONDS (error TIMEOUT)'
+complete -c sbx -n '__sbx_opts_for terminate' -l rm -d 'Also remove the sandbox and its files'
+complete -c sbx -n '__sbx_opts_for rm' -s f -l force -d 'Terminate running sandboxes first'
+complete -c sbx -n '__sbx_opts_for import' -s t -l tag -x -a '(__sbx_images)' -d 'Tag the imported image NAME'
+
+# Operands: sandboxes, and the tarball of import
+complete -c sbx -n '__sbx_operand 0 exec status wait logs ttl' -a '(__sbx_sandboxes)' -d Sandbox
+complete -c sbx -n '__sbx_operand any terminate rm' -a '(__sbx_sandboxes)' -d Sandbox
+complete -c sbx -n '__sbx_operand 0 import' -F

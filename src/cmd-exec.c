@@ -15,7 +15,7 @@ const cli_opt sbx_exec_cli_opts[] = {
   { "env", O_ENV, required_argument, "KEY=VALUE", "set an environment variable (repeatable)" },
   { "cwd", O_CWD, required_argument, "DIR", "working directory (absolute)" },
   { "user", O_USER, required_argument, "UID[:GID]", "run as this numeric user" },
-  { "timeout", O_TIMEOUT, required_argument, "SECONDS", "kill the command after SECONDS; exit status 124" },
+  { "timeout", O_TIMEOUT, required_argument, "SECONDS", "kill the command after SECONDS (1..86400); exit status 124" },
   { NULL },
 };
 
@@ -42,7 +42,7 @@ exec_opt (sbx_exec_opts *eo, int key, const char *arg, sbx_error **err)
       eo->user = arg;
       return 0;
     case O_TIMEOUT:
-      if (cli_int ("timeout", arg, 1, 86400 * 365, &t, err) < 0)
+      if (cli_int ("timeout", arg, 1, 86400, &t, err) < 0)
         return -1;
       eo->timeout_ms = t * 1000;
       return 0;
@@ -74,12 +74,12 @@ cmd_exec (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   /* ID, then (after an optional "--") the command. */
   int first = optind;
   if (first >= argc || first + 1 >= argc)
-    ret = sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "sbx exec: usage: sbx exec [OPTIONS] ID -- CMD [ARG...]");
+    ret = sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "exec: usage: sbx exec [OPTIONS] ID -- CMD [ARG...]");
   int cmd = first + 1;
   if (ret == 0 && strcmp (argv[cmd], "--") == 0)
     cmd++;
   if (ret == 0 && cmd >= argc)
-    ret = sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "sbx exec: no command given");
+    ret = sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "exec: no command given");
   sbx_store *st;
   _cleanup_free_ char *id = NULL;
   _cleanup_sandbox_ sbx_sandbox *sb = NULL;

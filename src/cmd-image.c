@@ -32,7 +32,7 @@ cmd_import (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   if (key < 0)
     return -1;
   if (optind + 1 != argc)
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "sbx import: usage: sbx import [--tag NAME] FILE");
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "import: usage: sbx import [--tag NAME] FILE");
   if (tag && !name_is_valid (tag))
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid tag `%s`", tag);
   const char *file = argv[optind];
@@ -42,7 +42,7 @@ cmd_import (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   _cleanup_free_ char *digest = NULL;
   uint64_t size = 0;
   if (sbx_layer_import_tar (st->root, file, &digest, &size, err) < 0)
-    return sbx_error_wrap (err, "import `%s`", file);
+    return -1;
   _cleanup_image_ sbx_image *img = xmalloc0 (sizeof *img);
   img->layers = xmalloc0 (sizeof (char *));
   strv_push (&img->layers, digest);
@@ -90,6 +90,8 @@ cmd_images (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   cli_parser_done (&p);
   if (key != 0)
     return key < 0 ? -1 : 0;
+  if (optind < argc)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "images: unexpected argument `%s`", argv[optind]);
   sbx_store *st;
   _cleanup_strv_ char **ids = NULL;
   if (cli_store (cli, &st, err) < 0 || sbx_image_list (st, &ids, err) < 0)

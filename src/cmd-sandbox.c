@@ -22,14 +22,14 @@ enum {
   { "image", O_IMAGE, required_argument, "IMAGE", "image tag or id (default: busybox, built in)" },             \
   { "name", O_NAME, required_argument, "NAME", "a unique name usable in place of the id" },                     \
   { "cpu", O_CPU, required_argument, "CORES", "CPU limit in cores, fractional (e.g. 0.5)" },                    \
-  { "memory", O_MEMORY, required_argument, "SIZE", "memory limit: MiB, or with a unit (512Mi, 1Gi)" },          \
+  { "memory", O_MEMORY, required_argument, "SIZE", "memory limit: MiB, or with a unit (512Mi, 1Gi, 1G)" },          \
   { "pids", O_PIDS, required_argument, "N", "process limit (default 1024)" },                                   \
   { "runtime", O_RUNTIME, required_argument, "RUNTIME", "runsc (default) or runc" },                            \
-  { "block-network", O_BLOCK_NET, no_argument, NULL, "no network but loopback" },                               \
+  { "block-network", O_BLOCK_NET, no_argument, NULL, "no network but loopback (today every sandbox has loopback only)" },                               \
   { "keep-warm", O_KEEP_WARM, required_argument, "SECONDS", "idle lifetime (default 600, -1: until terminated)" }, \
   { "timeout", O_TIMEOUT, required_argument, "SECONDS", "hard lifetime (default 3600, at most 86400)" },       \
-  { "env", 'e', required_argument, "KEY=VALUE", "environment for every command (repeatable)" },                 \
-  { "cwd", O_CWD, required_argument, "DIR", "working directory for every command" }
+  { "env", 'e', required_argument, "KEY=VALUE", "set an environment variable for every command (repeatable)" },                 \
+  { "cwd", O_CWD, required_argument, "DIR", "working directory for every command (absolute)" }
 
 const cli_opt sbx_create_opts[] = { CREATE_OPTS, { NULL } };
 const cli_opt sbx_run_opts[] = {
@@ -108,7 +108,7 @@ create_opt (sbx_sandbox_opts *o, int key, const char *arg, sbx_error **err)
     case O_MEMORY:
       if (parse_memory (arg, &mem) < 0 || mem < (6u << 20) || mem > (1ULL << 42))
         return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
-                              "--memory: `%s` is not a size between 6Mi and 4Ti (MiB, or 512Mi, 1Gi)", arg);
+                              "--memory: `%s` is not a size between 6Mi and 4Ti (MiB, or 512Mi, 1Gi, 2G)", arg);
       o->memory = mem;
       return 1;
     case O_PIDS:
@@ -158,7 +158,7 @@ cmd_create (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   if (ret == 0 && key < 0)
     ret = -1;
   if (ret == 0 && optind < argc)
-    ret = sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "sbx create: unexpected argument `%s`", argv[optind]);
+    ret = sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "create: unexpected argument `%s`", argv[optind]);
   sbx_store *st;
   _cleanup_sandbox_ sbx_sandbox *sb = NULL;
   if (ret == 0 && (cli_store (cli, &st, err) < 0 || sbx_sandbox_create (st, &o, &sb, err) < 0))
@@ -200,7 +200,7 @@ cmd_run (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   if (ret == 0 && key < 0)
     ret = -1;
   if (ret == 0 && optind >= argc)
-    ret = sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "sbx run: no command (usage: sbx run [OPTIONS] -- CMD...)");
+    ret = sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "run: no command (usage: sbx run [OPTIONS] -- CMD...)");
   sbx_store *st;
   _cleanup_sandbox_ sbx_sandbox *sb = NULL;
   if (ret == 0 && (cli_store (cli, &st, err) < 0 || sbx_sandbox_create (st, &o, &sb, err) < 0))
@@ -282,10 +282,14 @@ print_status_human (const sbx_sandbox *sb)
   printf ("image:      %s\nruntime:    %s\n", sb->image_id ? sb->image_id : "-", sb->opts.runtime);
   printf ("created:    %s\nstarted:    %s\nended:      %s\ndeadline:   %s\n", c, s, e, d);
   printf ("keep-warm:  %lld s\ntimeout:    %lld s\n", (long long) sb->opts.keep_warm, (long long) sb->opts.timeout);
-  printf ("cpu:        %g\nmemory:     %llu\npids:       %lld\nnetwork:    %s\n", sb->opts.cpu,
-          (unsigned long long) sb->opts.memory, (long long) sb->opts.pids,
+  char cpu[32] = "unlimited", mem[32] = "unlimited";
+  if (sb->opts.cpu > 0)
+    snprintf (cpu, sizeof cpu, "%g cores", sb->opts.cpu);
+  if (sb->opts.memory > 0)
+    snprintf (mem, sizeof mem, "%llu MiB", (unsigned long long) (sb->opts.memory >> 20));
+  printf ("cpu:        %s\nmemory:     %s\npids:       %lld\nnetwork:    %s\n", cpu, mem, (long long) sb->opts.pids,
           sb->opts.block_network ? "blocked" : "loopback only");
-  printf ("oom kills:  %lld\npids limit hits: %lld\n", (long long) sb->oom_kills, (long long) sb->pids_limit_hits);
+  printf ("oom kills:  %lld\npid limit:  %lld hits\n", (long long) sb->oom_kills, (long long) sb->pids_limit_hits);
 }
 
 static int
@@ -529,7 +533,7 @@ cmd_ttl (sbx_cli *cli, int argc, char **argv, sbx_error **err)
     return r < 0 ? -1 : 0;
   int64_t secs;
   if (parse_int64 (argv[first + 1], 1, SBX_TIMEOUT_MAX, &secs) < 0)
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "sbx ttl: SECONDS must be an integer in 1..%d",
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "ttl: SECONDS must be an integer in 1..%d",
                           SBX_TIMEOUT_MAX);
   sbx_store *st;
   _cleanup_free_ char *id = NULL;

@@ -30,9 +30,9 @@ extern const cli_opt sbx_create_opts[], sbx_run_opts[], sbx_exec_cli_opts[], sbx
 
 const sbx_command sbx_commands[] = {
   { "create", cmd_create, NULL, "Create a sandbox and print its id.", sbx_create_opts },
-  { "run", cmd_run, "-- CMD [ARG...]",
+  { "run", cmd_run, "[--] CMD [ARG...]",
     "Create a sandbox, run CMD in it, terminate it; the exit status is CMD's.", sbx_run_opts },
-  { "exec", cmd_exec, "ID -- CMD [ARG...]", "Run CMD in a running sandbox; the exit status is CMD's.", sbx_exec_cli_opts },
+  { "exec", cmd_exec, "ID [--] CMD [ARG...]", "Run CMD in a running sandbox; the exit status is CMD's.", sbx_exec_cli_opts },
   { "ls", cmd_ls, NULL, "List sandboxes.", sbx_ls_opts },
   { "status", cmd_status, "ID", "Show a sandbox's state, reason, limits and lifetimes.", sbx_none_opts },
   { "wait", cmd_wait, "ID", "Block until a sandbox reaches a final state, then print it.", sbx_wait_opts },
@@ -44,7 +44,7 @@ const sbx_command sbx_commands[] = {
   { "images", cmd_images, NULL, "List images.", sbx_none_opts },
   { "import", cmd_import, "FILE", "Import a rootfs tarball (tar, .gz, .xz, .zst) as an image.", sbx_import_opts },
   { "info", cmd_info, NULL, "Report what this host supports.", sbx_none_opts },
-  { "gc", cmd_gc, NULL, "Reap sandboxes whose monitor was lost, remove ended sandboxes and orphaned host resources.",
+  { "gc", cmd_gc, NULL, "Reap lost sandboxes; remove ended ones and orphaned host resources.",
     sbx_none_opts },
   { "version", cmd_version, NULL, "Print the version.", sbx_none_opts },
   { NULL },
@@ -58,8 +58,8 @@ usage (FILE *f)
   for (const sbx_command *c = sbx_commands; c->name; c++)
     fprintf (f, "  %-10s %s\n", c->name, c->summary);
   fprintf (f, "\nGlobal options:\n"
-              "  --root DIR       state directory (default /var/lib/sbx, or $SBX_ROOT)\n"
-              "  --run-root DIR   runtime directory (default /run/sbx, or $SBX_RUN_ROOT)\n"
+              "  --root DIR       state directory (default $SBX_ROOT, else /var/lib/sbx)\n"
+              "  --run-root DIR   runtime directory (default $SBX_RUN_ROOT, else /run/sbx)\n"
               "  --json           print one JSON document on stdout\n"
               "  --version        print the version\n"
               "  -h, --help       show this help\n\n"

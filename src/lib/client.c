@@ -181,9 +181,13 @@ exec_frame (struct exec_state *s, const struct sbx_frame_hdr *h, const unsigned 
             memcpy (&en, p + 4, 4);
           }
         int ml = h->len > 8 ? (int) (h->len - 8) : 0;
+        s->done = true;
+        /* 126/127 are the command's own statuses (cannot run, not found);
+         * anything else is a request the agent refused (bad cwd or user). */
+        if (st != 126 && st != 127)
+          return sbx_error_set (s->err, SBX_E_INVALID_ARGUMENT, 0, "%.*s", ml, (const char *) p + 8);
         dprintf (s->err_fd, "sbx: %.*s\n", ml, (const char *) p + 8);
         s->status = st;
-        s->done = true;
         return 0;
       }
     case SBX_MSG_REPLY:

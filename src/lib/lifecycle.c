@@ -30,11 +30,11 @@ validate_opts (const sbx_sandbox_opts *o, sbx_error **err)
       return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid environment entry `%s`: expected KEY=VALUE",
                             o->env[i]);
   if (o->cwd && o->cwd[0] != '/')
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "--cwd must be an absolute path");
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "the working directory `%s` is not an absolute path", o->cwd);
   if (o->timeout < 1 || o->timeout > SBX_TIMEOUT_MAX)
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "--timeout must be between 1 and %d", SBX_TIMEOUT_MAX);
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "the timeout must be between 1 and %d seconds", SBX_TIMEOUT_MAX);
   if (o->keep_warm < -1 || o->keep_warm == 0 || o->keep_warm > SBX_TIMEOUT_MAX)
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "--keep-warm must be -1 or between 1 and %d", SBX_TIMEOUT_MAX);
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "the keep-warm time must be -1 or between 1 and %d seconds", SBX_TIMEOUT_MAX);
   return 0;
 }
 

@@ -387,9 +387,8 @@ parse_memory (const char *s, uint64_t *ret_bytes)
     const char *suffix;
     uint64_t mul;
   } units[] = {
-    { "", 1ULL << 20 },  { "Ki", 1ULL << 10 }, { "Mi", 1ULL << 20 }, { "Gi", 1ULL << 30 },
-    { "K", 1000ULL },    { "M", 1000000ULL },  { "G", 1000000000ULL }, { "k", 1000ULL },
-    { "m", 1ULL << 20 }, { "g", 1ULL << 30 },
+    { "", 1ULL << 20 }, { "Ki", 1ULL << 10 }, { "Mi", 1ULL << 20 },  { "Gi", 1ULL << 30 },       { "Ti", 1ULL << 40 },
+    { "K", 1000ULL },   { "M", 1000000ULL },  { "G", 1000000000ULL }, { "T", 1000000000000ULL },
   };
   if (s == NULL || !isdigit ((unsigned char) s[0]))
     return -EINVAL;

@@ -83,7 +83,7 @@ int lock_path (const char *path, int op, sbx_error **err);
 /* Strict parsers: the whole string must be consumed, no sign surprises. */
 int parse_int64 (const char *s, int64_t min, int64_t max, int64_t *ret);
 int parse_double (const char *s, double min, double max, double *ret);
-/* "512", "512Mi", "1Gi", "1G", "256M", "1024Ki" -> bytes. Plain number = MiB. */
+/* "512" (MiB), binary "1024Ki" "512Mi" "1Gi" "1Ti", decimal "1K" "256M" "1G" "1T" -> bytes. */
 int parse_memory (const char *s, uint64_t *ret_bytes);
 
 /* [A-Za-z0-9][A-Za-z0-9_.+-]*, at most SBX_NAME_MAX. */

@@ -23,6 +23,10 @@ if [ -x /usr/bin/python3 ]; then
 else
   PYTHON=python3
 fi
+# The standard library only: no site packages, no environment.
+py () {
+  "$PYTHON" -I -S "$@"
+}
 
 sbx () {
   "$SBX_BIN" "$@"
@@ -87,7 +91,7 @@ expect_eq () {
 
 # json_valid [TEXT]: TEXT (default $output) is exactly one JSON document.
 json_valid () {
-  printf '%s' "${1-$output}" | "$PYTHON" -c '
+  printf '%s' "${1-$output}" | py -c '
 import json, sys
 text = sys.stdin.read()
 try:
@@ -107,7 +111,7 @@ jget () {
 
 # jpipe EXPR: jget over the document on stdin.
 jpipe () {
-  "$PYTHON" -c '
+  py -c '
 import json, sys
 d = json.loads(sys.stdin.read())
 try:
@@ -136,15 +140,20 @@ expect_error () {
       "$stderr" >&2
     return 1
   fi
-  json_valid "$output" || return 1
-  local got msg
-  got=$(jget 'd["error"]["code"]') || return 1
-  msg=$(jget 'd["error"]["message"]') || return 1
+  local got
+  got=$(printf '%s' "$output" | py -c '
+import json, sys
+text = sys.stdin.read()
+try:
+    e = json.loads(text)["error"]
+    print(e["code"] if e.get("message") else "(no message)")
+except (ValueError, KeyError, TypeError) as x:
+    print("(not one JSON error document: %r)" % text[:1000])
+')
   if [ "$got" != "$code" ]; then
-    printf 'sbx %s: expected code %s, got %s (%s)\n' "$*" "$code" "$got" "$msg" >&2
+    printf 'sbx %s: expected code %s, got %s\nstdout: %s\nstderr: %s\n' "$*" "$code" "$got" "$output" "$stderr" >&2
     return 1
   fi
-  [ -n "$msg" ] && [ "$msg" != null ] || fail "sbx $*: empty error message"
   expect_contains "$stderr" "$code"
 }
 
