@@ -148,7 +148,7 @@ sbx_sandbox_save (const sbx_store *st, const sbx_sandbox *sb, sbx_error **err)
   size_t len;
   _cleanup_free_ char *doc = j_take (g, &len);
   _cleanup_free_ char *path = sbx_store_path (st, "sandboxes/%s/state.json", sb->id);
-  return write_file_atomic (path, doc, len, 0600, err);
+  return write_file_replace (path, doc, len, 0600, err);
 }
 
 static int

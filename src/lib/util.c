@@ -150,16 +150,39 @@ read_all (int fd, void *buf, size_t len)
   return (ssize_t) got;
 }
 
+static int write_at (int dirfd, const char *name, const void *data, size_t len, mode_t mode, bool sync,
+                     sbx_error **err);
+
 int
 write_file_atomic_at (int dirfd, const char *name, const void *data, size_t len, mode_t mode,
                       sbx_error **err)
+{
+  return write_at (dirfd, name, data, len, mode, true, err);
+}
+
+int
+write_file_replace (const char *path, const void *data, size_t len, mode_t mode, sbx_error **err)
+{
+  _cleanup_free_ char *dir = xstrdup (path);
+  char *slash = strrchr (dir, '/');
+  if (slash == NULL)
+    return write_at (AT_FDCWD, path, data, len, mode, false, err);
+  *slash = '\0';
+  _cleanup_close_ int dfd = open (dir[0] ? dir : "/", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+  if (dfd < 0)
+    return sbx_error_errno (err, errno, "open directory of `%s`", path);
+  return write_at (dfd, slash + 1, data, len, mode, false, err);
+}
+
+static int
+write_at (int dirfd, const char *name, const void *data, size_t len, mode_t mode, bool sync, sbx_error **err)
 {
   _cleanup_free_ char *tmp = xasprintf (".%s.tmp.%d", name, getpid ());
   _cleanup_close_ int fd = openat (dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
   if (fd < 0)
     return sbx_error_errno (err, errno, "create `%s`", tmp);
   int r = write_all (fd, data, len);
-  if (r == 0 && fsync (fd) < 0)
+  if (r == 0 && sync && fsync (fd) < 0)
     r = -errno;
   if (r < 0)
     {
