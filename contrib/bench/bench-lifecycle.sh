@@ -148,10 +148,10 @@ cleanup ()
     if ((${#PODMAN[@]})); then
       "${PODMAN[@]}" rm -a -f -t 0 >/dev/null 2>&1
     fi
+    umount_under "$WORK"
     if $KEEP; then
       note "kept $WORK"
     else
-      umount_under "$WORK"
       rm -rf --one-file-system "$WORK"
     fi
   fi

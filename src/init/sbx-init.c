@@ -47,11 +47,11 @@
 #define OUT_HARD (8u << 20)
 #define OUT_MAX (OUT_HARD + (4u << 20))
 /* Stdin queued for one child that is not reading it as fast as it arrives.
- * Past this the channel's stdin is closed and its further STDIN frames are
- * dropped (the child sees EOF, no ERROR is sent); the channel carries on.
- * The control socket is never left unread for one channel's sake: protocol
- * version 1 has no stdin window, so pacing large stdin is the monitor's
- * job. */
+ * The monitor keeps within SBX_PROTO_WINDOW thanks to the CREDIT frames this
+ * agent returns as the child takes its stdin; a monitor that ignores them
+ * past this bound gets the channel's stdin closed (the child sees EOF) and
+ * its further STDIN frames dropped. The control socket is never left unread
+ * for one channel's sake. */
 #define STDIN_MAX (4u << 20)
 /* After the child exits, output still arriving (from the pipe, or from a
  * background grandchild holding it) is read until EOF, or until it has been
@@ -90,6 +90,7 @@ struct chan {
   uint64_t deadline_ms; /* exec timeout; 0 = none */
   uint64_t exit_ms, drain_ms, drain_cap_ms;
   struct bytes in; /* stdin not yet written */
+  uint32_t in_credit; /* stdin bytes written (or discarded) since the last CREDIT */
 };
 
 enum poll_kind { P_SIGNAL, P_CTL, P_CTL_OUT, P_STATUS, P_OUT, P_ERR, P_IN };
@@ -506,9 +507,12 @@ chan_read_output (struct agent *a, struct chan *c, int *fdp, uint16_t type, uint
 
 /* Child stdin */
 
+/* Stdin the child will never read still counts as consumed, so that the
+ * monitor's stdin window for this channel never stalls. */
 static void
 chan_drop_stdin (struct chan *c)
 {
+  c->in_credit += (uint32_t) bytes_len (&c->in);
   close_fd (&c->in_fd);
   bytes_free (&c->in);
 }
@@ -531,6 +535,7 @@ chan_flush_stdin (struct chan *c)
           return;
         }
       bytes_consume (&c->in, (size_t) n);
+      c->in_credit += (uint32_t) n;
     }
   if (c->stdin_eof && bytes_len (&c->in) == 0)
     chan_drop_stdin (c);
@@ -540,7 +545,10 @@ static void
 chan_queue_stdin (struct chan *c, const void *p, size_t len)
 {
   if (c->in_fd < 0 || c->stdin_eof || len == 0)
-    return;
+    {
+      c->in_credit += (uint32_t) len;
+      return;
+    }
   if (bytes_reserve (&c->in, len, STDIN_MAX) < 0)
     {
       chan_drop_stdin (c);
@@ -1253,6 +1261,23 @@ dispatch_chan (struct agent *a, const struct pollfd *pfd, const struct poll_ref 
     }
 }
 
+/* The stdin window: the monitor sends at most SBX_PROTO_WINDOW bytes of a
+ * channel's stdin ahead of what the child has taken; this returns what it
+ * took. */
+static void
+send_stdin_credit (struct agent *a)
+{
+  for (size_t i = 0; i < a->hi; i++)
+    {
+      struct chan *c = &a->chans[i];
+      if (c->in_credit == 0)
+        continue;
+      if (c->state != CHAN_FREE)
+        out_frame (a, SBX_MSG_CREDIT, c->id, &c->in_credit, sizeof c->in_credit);
+      c->in_credit = 0;
+    }
+}
+
 static void
 loop_once (struct agent *a)
 {
@@ -1283,6 +1308,7 @@ loop_once (struct agent *a)
   /* Last, so that an EXEC cannot reuse a slot or an fd still in this round. */
   if (ctl_ready)
     handle_ctl (a);
+  send_stdin_credit (a);
   out_flush (a);
 }
 

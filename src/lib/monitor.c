@@ -56,6 +56,7 @@ struct client {
   struct buf out;
   uint32_t chan;        /* the agent channel of its exec, 0 if none */
   size_t uncredited;    /* output bytes queued to it, not yet credited */
+  int64_t stdin_window; /* stdin bytes the agent will still take */
   bool exec_done;
   bool closing;         /* close once OUT is flushed */
 };
@@ -298,6 +299,7 @@ handle_exec (struct mon *m, struct client *c, yajl_val req, sbx_error **err)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "exec: command and environment exceed %d bytes",
                           SBX_PROTO_MAX_PAYLOAD);
   c->chan = ++m->next_chan;
+  c->stdin_window = SBX_PROTO_WINDOW;
   m->active_execs++;
   to_agent (m, SBX_MSG_EXEC, c->chan, payload, (size_t) n);
   return 0;
@@ -372,6 +374,10 @@ client_frame (struct mon *m, struct client *c, const struct sbx_frame_hdr *h, co
   switch (h->type)
     {
     case SBX_MSG_STDIN:
+      c->stdin_window -= h->len;
+      touch (m);
+      to_agent (m, h->type, c->chan, p, h->len);
+      break;
     case SBX_MSG_STDIN_EOF:
     case SBX_MSG_SIGNAL:
     case SBX_MSG_RESIZE:
@@ -381,6 +387,14 @@ client_frame (struct mon *m, struct client *c, const struct sbx_frame_hdr *h, co
     default:
       c->closing = true;
     }
+}
+
+/* Backpressure on stdin: a client is read only while the agent has room
+ * for more of its stdin. */
+static bool
+client_may_send (const struct client *c)
+{
+  return c->chan == 0 || c->exec_done || c->stdin_window > 0;
 }
 
 /* Returns -1 when the client is gone. */
@@ -397,7 +411,7 @@ client_read (struct mon *m, struct client *c)
       if (r < 0)
         return -1;
       client_frame (m, c, &h, p);
-      if (m->aout.len > AGENT_OUT_MAX)
+      if (m->aout.len > AGENT_OUT_MAX || !client_may_send (c))
         return 0;
     }
 }
@@ -431,6 +445,16 @@ agent_frame (struct mon *m, const struct sbx_frame_hdr *h, const unsigned char *
   if (h->chan == 0)
     return;
   struct client *c = client_by_chan (m, h->chan);
+  if (h->type == SBX_MSG_CREDIT)
+    {
+      uint32_t n;
+      if (c && h->len == sizeof n)
+        {
+          memcpy (&n, p, sizeof n);
+          c->stdin_window += n;
+        }
+      return;
+    }
   bool output = h->type == SBX_MSG_STDOUT || h->type == SBX_MSG_STDERR;
   bool last = h->type == SBX_MSG_EXIT || h->type == SBX_MSG_ERROR;
   if (c == NULL)
@@ -558,7 +582,7 @@ run_loop (struct mon *m)
       for (size_t i = 0; i < m->nclients; i++)
         {
           struct client *c = m->clients[i];
-          short ev = (m->aout.len > AGENT_OUT_MAX ? 0 : POLLIN) | (c->out.len ? POLLOUT : 0);
+          short ev = (m->aout.len > AGENT_OUT_MAX || !client_may_send (c) ? 0 : POLLIN) | (c->out.len ? POLLOUT : 0);
           pf[n++] = (struct pollfd){ c->fd, ev, 0 };
         }
       int r = poll (pf, n, poll_timeout (m));

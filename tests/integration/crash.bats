@@ -13,6 +13,13 @@ leak_free () {
   [ -z "$leaks" ] || fail "LEAK: $leaks"
 }
 
+# pid_alive PID: running, not a zombie.
+pid_alive () {
+  local st
+  st=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) || return 1
+  [ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
+}
+
 # end_all: terminate what runs, then gc; both must succeed.
 end_all () {
   local id
@@ -37,17 +44,17 @@ monitor_killed () {
   expect_eq "$(readlink "/proc/$mp/cwd")" "$(realpath "$SBX_ROOT")" "monitor's cwd"
   kill -9 "$mp"
   local i
-  for i in $(seq 50); do [ -d "/proc/$mp" ] || break; sleep 0.1; done
+  for i in $(seq 50); do pid_alive "$mp" || break; sleep 0.1; done
   run --separate-stderr sbx --json status "$id"
   expect_status 0
   expect_eq "$(jget 'd["state"]')" failed "state"
   expect_eq "$(jget 'd["reason"]')" "monitor lost" "reason"
   # Every command answers, none hangs.
   expect_error SANDBOX_NOT_RUNNING exec "$id" -- true
-  run timeout 20 sbx wait "$id"
+  run timeout 20 "$SBX_BIN" wait "$id"
   expect_status 0
   expect_contains "$output" failed
-  run timeout 20 sbx ls
+  run timeout 20 "$SBX_BIN" ls
   expect_status 0
   expect_contains "$output" "monitor lost"
   run --separate-stderr sbx --json gc
@@ -95,8 +102,8 @@ monitor_killed () {
   expect_eq "$(sbx --json status "$id" | jpipe 'd["reason"]')" killed "reason"
   # The monitor cleaned up itself: nothing for gc to reap.
   local i
-  for i in $(seq 50); do [ -d "/proc/$mp" ] || break; sleep 0.1; done
-  [ ! -d "/proc/$mp" ] || fail "the monitor outlived its sandbox"
+  for i in $(seq 50); do pid_alive "$mp" || break; sleep 0.1; done
+  ! pid_alive "$mp" || fail "the monitor outlived its sandbox"
   run --separate-stderr sbx --json gc
   expect_status 0
   expect_eq "$(jget 'd["reaped"]')" 0 "reaped"
@@ -115,14 +122,14 @@ init_killed () {
   [ -n "$cpid" ] || fail "no container.pid"
   kill -9 "$cpid"
   local i
-  for i in $(seq 100); do [ -d "/proc/$mp" ] || break; sleep 0.1; done
-  [ ! -d "/proc/$mp" ] || fail "the monitor did not notice its sandbox died"
+  for i in $(seq 100); do pid_alive "$mp" || break; sleep 0.1; done
+  ! pid_alive "$mp" || fail "the monitor did not notice its sandbox died"
   run --separate-stderr sbx --json status "$id"
   [[ "$(jget 'd["state"]')" =~ ^(terminated|failed)$ ]] || fail "state: $output"
   [ "$(jget 'd["reason"]')" != "monitor lost" ] || fail "the monitor died with its sandbox: $output"
   # The monitor tore down on its own.
   local leaks
-  leaks=$(sbx_leaks | grep -v '^sandbox directory left')
+  leaks=$(sbx_leaks | grep -v '^sandbox directory left' || true)
   [ -z "$leaks" ] || fail "left behind by the monitor: $leaks"
 }
 
