@@ -75,6 +75,10 @@ struct mon {
   int active_execs;
   uint64_t last_activity, deadline, shutdown_deadline;
   bool agent_gone, shutting_down;
+  pid_t runtime_pid;      /* `RUNTIME run`, in the foreground for the sandbox's life */
+  bool runtime_exited;
+  int runtime_status;
+  uint64_t agent_gone_at;
   sbx_state end_state;
   const char *end_reason;
 };
@@ -534,6 +538,21 @@ check_timers (struct mon *m)
     begin_shutdown (m, SBX_STATE_TERMINATED, SBX_REASON_KEEP_WARM);
 }
 
+/* Drains every exited child (we are a subreaper: orphans of the runtime land
+ * here too) and notes when the runtime itself has exited. */
+static void
+reap_children (struct mon *m)
+{
+  pid_t pid;
+  int status;
+  while ((pid = waitpid (-1, &status, WNOHANG)) > 0)
+    if (pid == m->runtime_pid)
+      {
+        m->runtime_exited = true;
+        m->runtime_status = status;
+      }
+}
+
 static void
 handle_signals (struct mon *m)
 {
@@ -543,10 +562,7 @@ handle_signals (struct mon *m)
       if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT)
         begin_shutdown (m, SBX_STATE_TERMINATED, SBX_REASON_KILLED);
     }
-  /* Drain every exited child: the runtime's helpers and, once `run
-   * --detach` returned, the container's init (we are its subreaper). */
-  while (waitpid (-1, NULL, WNOHANG) > 0)
-    ;
+  reap_children (m);
 }
 
 static void
@@ -573,8 +589,14 @@ static void
 run_loop (struct mon *m)
 {
   struct pollfd *pf = xmalloc ((MAX_CLIENTS + 3) * sizeof *pf);
-  while (!(m->agent_gone && (m->shutting_down || true)))
+  for (;;)
     {
+      if (m->agent_gone && m->agent_gone_at == 0)
+        m->agent_gone_at = now_ms_monotonic ();
+      /* Done once the init is gone and the runtime has cleaned up after it
+       * and exited (or has had its grace period). */
+      if (m->agent_gone && (m->runtime_exited || now_ms_monotonic () >= m->agent_gone_at + SHUTDOWN_GRACE_MS))
+        break;
       size_t n = 0;
       pf[n++] = (struct pollfd){ m->sig_fd, POLLIN, 0 };
       pf[n++] = (struct pollfd){ m->agent_fd, POLLIN | (m->aout.len ? POLLOUT : 0), 0 };
@@ -585,7 +607,7 @@ run_loop (struct mon *m)
           short ev = (m->aout.len > AGENT_OUT_MAX || !client_may_send (c) ? 0 : POLLIN) | (c->out.len ? POLLOUT : 0);
           pf[n++] = (struct pollfd){ c->fd, ev, 0 };
         }
-      int r = poll (pf, n, poll_timeout (m));
+      int r = poll (pf, n, m->agent_gone ? 10 : poll_timeout (m));
       if (r < 0 && errno != EINTR)
         break;
       size_t nc = m->nclients;
@@ -595,7 +617,7 @@ run_loop (struct mon *m)
             handle_signals (m);
           if (pf[1].revents & POLLOUT && buf_flush (&m->aout, m->agent_fd) < 0)
             m->agent_gone = true;
-          if (pf[1].revents & (POLLIN | POLLHUP | POLLERR))
+          if (pf[1].revents & (POLLIN | POLLHUP | POLLERR) && !m->agent_gone)
             agent_read (m);
           for (size_t i = 0; i < nc && i < m->nclients; i++)
             if (pf[3 + i].revents & (POLLIN | POLLHUP | POLLERR) && client_read (m, m->clients[i]) < 0)
@@ -680,34 +702,48 @@ listen_control (struct mon *m, sbx_error **err)
   return 0;
 }
 
+/* Runs `RUNTIME run` in the foreground: it creates and starts the container,
+ * waits for it and deletes it when its init exits, all in one process, as
+ * `runc run` and `runsc run` do for themselves (a separate `delete` would
+ * cost a second runtime start). Its stdin and stdout are the agent's socket,
+ * its stderr the sandbox log. If the monitor dies, so does it. */
 static int
 start_runtime (struct mon *m, int agent_end, sbx_error **err)
 {
   _cleanup_free_ char *bundle = xasprintf ("%s/bundle", m->dir);
-  _cleanup_free_ char *pidfile = xasprintf ("%s/container.pid", m->run_dir);
-  const char *args[] = { "--detach", "--bundle", bundle, "--pid-file", pidfile, m->sb->id, NULL };
+  const char *args[] = { "--bundle", bundle, m->sb->id, NULL };
   _cleanup_strv_ char **argv = sbx_runtime_argv (m->rt, "run", args);
+  pid_t parent = getpid ();
   pid_t pid = fork ();
   if (pid < 0)
     return sbx_error_errno (err, errno, "fork");
   if (pid == 0)
     {
+      prctl (PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid () != parent)
+        _exit (127);
+      sigset_t none;
+      sigemptyset (&none);
+      sigprocmask (SIG_SETMASK, &none, NULL);
       if (dup2 (agent_end, 0) < 0 || dup2 (agent_end, 1) < 0 || dup2 (m->log_fd, 2) < 0)
         _exit (127);
       close_fds_except (NULL, 0);
       execv (argv[0], argv);
       _exit (127);
     }
-  int status;
-  while (waitpid (pid, &status, 0) < 0)
-    if (errno != EINTR)
-      return sbx_error_errno (err, errno, "wait for %s", m->rt->name);
-  if ((!WIFEXITED (status) || WEXITSTATUS (status) != 0) && sbx_runtime_probe (m->rt, err) < 0)
-    return -1;
-  if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
-    return sbx_error_set (err, SBX_E_INTERNAL, 0, "%s run failed (status %d)", m->rt->name,
-                          WIFEXITED (status) ? WEXITSTATUS (status) : 128 + WTERMSIG (status));
+  m->runtime_pid = pid;
   return 0;
+}
+
+/* The runtime exited before the sandbox's init said hello. */
+static int
+runtime_failed (struct mon *m, sbx_error **err)
+{
+  int st = m->runtime_status;
+  int code = WIFEXITED (st) ? WEXITSTATUS (st) : 128 + WTERMSIG (st);
+  if (sbx_runtime_probe (m->rt, err) < 0)
+    return -1;
+  return sbx_error_set (err, SBX_E_INTERNAL, 0, "%s run failed (status %d)", m->rt->name, code);
 }
 
 static int
@@ -720,7 +756,17 @@ wait_hello (struct mon *m, sbx_error **err)
       const unsigned char *p;
       int r = sbx_frame_read (m->agent_fd, &m->ard, &h, &p);
       if (r < 0)
-        return sbx_error_set (err, SBX_E_INTERNAL, r == -EPIPE ? 0 : -r, "the sandbox's init exited during start");
+        {
+          /* Let the runtime finish so that its status tells what failed. */
+          for (int i = 0; i < 500 && !m->runtime_exited; i++)
+            {
+              usleep (10000);
+              reap_children (m);
+            }
+          if (m->runtime_exited)
+            return runtime_failed (m, err);
+          return sbx_error_set (err, SBX_E_INTERNAL, r == -EPIPE ? 0 : -r, "the sandbox's init exited during start");
+        }
       if (r == 1 && h.type == SBX_MSG_HELLO)
         return 0;
       if (r == 1)
@@ -730,7 +776,10 @@ wait_hello (struct mon *m, sbx_error **err)
         return sbx_error_set (err, SBX_E_TIMEOUT, 0, "the sandbox's init did not answer within %d s",
                               HELLO_TIMEOUT_MS / 1000);
       struct pollfd pf = { m->agent_fd, POLLIN, 0 };
-      poll (&pf, 1, (int) (until - now));
+      poll (&pf, 1, (int) (until - now) > 50 ? 50 : (int) (until - now));
+      reap_children (m);
+      if (m->runtime_exited && !(pf.revents & POLLIN))
+        return runtime_failed (m, err);
     }
 }
 
@@ -755,10 +804,10 @@ setup (struct mon *m, sbx_error **err)
   close (sv[1]);
   if (r < 0)
     return -1;
-  mlog (m, "%s started the container", m->rt->name);
   set_nonblock (m->agent_fd, true);
   if (wait_hello (m, err) < 0)
     return -1;
+  mlog (m, "%s started the container", m->rt->name);
   return listen_control (m, err);
 }
 
@@ -774,7 +823,16 @@ teardown (struct mon *m)
   m->sb->pids_limit_hits = cs.pids_limit_hits;
   m->sb->memory_peak = cs.memory_peak;
   _cleanup_error_ sbx_error *err = NULL;
-  if (m->rt && sbx_runtime_destroy (m->rt, m->sb->id, !m->agent_gone, &err) < 0)
+  bool clean_exit = m->runtime_exited && WIFEXITED (m->runtime_status);
+  if (m->runtime_pid > 0 && !m->runtime_exited)
+    {
+      kill (m->runtime_pid, SIGKILL);
+      while (waitpid (m->runtime_pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+      m->runtime_exited = true;
+    }
+  /* A runtime that ran to its end deleted the container itself. */
+  if (m->rt && !clean_exit && sbx_runtime_destroy (m->rt, m->sb->id, true, &err) < 0)
     mlog (m, "delete container: %s", err->msg);
   sbx_error_free (err);
   err = NULL;

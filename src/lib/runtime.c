@@ -253,20 +253,20 @@ int
 sbx_runtime_list (const sbx_runtime *rt, char ***ret_ids, sbx_error **err)
 {
   char **ids = xmalloc0 (sizeof (char *));
-  DIR *d = opendir (rt->state_root);
-  if (d)
-    {
-      struct dirent *de;
-      while ((de = readdir (d)))
-        if (de->d_name[0] != '.' && name_is_valid (de->d_name))
-          {
-            _cleanup_free_ char *p = xasprintf ("%s/%s", rt->state_root, de->d_name);
-            struct stat s;
-            if (stat (p, &s) == 0 && S_ISDIR (s.st_mode))
-              strv_push (&ids, de->d_name);
-          }
-      closedir (d);
-    }
   *ret_ids = ids;
+  if (!path_exists (rt->state_root))
+    return 0;
+  const char *args[] = { strcmp (rt->name, "runc") == 0 ? "-q" : "-quiet", NULL };
+  _cleanup_strv_ char **argv = sbx_runtime_argv (rt, "list", args);
+  _cleanup_free_ char *out = NULL;
+  int status = -1;
+  if (sbx_spawn_capture (argv, 1 << 20, &out, NULL, &status, err) < 0)
+    return -1;
+  if (status != 0)
+    return sbx_error_set (err, SBX_E_INTERNAL, 0, "%s list failed (status %d)", rt->name, status);
+  char *save = NULL;
+  for (char *line = strtok_r (out, "\n", &save); line; line = strtok_r (NULL, "\n", &save))
+    if (name_is_valid (line))
+      strv_push (ret_ids, line);
   return 0;
 }
