@@ -52,7 +52,9 @@
  * past this bound gets the channel's stdin closed (the child sees EOF) and
  * its further STDIN frames dropped. The control socket is never left unread
  * for one channel's sake. */
-#define STDIN_MAX (4u << 20)
+#define STDIN_MAX (2 * SBX_PROTO_WINDOW)
+/* Output pipes are enlarged to one frame's payload where the kernel lets us. */
+#define OUT_PIPE_SIZE SBX_PROTO_MAX_PAYLOAD
 /* After the child exits, output still arriving (from the pipe, or from a
  * background grandchild holding it) is read until EOF, or until it has been
  * quiet for DRAIN_QUIET_MS, and for DRAIN_MAX_MS at most. Time the monitor
@@ -780,6 +782,8 @@ spawn_fds_open (struct spawn_fds *f, uint32_t flags)
     return open_pty (f);
   if (ret == 0)
     ret = open_pipe (&f->out_r, &f->out_w);
+  if (ret == 0)
+    fcntl (f->out_r, F_SETPIPE_SZ, OUT_PIPE_SIZE); /* fewer, fuller frames; best effort */
   if (ret == 0)
     ret = open_pipe (&f->err_r, &f->err_w);
   if (ret == 0 && (flags & SBX_EXEC_F_STDIN))

@@ -79,6 +79,7 @@ struct mon {
   bool runtime_exited;
   int runtime_status;
   uint64_t agent_gone_at;
+  int lock_fd;
   sbx_state end_state;
   const char *end_reason;
 };
@@ -572,7 +573,10 @@ flush_clients (struct mon *m)
     {
       struct client *c = m->clients[i];
       bool dead = buf_flush (&c->out, c->fd) < 0;
-      if (!dead && c->out.len == 0 && c->uncredited > 0 && c->chan && !c->exec_done)
+      /* Credit in quarters of the window: one small frame per megabyte
+       * rather than one per frame, and never a stall (the agent still has
+       * three quarters to send on). */
+      if (!dead && c->out.len == 0 && c->uncredited >= SBX_PROTO_WINDOW / 4 && c->chan && !c->exec_done)
         {
           uint32_t n = (uint32_t) c->uncredited;
           to_agent (m, SBX_MSG_CREDIT, c->chan, &n, sizeof n);
@@ -844,6 +848,10 @@ teardown (struct mon *m)
   sbx_error_free (err);
   err = NULL;
   rm_rf (m->run_dir, NULL);
+  /* The overlay lives in our private mount namespace and would go with us;
+   * unmounting it now lets the final state mean "nothing is left". */
+  _cleanup_free_ char *rootfs = xasprintf ("%s/rootfs", m->dir);
+  umount2 (rootfs, MNT_DETACH);
 }
 
 static void
@@ -868,6 +876,9 @@ finish (struct mon *m, sbx_state state, const char *reason, const char *error)
   mlog (m, "%s (%s)%s%s", sbx_state_name (state), reason, error ? ": " : "", error ? error : "");
   for (size_t i = 0; i < m->nclients; i++)
     close (m->clients[i]->fd);
+  /* Everything is gone and recorded: whoever waits on the lock may go on
+   * before this process has finished exiting. */
+  close (m->lock_fd);
 }
 
 static void
@@ -897,7 +908,7 @@ block_signals (struct mon *m)
 static void __attribute__ ((noreturn))
 monitor_main (const sbx_store *st, sbx_sandbox *sb, int lock_fd, int sync_fd)
 {
-  struct mon mm = { .st = st, .sb = sb, .agent_fd = -1, .listen_fd = -1 };
+  struct mon mm = { .st = st, .sb = sb, .agent_fd = -1, .listen_fd = -1, .lock_fd = lock_fd };
   struct mon *m = &mm;
   m->dir = sbx_sandbox_dir (st, sb->id);
   m->run_dir = sbx_sandbox_run_dir (st, sb->id);

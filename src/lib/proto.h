@@ -15,10 +15,10 @@
 #include <stdint.h>
 
 #define SBX_PROTO_VERSION 1
-#define SBX_PROTO_MAX_PAYLOAD (64 * 1024)
+#define SBX_PROTO_MAX_PAYLOAD (256 * 1024)
 #define SBX_PROTO_HDR_SIZE 12
 /* Output bytes the agent may send on one channel before it needs CREDIT. */
-#define SBX_PROTO_WINDOW (1024 * 1024)
+#define SBX_PROTO_WINDOW (4 * 1024 * 1024)
 #define SBX_PROTO_MAX_ARGS 4096
 #define SBX_PROTO_MAX_ENV 4096
 
