@@ -101,11 +101,12 @@ else
 fi
 
 # ---------------------------------------------------------------- cleanup
+unset SBX_ROOT SBX_RUN_ROOT   # set again below, to throwaway dirs
 WORK=
 RUN_DIR=
 SBX_IDS=()
 PODMAN_ID=
-RUNC_ROOT= RUNSC_ROOT=
+RUNC_ROOT='' RUNSC_ROOT=''
 PODMAN=()
 CLEANED=false
 
@@ -125,7 +126,8 @@ cleanup ()
   trap '' INT TERM HUP
   local id
   if [[ -n $WORK ]]; then
-    if [[ -n ${SBX_ROOT:-} && -d $SBX_ROOT ]]; then
+    # Only ever the throwaway store: never a SBX_ROOT from the caller.
+    if [[ ${SBX_ROOT:-} == "$WORK/sbx-root" && -d $SBX_ROOT ]]; then
       for id in "${SBX_IDS[@]}" $("$SBX" ls -q 2>/dev/null); do
         "$SBX" terminate "$id" >/dev/null 2>&1
         "$SBX" rm -f "$id" >/dev/null 2>&1
@@ -147,6 +149,12 @@ cleanup ()
     fi
     if ((${#PODMAN[@]})); then
       "${PODMAN[@]}" rm -a -f -t 0 >/dev/null 2>&1
+      # conmon starts `podman container cleanup` when a container ends; one
+      # still running would mount the store again behind our back.
+      for ((id = 0; id < 50; id++)); do
+        others_using "$WORK/podman-root" || break
+        sleep 0.1
+      done
     fi
     umount_under "$WORK"
     if $KEEP; then
@@ -176,6 +184,19 @@ ours ()  # PID: is it this script or one of its descendants?
   done
   return 1
 }
+others_using ()  # STRING: does a live process outside this script name it?
+{
+  local f p
+  # shellcheck disable=SC2013  # /proc paths: no spaces
+  for f in $(grep -lsF -e "$1" /proc/[0-9]*/cmdline); do
+    p=${f#/proc/}; p=${p%%/*}
+    read -r f <"/proc/$p/stat" 2>/dev/null || continue
+    f=${f##*) }
+    [[ ${f:0:1} == Z ]] && continue
+    ours "$p" || return 0
+  done
+  return 1
+}
 check_leaks ()
 {
   local f p pids=() cgs
@@ -185,6 +206,7 @@ check_leaks ()
   # cleanup, a zombie waiting for its reaper) does not count.
   for try in 1 2; do
     pids=()
+    # shellcheck disable=SC2013  # /proc paths: no spaces
     for f in $(grep -lsF -e "$WORK/" -e "${RUN_DIR:-$WORK/}" "${files[@]}"); do
       p=${f#/proc/}; p=${p%%/*}
       read -r f <"/proc/$p/stat" 2>/dev/null || continue
@@ -199,7 +221,7 @@ check_leaks ()
   done
   ((${#pids[@]})) && note "LEAK: processes still using the work dirs: $(printf '%s\n' "${pids[@]}" | sort -u | tr '\n' ' ')"
   cgs=$(find /sys/fs/cgroup -maxdepth 3 -type d -name "$TAG-*" 2>/dev/null | head -5)
-  [[ -n $cgs ]] && note "LEAK: cgroups left: $(echo $cgs)"
+  [[ -n $cgs ]] && note "LEAK: cgroups left: ${cgs//$'\n'/ }"
   awk -v a="$WORK/" -v b="$RUN_DIR/" 'index($5, a) == 1 || (b != "/" && index($5, b) == 1) { n++ }
     END { if (n) printf "bench-lifecycle: LEAK: %d mounts left under the work dirs\n", n > "/dev/stderr" }' /proc/self/mountinfo
 }
@@ -238,8 +260,9 @@ make_bundle ()
   sed -i -e 's/"terminal": true/"terminal": false/' \
          -e "s|^\\([[:space:]]*\\)\"sh\"\$|\\1$args|" \
          -e "s|\"path\": \"rootfs\"|\"path\": \"$ROOTFS\"|" "$dir/config.json"
-  grep -qF -- "$args" "$dir/config.json" && grep -q '"terminal": false' "$dir/config.json" \
-    || die "could not adapt runc spec's config.json"
+  if ! grep -qF -- "$args" "$dir/config.json" || ! grep -q '"terminal": false' "$dir/config.json"; then
+    die "could not adapt runc spec's config.json"
+  fi
 }
 make_bundle "$WORK/bundle-true" '"/bin/true"'
 make_bundle "$WORK/bundle-sleep" '"/bin/sleep", "1000"'
@@ -377,6 +400,7 @@ done
 
 # Phases: the CLI calls that sbx run does in one process, one by one.
 PHASE_CASES=()
+t0='' t1='' t2='' t3='' t4=''
 if $PHASES; then
   for rt in runc runsc; do
     [[ $rt == runsc ]] && ! $HAVE_RUNSC && continue
@@ -540,6 +564,7 @@ table ()
 }
 
 json_str () { local s=${1//\\/\\\\}; s=${s//\"/\\\"}; printf '"%s"' "$s"; }
+# shellcheck disable=SC2015  # echo does not fail
 json ()
 {
   local sep c r s
