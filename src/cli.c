@@ -57,6 +57,25 @@ cli_parser_done (cli_parser *p)
   free (p->shortopts);
 }
 
+/* getopt's optopt is a short option letter, or for a long option its key:
+ * name the token as the user wrote it. */
+static int
+bad_option (cli_parser *p, sbx_error **err)
+{
+  const char *tok = optind > 0 && optind <= p->argc ? p->argv[optind - 1] : "";
+  if (strncmp (tok, "--", 2) == 0)
+    {
+      const char *eq = strchr (tok, '=');
+      if (eq)
+        return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s: option `%.*s` takes no value", p->cmd->name,
+                              (int) (eq - tok), tok);
+      return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s: unknown option `%s`", p->cmd->name, tok);
+    }
+  if (optopt > 32 && optopt < 127)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s: unknown option `-%c`", p->cmd->name, optopt);
+  return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s: unknown option `%s`", p->cmd->name, tok);
+}
+
 int
 cli_next (cli_parser *p, const char **arg, sbx_error **err)
 {
@@ -75,10 +94,7 @@ cli_next (cli_parser *p, const char **arg, sbx_error **err)
           cli_print_help (stdout, p->cmd);
           return 'h';
         case '?':
-          if (optopt)
-            return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "sbx %s: unknown option `-%c`", p->cmd->name, optopt);
-          return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "sbx %s: unknown option `%s`", p->cmd->name,
-                                p->argv[optind - 1]);
+          return bad_option (p, err);
         case ':':
           return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "sbx %s: option `%s` needs a value", p->cmd->name,
                                 p->argv[optind - 1]);

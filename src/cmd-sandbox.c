@@ -1,6 +1,7 @@
 /* Sandbox lifecycle commands: create, run, ls, status, wait, terminate, rm,
  * logs, ttl, stats. */
 #include "config.h"
+#include "cgroup.h"
 #include "cli.h"
 #include "client.h"
 #include "json.h"
@@ -298,7 +299,22 @@ load_sandbox (sbx_cli *cli, const char *ref, sbx_store **st, sbx_sandbox **sb, s
   _cleanup_free_ char *id = NULL;
   if (cli_store (cli, st, err) < 0 || cli_sandbox_id (cli, ref, &id, err) < 0)
     return -1;
-  return sbx_sandbox_get (*st, id, sb, err);
+  if (sbx_sandbox_get (*st, id, sb, err) < 0)
+    return -1;
+  /* A running sandbox's counters are read live from its cgroup. */
+  if ((*sb)->state == SBX_STATE_RUNNING)
+    {
+      _cleanup_free_ char *cg = sbx_store_cgroup_path (*st, id);
+      sbx_cgroup_stats cs;
+      sbx_cgroup_stats_read (cg, &cs);
+      if (cs.oom_kills > (*sb)->oom_kills)
+        (*sb)->oom_kills = cs.oom_kills;
+      if (cs.pids_limit_hits > (*sb)->pids_limit_hits)
+        (*sb)->pids_limit_hits = cs.pids_limit_hits;
+      if (cs.memory_peak > (*sb)->memory_peak)
+        (*sb)->memory_peak = cs.memory_peak;
+    }
+  return 0;
 }
 
 int

@@ -4,6 +4,7 @@
 #include "util.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
@@ -45,8 +46,25 @@ read_keyed (const char *path, const char *key)
   return 0;
 }
 
+static void read_one (const char *rel, sbx_cgroup_stats *ret);
+
+#define KEEP_MAX(a, b) ((a) = (b) > (a) ? (b) : (a))
+
 void
 sbx_cgroup_stats_read (const char *rel, sbx_cgroup_stats *ret)
+{
+  sbx_cgroup_stats child;
+  _cleanup_free_ char *ctr = xasprintf ("%s/ctr", rel);
+  read_one (rel, ret);
+  read_one (ctr, &child);
+  KEEP_MAX (ret->oom_kills, child.oom_kills);
+  KEEP_MAX (ret->pids_limit_hits, child.pids_limit_hits);
+  KEEP_MAX (ret->memory_peak, child.memory_peak);
+  KEEP_MAX (ret->pids_peak, child.pids_peak);
+}
+
+static void
+read_one (const char *rel, sbx_cgroup_stats *ret)
 {
   memset (ret, 0, sizeof *ret);
   if (sbx_cgroup_version () == 2)
@@ -61,6 +79,8 @@ sbx_cgroup_stats_read (const char *rel, sbx_cgroup_stats *ret)
       ret->memory_current = read_int (cur);
       ret->pids_limit_hits = read_keyed (pe, "max");
       ret->pids_current = read_int (pc);
+      _cleanup_free_ char *pp = xasprintf (CG_ROOT "%s/pids.peak", rel);
+      ret->pids_peak = read_int (pp);
       return;
     }
   _cleanup_free_ char *oc = xasprintf (CG_ROOT "/memory%s/memory.oom_control", rel);
@@ -73,6 +93,8 @@ sbx_cgroup_stats_read (const char *rel, sbx_cgroup_stats *ret)
   ret->memory_current = read_int (cur);
   ret->pids_limit_hits = read_keyed (pe, "max");
   ret->pids_current = read_int (pc);
+  _cleanup_free_ char *pp = xasprintf (CG_ROOT "/pids%s/pids.peak", rel);
+  ret->pids_peak = read_int (pp);
 }
 
 /* Every directory that is a cgroup hierarchy root: the v1 controllers, or
@@ -203,4 +225,110 @@ sbx_cgroup_remove_parent (const char *parent_rel)
       _cleanup_free_ char *dir = xasprintf ("%s%s", hs[i], parent_rel);
       rmdir (dir);
     }
+}
+
+static int
+write_value (const char *dir, const char *file, const char *value, bool optional, sbx_error **err)
+{
+  _cleanup_free_ char *path = xasprintf ("%s/%s", dir, file);
+  _cleanup_close_ int fd = open (path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0 && optional && errno == ENOENT)
+    return 0;
+  if (fd < 0 || write_all (fd, value, strlen (value)) < 0)
+    return sbx_error_errno (err, errno, "write %s to `%s`", value, path);
+  return 0;
+}
+
+static int
+make_dir (const char *path, sbx_error **err)
+{
+  if (mkdir (path, 0755) < 0 && errno != EEXIST)
+    return sbx_error_errno (err, errno, "mkdir `%s`", path);
+  return 0;
+}
+
+/* v1: one directory per controller, the parent made on the way. */
+static int
+create_v1 (const char *rel, const sbx_cgroup_limits *l, sbx_error **err)
+{
+  static const char *const ctrls[] = { "memory", "pids", "cpu" };
+  for (size_t i = 0; i < ARRAY_SIZE (ctrls); i++)
+    {
+      _cleanup_free_ char *dir = xasprintf (CG_ROOT "/%s%s", ctrls[i], rel);
+      _cleanup_free_ char *parent = xstrdup (dir);
+      *strrchr (parent, '/') = '\0';
+      if (make_dir (parent, err) < 0 || make_dir (dir, err) < 0)
+        return -1;
+    }
+  _cleanup_free_ char *mem = xasprintf (CG_ROOT "/memory%s", rel);
+  _cleanup_free_ char *pids = xasprintf (CG_ROOT "/pids%s", rel);
+  _cleanup_free_ char *cpu = xasprintf (CG_ROOT "/cpu%s", rel);
+  char v[64];
+  if (l->memory > 0)
+    {
+      snprintf (v, sizeof v, "%llu", (unsigned long long) l->memory);
+      /* memsw (memory plus swap) exists only with swap accounting. */
+      if (write_value (mem, "memory.limit_in_bytes", v, false, err) < 0
+          || write_value (mem, "memory.memsw.limit_in_bytes", v, true, err) < 0)
+        return -1;
+    }
+  if (l->pids > 0)
+    {
+      snprintf (v, sizeof v, "%lld", (long long) l->pids);
+      if (write_value (pids, "pids.max", v, false, err) < 0)
+        return -1;
+    }
+  if (l->cpu > 0)
+    {
+      snprintf (v, sizeof v, "%lld", (long long) (l->cpu * 100000.0 + 0.5));
+      if (write_value (cpu, "cpu.cfs_period_us", "100000", false, err) < 0
+          || write_value (cpu, "cpu.cfs_quota_us", v, false, err) < 0)
+        return -1;
+    }
+  return 0;
+}
+
+static int
+create_v2 (const char *rel, const sbx_cgroup_limits *l, sbx_error **err)
+{
+  _cleanup_free_ char *dir = xasprintf (CG_ROOT "%s", rel);
+  _cleanup_free_ char *parent = xstrdup (dir);
+  *strrchr (parent, '/') = '\0';
+  if (write_value (CG_ROOT, "cgroup.subtree_control", "+memory +pids +cpu", true, err) < 0
+      || make_dir (parent, err) < 0
+      || write_value (parent, "cgroup.subtree_control", "+memory +pids +cpu", false, err) < 0
+      || make_dir (dir, err) < 0 || write_value (dir, "cgroup.subtree_control", "+memory +pids +cpu", false, err) < 0)
+    return -1;
+  char v[64];
+  if (l->memory > 0)
+    {
+      snprintf (v, sizeof v, "%llu", (unsigned long long) l->memory);
+      if (write_value (dir, "memory.max", v, false, err) < 0 || write_value (dir, "memory.swap.max", "0", true, err) < 0)
+        return -1;
+    }
+  if (l->pids > 0)
+    {
+      snprintf (v, sizeof v, "%lld", (long long) l->pids);
+      if (write_value (dir, "pids.max", v, false, err) < 0)
+        return -1;
+    }
+  if (l->cpu > 0)
+    {
+      snprintf (v, sizeof v, "%lld 100000", (long long) (l->cpu * 100000.0 + 0.5));
+      if (write_value (dir, "cpu.max", v, false, err) < 0)
+        return -1;
+    }
+  return 0;
+}
+
+int
+sbx_cgroup_create (const char *rel, const sbx_cgroup_limits *limits, sbx_error **err)
+{
+  int r = sbx_cgroup_version () == 2 ? create_v2 (rel, limits, err) : create_v1 (rel, limits, err);
+  if (r < 0)
+    {
+      sbx_cgroup_remove (rel, NULL);
+      return sbx_error_wrap (err, "cgroup %s", rel);
+    }
+  return 0;
 }

@@ -14,11 +14,26 @@ typedef struct sbx_cgroup_stats {
   int64_t memory_peak;
   int64_t memory_current;
   int64_t pids_current;
+  int64_t pids_peak;
 } sbx_cgroup_stats;
 
 /* 1 or 2. */
 int sbx_cgroup_version (void);
-/* REL is the OCI cgroupsPath ("/sbx-TAG/ID"). Missing files read as 0. */
+typedef struct sbx_cgroup_limits {
+  uint64_t memory; /* bytes, 0 = none */
+  int64_t pids;    /* 0 = none */
+  double cpu;      /* cores, 0 = none */
+} sbx_cgroup_limits;
+
+/* Makes REL ("/sbx-TAG/ID") in the memory, pids and cpu hierarchies with
+ * LIMITS. sbx owns this cgroup and the runtime gets a child of it
+ * (REL/ctr): the limits are hit, and their counters kept, here, where they
+ * outlive the runtime's own cgroup (deleted with the container). */
+int sbx_cgroup_create (const char *rel, const sbx_cgroup_limits *limits, sbx_error **err);
+
+/* REL is sbx's cgroup of a sandbox ("/sbx-TAG/ID"); the runtime's child
+ * (REL/ctr), where this kernel may count the events, is read too and the
+ * higher values kept. Missing files read as 0. */
 void sbx_cgroup_stats_read (const char *rel, sbx_cgroup_stats *ret);
 /* Kills what is left in REL's cgroups and removes them, in every
  * hierarchy. Missing cgroups are not an error. */

@@ -80,6 +80,8 @@ struct mon {
   int runtime_status;
   uint64_t agent_gone_at;
   int lock_fd;
+  uint64_t next_sample;
+  int64_t pids_peak, pids_host_limit;
   sbx_state end_state;
   const char *end_reason;
 };
@@ -190,6 +192,8 @@ reply_error (struct client *c, sbx_code code, const char *msg)
 
 /* --- state ------------------------------------------------------------- */
 
+static void sample_limits (struct mon *m);
+
 static void
 save_state (struct mon *m)
 {
@@ -207,6 +211,7 @@ begin_shutdown (struct mon *m, sbx_state final, const char *reason)
   m->end_state = final;
   m->end_reason = reason;
   m->shutdown_deadline = now_ms_monotonic () + SHUTDOWN_GRACE_MS;
+  sample_limits (m);
   m->sb->state = SBX_STATE_TERMINATING;
   save_state (m);
   mlog (m, "terminating: %s", reason);
@@ -478,6 +483,7 @@ agent_frame (struct mon *m, const struct sbx_frame_hdr *h, const unsigned char *
     c->uncredited += h->len;
   if (last)
     {
+      sample_limits (m);
       c->exec_done = true;
       c->closing = true;
       m->active_execs--;
@@ -497,6 +503,7 @@ agent_read (struct mon *m)
         return;
       if (r < 0)
         {
+          sample_limits (m);
           if (r == -EPROTO)
             mlog (m, "the agent sent a malformed frame: closing it");
           m->agent_gone = true;
@@ -504,6 +511,30 @@ agent_read (struct mon *m)
         }
       agent_frame (m, &h, p);
     }
+}
+
+/* --- limits ------------------------------------------------------------ */
+
+/* The cgroup's counters, kept at their highest: a runtime that ends the
+ * container deletes its cgroup, so they are sampled while it lives (each
+ * exec's end, every second, the init's exit) rather than at teardown. */
+static void
+sample_limits (struct mon *m)
+{
+  sbx_cgroup_stats cs;
+  sbx_cgroup_stats_read (m->cgroup, &cs);
+  bool changed = false;
+  if (cs.oom_kills > m->sb->oom_kills)
+    m->sb->oom_kills = cs.oom_kills, changed = true;
+  if (cs.pids_limit_hits > m->sb->pids_limit_hits)
+    m->sb->pids_limit_hits = cs.pids_limit_hits, changed = true;
+  if (cs.memory_peak > m->sb->memory_peak)
+    m->sb->memory_peak = cs.memory_peak;
+  if (cs.pids_peak > m->pids_peak)
+    m->pids_peak = cs.pids_peak;
+  if (changed && !m->shutting_down)
+    save_state (m);
+  m->next_sample = now_ms_monotonic () + 1000;
 }
 
 /* --- the loop ---------------------------------------------------------- */
@@ -630,6 +661,8 @@ run_loop (struct mon *m)
             accept_client (m);
         }
       flush_clients (m);
+      if (!m->agent_gone && now_ms_monotonic () >= m->next_sample)
+        sample_limits (m);
       check_timers (m);
       if (m->shutting_down && now_ms_monotonic () >= m->shutdown_deadline)
         break;
@@ -794,9 +827,19 @@ setup (struct mon *m, sbx_error **err)
     return sbx_error_errno (err, errno, "mkdir `%s`", m->run_dir);
   if (mount_root (m, err) < 0)
     return sbx_error_wrap (err, "mount root");
+  /* Under gVisor each sandbox process costs several host tasks (the ptrace
+   * platform's stubs): the process limit proper is gVisor's RLIMIT_NPROC
+   * (spec.c) and the host's pids limit a backstop. */
+  int64_t pids = m->sb->opts.pids > 0 ? m->sb->opts.pids : SBX_PIDS_DEFAULT;
+  sbx_cgroup_limits lim = { .memory = m->sb->opts.memory, .cpu = m->sb->opts.cpu,
+                            .pids = strcmp (m->rt->name, "runsc") == 0 ? pids * 8 + 1024 : pids };
+  m->pids_host_limit = lim.pids;
+  if (sbx_cgroup_create (m->cgroup, &lim, err) < 0)
+    return -1;
   _cleanup_free_ char *rootfs = xasprintf ("%s/rootfs", m->dir);
   _cleanup_free_ char *bundle = xasprintf ("%s/bundle", m->dir);
-  sbx_spec_params sp = { .sb = m->sb, .rootfs = rootfs, .cgroup_path = m->cgroup, .runtime = m->rt->name };
+  _cleanup_free_ char *ctr_cgroup = xasprintf ("%s/ctr", m->cgroup);
+  sbx_spec_params sp = { .sb = m->sb, .rootfs = rootfs, .cgroup_path = ctr_cgroup, .runtime = m->rt->name };
   if (sbx_spec_write (&sp, bundle, err) < 0)
     return sbx_error_wrap (err, "write bundle");
   int sv[2];
@@ -821,11 +864,7 @@ static void
 teardown (struct mon *m)
 {
   mlog (m, "tearing down%s", m->agent_gone ? " (init exited)" : "");
-  sbx_cgroup_stats cs;
-  sbx_cgroup_stats_read (m->cgroup, &cs);
-  m->sb->oom_kills = cs.oom_kills;
-  m->sb->pids_limit_hits = cs.pids_limit_hits;
-  m->sb->memory_peak = cs.memory_peak;
+  sample_limits (m);
   _cleanup_error_ sbx_error *err = NULL;
   bool clean_exit = m->runtime_exited && WIFEXITED (m->runtime_status);
   if (m->runtime_pid > 0 && !m->runtime_exited)
@@ -858,9 +897,17 @@ static void
 finish (struct mon *m, sbx_state state, const char *reason, const char *error)
 {
   teardown (m);
-  /* A sandbox that ended by itself after hitting a limit failed by it. */
+  /* A sandbox that ended by itself after hitting a limit failed by it. The
+   * event counters live in the runtime's cgroup and can vanish with it when
+   * the limit kills the whole sandbox (gVisor); the peaks of sbx's own
+   * cgroup, which outlives it, still show the limit was reached. */
   if (state == SBX_STATE_TERMINATED && strcmp (reason, SBX_REASON_EXIT) == 0)
     {
+      uint64_t mem = m->sb->opts.memory;
+      if (m->sb->oom_kills == 0 && mem > 0 && (uint64_t) m->sb->memory_peak + (2u << 20) >= mem)
+        m->sb->oom_kills = 1;
+      if (m->sb->pids_limit_hits == 0 && m->pids_host_limit > 0 && m->pids_peak >= m->pids_host_limit)
+        m->sb->pids_limit_hits = 1;
       if (m->sb->oom_kills > 0)
         state = SBX_STATE_FAILED, error = "out of memory: the sandbox's memory limit was hit";
       else if (m->sb->pids_limit_hits > 0)

@@ -187,26 +187,16 @@ gen_resources (yajl_gen g, const sbx_spec_params *p)
   j_str (g, "resources");
   j_map (g);
   gen_devices (g);
-  if (o->memory > 0)
+  /* The limits themselves are on sbx's own parent cgroup (cgroup.h). gVisor
+   * sizes the memory it shows from the spec: it gets the limit plus a
+   * little, so that the parent's limit, not its own, is the one hit. */
+  if (o->memory > 0 && strcmp (p->runtime, "runsc") == 0)
     {
       j_str (g, "memory");
       j_map (g);
-      j_kint (g, "limit", (long long) o->memory);
-      j_kint (g, "swap", (long long) o->memory);
+      j_kint (g, "limit", (long long) (o->memory + (16u << 20)));
       j_endmap (g);
     }
-  if (o->cpu > 0)
-    {
-      j_str (g, "cpu");
-      j_map (g);
-      j_kint (g, "period", 100000);
-      j_kint (g, "quota", (long long) (o->cpu * 100000.0 + 0.5));
-      j_endmap (g);
-    }
-  j_str (g, "pids");
-  j_map (g);
-  j_kint (g, "limit", strcmp (p->runtime, "runsc") == 0 ? pids_limit (p) * 8 + 1024 : pids_limit (p));
-  j_endmap (g);
   j_endmap (g);
 }
 

@@ -93,10 +93,12 @@ expect_eq () {
 json_valid () {
   printf '%s' "${1-$output}" | py -c '
 import json, sys
-text = sys.stdin.read()
+raw = sys.stdin.buffer.read()
 try:
+    text = raw.decode("utf-8")   # JSON is UTF-8 (RFC 8259)
     json.loads(text)
 except ValueError as e:
+    text = raw.decode("utf-8", "replace")
     sys.stderr.write("not one JSON document (%s): %r\n" % (e, text[:2000]))
     sys.exit(1)
 '
@@ -113,7 +115,7 @@ jget () {
 jpipe () {
   py -c '
 import json, sys
-d = json.loads(sys.stdin.read())
+d = json.loads(sys.stdin.buffer.read().decode("utf-8"))
 try:
     v = eval(sys.argv[1])
 except (KeyError, IndexError, TypeError) as e:
@@ -143,9 +145,10 @@ expect_error () {
   local got
   got=$(printf '%s' "$output" | py -c '
 import json, sys
-text = sys.stdin.read()
+raw = sys.stdin.buffer.read()
+text = raw.decode("utf-8", "replace")
 try:
-    e = json.loads(text)["error"]
+    e = json.loads(raw.decode("utf-8"))["error"]
     print(e["code"] if e.get("message") else "(no message)")
 except (ValueError, KeyError, TypeError) as x:
     print("(not one JSON error document: %r)" % text[:1000])
@@ -234,6 +237,13 @@ monitor_pid () {
   jget 'd["monitor_pid"]' "$(cat "$SBX_ROOT/sandboxes/$1/state.json")"
 }
 
+# container_pid RUNTIME ID: the host pid the runtime reports for the
+# sandbox (runc: its init; runsc: the gVisor sandbox process).
+container_pid () {
+  local rt=$1
+  "$rt" --root "$SBX_RUN_ROOT/runtime/$rt" state "$2" | jpipe 'd["pid"]'
+}
+
 # --- per-test root and leak check ---------------------------------------------
 
 # Network objects of any sbx root, by name.
@@ -260,9 +270,12 @@ sbx_leaks () {
   # Mounts in this namespace, and in any process's namespace (monitors use a
   # private one).
   grep -F "$d" /proc/mounts 2>/dev/null | sed 's/^/mount: /'
+  local ours
+  ours=$(readlink /proc/self/ns/mnt)
   grep -lF "$d" /proc/[0-9]*/mountinfo 2>/dev/null | while read -r p; do
     p=${p#/proc/}
     p=${p%/mountinfo}
+    [ "$(readlink "/proc/$p/ns/mnt" 2>/dev/null)" = "$ours" ] && continue
     echo "mount namespace of pid $p ($(cat "/proc/$p/comm" 2>/dev/null)) holds a mount under $d"
   done
   find /proc/[0-9]*/cwd /proc/[0-9]*/root -maxdepth 0 \( -lname "$d" -o -lname "$d/*" \) -printf '%p -> %l\n' \

@@ -118,8 +118,8 @@ init_killed () {
   require_runtime "$rt"
   id=$(sbx create --runtime "$rt")
   mp=$(monitor_pid "$id")
-  cpid=$(cat "$SBX_RUN_ROOT/sandboxes/$id/container.pid")
-  [ -n "$cpid" ] || fail "no container.pid"
+  cpid=$(container_pid "$rt" "$id")
+  [ -n "$cpid" ] && [ "$cpid" -gt 1 ] || fail "no container pid for $id"
   kill -9 "$cpid"
   local i
   for i in $(seq 100); do pid_alive "$mp" || break; sleep 0.1; done

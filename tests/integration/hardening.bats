@@ -241,7 +241,7 @@ check_fds () {
   require_runtime runc
   local id pid fd target bad=
   id=$(sbx create --runtime runc --image payload)
-  pid=$(cat "$SBX_RUN_ROOT/sandboxes/$id/container.pid")
+  pid=$(container_pid runc "$id")
   [ -n "$pid" ] && [ -d "/proc/$pid" ] || fail "no container pid for $id"
   expect_eq "$(tr -d '\0' <"/proc/$pid/cmdline")" /.sbx/init "container pid's command"
   for fd in /proc/"$pid"/fd/*; do
@@ -364,4 +364,31 @@ check_symlink_image () {
 
 @test "hardening: an image whose /dev, /proc, /sys are host symlinks touches nothing on the host [runsc]" {
   check_symlink_image runsc
+}
+
+# --- the store's own files ----------------------------------------------------------------
+
+@test "hardening: the store, sandbox directories, state, token and control socket are private" {
+  require_runtime runc
+  local id
+  id=$(sbx create --runtime runc --image payload)
+  expect_eq "$(stat -c %a "$SBX_ROOT")" 700 "mode of ROOT"
+  expect_eq "$(stat -c %a "$SBX_ROOT/sandboxes/$id")" 700 "mode of the sandbox directory"
+  expect_eq "$(stat -c %a "$SBX_ROOT/sandboxes/$id/state.json")" 600 "mode of state.json"
+  [ ! -e "$SBX_ROOT/token" ] || expect_eq "$(stat -c %a "$SBX_ROOT/token")" 600 "mode of the token"
+  local sock=$SBX_RUN_ROOT/sandboxes/$id/control.sock
+  [ -S "$sock" ] || fail "no control socket at $sock"
+  [ $((0$(stat -c %a "$sock") & 077)) -eq 0 ] || fail "control socket mode $(stat -c %a "$sock")"
+  expect_eq "$(stat -c %a "$SBX_RUN_ROOT/sandboxes/$id")" 700 "mode of the run directory"
+  sbx terminate "$id" >/dev/null
+}
+
+@test "hardening: the agent is not dumpable: its fds and environment are closed to the sandbox [runc]" {
+  require_runtime runc
+  local id
+  id=$(sbx create --runtime runc --image payload)
+  run --separate-stderr sbx exec "$id" -- sh -c 'cat /proc/1/environ; readlink /proc/1/fd/0 /proc/1/cwd /proc/1/exe'
+  [ "$status" -ne 0 ] || fail "PID 1's environment and fds are readable: $output"
+  expect_eq "$output" "" "what the sandbox read of PID 1"
+  sbx terminate "$id" >/dev/null
 }
