@@ -49,7 +49,7 @@ static inline void
 archive_entry_freep (struct archive_entry **e)
 {
   if (*e)
-    archive_entry_free (*e);
+    sbx_ar.archive_entry_free (*e);
 }
 #define _cleanup_archive_entry_ __attribute__ ((cleanup (archive_entry_freep)))
 
@@ -126,8 +126,8 @@ errno_is_resource (int e)
 static int
 archive_fail (sbx_error **err, struct archive *a, const char *what)
 {
-  int e = archive_errno (a);
-  const char *msg = archive_error_string (a);
+  int e = sbx_ar.archive_errno (a);
+  const char *msg = sbx_ar.archive_error_string (a);
   if (e > 0 && errno_is_resource (e))
     return sbx_error_set (err, SBX_E_INTERNAL, e, "%s", what);
   /* libarchive's messages quote entry names. */
@@ -219,13 +219,13 @@ tmp_layer_install (const char *root, tmp_layer *t, const char *hex, sbx_error **
 static int
 support_filters (struct archive *a, sbx_error **err)
 {
-  static const struct {
+  const struct {
     const char *name;
     int (*fn) (struct archive *);
   } filters[] = {
-    { "gzip", archive_read_support_filter_gzip },
-    { "xz", archive_read_support_filter_xz },
-    { "zstd", archive_read_support_filter_zstd },
+    { "gzip", sbx_ar.archive_read_support_filter_gzip },
+    { "xz", sbx_ar.archive_read_support_filter_xz },
+    { "zstd", sbx_ar.archive_read_support_filter_zstd },
   };
   for (size_t i = 0; i < ARRAY_SIZE (filters); i++)
     if (filters[i].fn (a) != ARCHIVE_OK)
@@ -242,7 +242,7 @@ copy_hashing (struct archive *a, int outfd, sha256_ctx *sha, uint64_t *ret_len, 
       const void *buf;
       size_t n;
       la_int64_t off;
-      int r = archive_read_data_block (a, &buf, &n, &off);
+      int r = sbx_ar.archive_read_data_block (a, &buf, &n, &off);
       if (r == ARCHIVE_EOF)
         break;
       if (r != ARCHIVE_OK)
@@ -266,14 +266,14 @@ write_plain_tar (int infd, tmp_layer *t, char hex[65], sbx_error **err)
   _cleanup_close_ int outfd = openat (t->dfd, "layer.tar", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (outfd < 0)
     return sbx_error_errno (err, errno, "create layer.tar");
-  _cleanup_archive_read_ struct archive *a = archive_read_new ();
+  _cleanup_archive_read_ struct archive *a = sbx_ar.archive_read_new ();
   if (support_filters (a, err) < 0)
     return -1;
-  archive_read_support_format_raw (a);
-  if (archive_read_open_fd (a, infd, IO_BLOCK) != ARCHIVE_OK)
+  sbx_ar.archive_read_support_format_raw (a);
+  if (sbx_ar.archive_read_open_fd (a, infd, IO_BLOCK) != ARCHIVE_OK)
     return archive_fail (err, a, "read");
   struct archive_entry *e;
-  int r = archive_read_next_header (a, &e);
+  int r = sbx_ar.archive_read_next_header (a, &e);
   if (r == ARCHIVE_EOF)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "empty archive");
   if (r != ARCHIVE_OK)
@@ -350,9 +350,9 @@ filetype_name (mode_t type)
 static int
 check_type (struct archive_entry *e, sbx_error **err)
 {
-  const char *link = archive_entry_hardlink (e);
-  mode_t type = archive_entry_filetype (e);
-  if ((link || type != AE_IFDIR) && path_is_top (archive_entry_pathname (e)))
+  const char *link = sbx_ar.archive_entry_hardlink (e);
+  mode_t type = sbx_ar.archive_entry_filetype (e);
+  if ((link || type != AE_IFDIR) && path_is_top (sbx_ar.archive_entry_pathname (e)))
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "the top of the layer is not a directory");
   if (link)
     return check_path (link, "hardlink target", err);
@@ -397,7 +397,7 @@ classify_whiteout (const char *p, size_t dirlen, const char *base, char **ret_pa
 static int
 classify_entry (struct archive_entry *e, char **ret_path, sbx_error **err)
 {
-  const char *p = archive_entry_pathname (e);
+  const char *p = sbx_ar.archive_entry_pathname (e);
   if (check_path (p, "path", err) < 0)
     return -1;
   size_t dirlen;
@@ -414,14 +414,14 @@ classify_entry (struct archive_entry *e, char **ret_path, sbx_error **err)
 static void
 make_whiteout (struct archive_entry *e, const char *path)
 {
-  archive_entry_set_hardlink (e, NULL);
-  archive_entry_set_symlink (e, NULL);
-  archive_entry_set_filetype (e, AE_IFCHR);
-  archive_entry_set_perm (e, 0);
-  archive_entry_set_rdev (e, makedev (0, 0));
-  archive_entry_set_size (e, 0);
-  archive_entry_xattr_clear (e);
-  archive_entry_set_pathname (e, path);
+  sbx_ar.archive_entry_set_hardlink (e, NULL);
+  sbx_ar.archive_entry_set_symlink (e, NULL);
+  sbx_ar.archive_entry_set_filetype (e, AE_IFCHR);
+  sbx_ar.archive_entry_set_perm (e, 0);
+  sbx_ar.archive_entry_set_rdev (e, makedev (0, 0));
+  sbx_ar.archive_entry_set_size (e, 0);
+  sbx_ar.archive_entry_xattr_clear (e);
+  sbx_ar.archive_entry_set_pathname (e, path);
 }
 
 /* Keeps user.* and file capabilities. trusted.* would steer overlayfs
@@ -436,26 +436,26 @@ xattr_allowed (const char *name)
 static void
 filter_xattrs (struct archive_entry *e)
 {
-  int n = archive_entry_xattr_reset (e);
+  int n = sbx_ar.archive_entry_xattr_reset (e);
   if (n <= 0)
     return;
-  _cleanup_archive_entry_ struct archive_entry *kept = archive_entry_new ();
+  _cleanup_archive_entry_ struct archive_entry *kept = sbx_ar.archive_entry_new ();
   const char *name;
   const void *value;
   size_t size;
   int nkept = 0;
-  while (archive_entry_xattr_next (e, &name, &value, &size) == ARCHIVE_OK)
+  while (sbx_ar.archive_entry_xattr_next (e, &name, &value, &size) == ARCHIVE_OK)
     if (xattr_allowed (name))
       {
-        archive_entry_xattr_add_entry (kept, name, value, size);
+        sbx_ar.archive_entry_xattr_add_entry (kept, name, value, size);
         nkept++;
       }
   if (nkept == n)
     return;
-  archive_entry_xattr_clear (e);
-  archive_entry_xattr_reset (kept);
-  while (archive_entry_xattr_next (kept, &name, &value, &size) == ARCHIVE_OK)
-    archive_entry_xattr_add_entry (e, name, value, size);
+  sbx_ar.archive_entry_xattr_clear (e);
+  sbx_ar.archive_entry_xattr_reset (kept);
+  while (sbx_ar.archive_entry_xattr_next (kept, &name, &value, &size) == ARCHIVE_OK)
+    sbx_ar.archive_entry_xattr_add_entry (e, name, value, size);
 }
 
 /* ---- pass 2: extraction, in the new rootfs as the current directory ---- */
@@ -463,12 +463,12 @@ filter_xattrs (struct archive_entry *e)
 static struct archive *
 open_tar_reader (int fd, sbx_error **err)
 {
-  struct archive *a = archive_read_new ();
-  archive_read_support_format_tar (a);
-  if (lseek (fd, 0, SEEK_SET) < 0 || archive_read_open_fd (a, fd, IO_BLOCK) != ARCHIVE_OK)
+  struct archive *a = sbx_ar.archive_read_new ();
+  sbx_ar.archive_read_support_format_tar (a);
+  if (lseek (fd, 0, SEEK_SET) < 0 || sbx_ar.archive_read_open_fd (a, fd, IO_BLOCK) != ARCHIVE_OK)
     {
       archive_fail (err, a, "read tar");
-      archive_read_free (a);
+      sbx_ar.archive_read_free (a);
       return NULL;
     }
   return a;
@@ -482,12 +482,12 @@ copy_entry_data (struct archive *ar, struct archive *aw, sbx_error **err)
       const void *buf;
       size_t n;
       la_int64_t off;
-      int r = archive_read_data_block (ar, &buf, &n, &off);
+      int r = sbx_ar.archive_read_data_block (ar, &buf, &n, &off);
       if (r == ARCHIVE_EOF)
         return 0;
       if (r != ARCHIVE_OK)
         return archive_fail (err, ar, "read");
-      if (archive_write_data_block (aw, buf, n, off) < ARCHIVE_OK)
+      if (sbx_ar.archive_write_data_block (aw, buf, n, off) < ARCHIVE_OK)
         return archive_fail (err, aw, "write");
     }
 }
@@ -496,11 +496,11 @@ static int
 write_entry (struct archive *ar, struct archive *aw, struct archive_entry *e, sbx_error **err)
 {
   filter_xattrs (e);
-  if (archive_write_header (aw, e) != ARCHIVE_OK)
+  if (sbx_ar.archive_write_header (aw, e) != ARCHIVE_OK)
     return archive_fail (err, aw, "create");
-  if (archive_entry_filetype (e) == AE_IFREG && copy_entry_data (ar, aw, err) < 0)
+  if (sbx_ar.archive_entry_filetype (e) == AE_IFREG && copy_entry_data (ar, aw, err) < 0)
     return -1;
-  if (archive_write_finish_entry (aw) != ARCHIVE_OK)
+  if (sbx_ar.archive_write_finish_entry (aw) != ARCHIVE_OK)
     return archive_fail (err, aw, "finish");
   return 0;
 }
@@ -508,7 +508,7 @@ write_entry (struct archive *ar, struct archive *aw, struct archive_entry *e, sb
 static bool
 entry_counts_in_size (struct archive_entry *e)
 {
-  return archive_entry_filetype (e) == AE_IFREG && archive_entry_hardlink (e) == NULL;
+  return sbx_ar.archive_entry_filetype (e) == AE_IFREG && sbx_ar.archive_entry_hardlink (e) == NULL;
 }
 
 /* One entry: checked, whiteouts turned into their overlay form, written. */
@@ -516,7 +516,7 @@ static int
 extract_entry (struct archive *ar, struct archive *aw, struct archive_entry *e, char ***opaque,
                uint64_t *size, sbx_error **err)
 {
-  _cleanup_free_ char *name = printable (archive_entry_pathname (e));
+  _cleanup_free_ char *name = printable (sbx_ar.archive_entry_pathname (e));
   _cleanup_free_ char *path = NULL;
   int kind = classify_entry (e, &path, err);
   if (kind == ENTRY_WHITEOUT)
@@ -528,7 +528,7 @@ extract_entry (struct archive *ar, struct archive *aw, struct archive_entry *e, 
   if (kind < 0)
     return sbx_error_wrap (err, "entry `%s`", name);
   if (kind == ENTRY_WRITE && entry_counts_in_size (e))
-    *size += (uint64_t) archive_entry_size (e);
+    *size += (uint64_t) sbx_ar.archive_entry_size (e);
   return 0;
 }
 
@@ -541,7 +541,7 @@ check_end_marker (struct archive *ar, int tarfd, sbx_error **err)
   struct stat st;
   if (fstat (tarfd, &st) < 0)
     return sbx_error_errno (err, errno, "stat layer.tar");
-  la_int64_t end = archive_read_header_position (ar);
+  la_int64_t end = sbx_ar.archive_read_header_position (ar);
   if (end < 0 || st.st_size - end < 512)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "truncated archive: no end-of-archive marker");
   return 0;
@@ -596,14 +596,14 @@ extract_here (int tarfd, uint64_t *ret_size, sbx_error **err)
   _cleanup_archive_read_ struct archive *ar = open_tar_reader (tarfd, err);
   if (ar == NULL)
     return -1;
-  _cleanup_archive_write_ struct archive *aw = archive_write_disk_new ();
-  archive_write_disk_set_options (aw, EXTRACT_FLAGS);
+  _cleanup_archive_write_ struct archive *aw = sbx_ar.archive_write_disk_new ();
+  sbx_ar.archive_write_disk_set_options (aw, EXTRACT_FLAGS);
   _cleanup_strv_ char **opaque = NULL;
   uint64_t size = 0;
   for (;;)
     {
       struct archive_entry *e;
-      int r = archive_read_next_header (ar, &e);
+      int r = sbx_ar.archive_read_next_header (ar, &e);
       if (r == ARCHIVE_EOF)
         break;
       /* A warning is a name that does not convert to the locale: still bytes. */
@@ -614,7 +614,7 @@ extract_here (int tarfd, uint64_t *ret_size, sbx_error **err)
     }
   if (check_end_marker (ar, tarfd, err) < 0)
     return -1;
-  if (archive_write_close (aw) != ARCHIVE_OK)
+  if (sbx_ar.archive_write_close (aw) != ARCHIVE_OK)
     return archive_fail (err, aw, "finish extraction");
   if (apply_opaque (opaque, err) < 0)
     return -1;
@@ -728,13 +728,13 @@ tar_size (int tarfd, uint64_t *ret_size, sbx_error **err)
     {
       struct archive_entry *e;
       _cleanup_free_ char *path = NULL;
-      int r = archive_read_next_header (ar, &e);
+      int r = sbx_ar.archive_read_next_header (ar, &e);
       if (r == ARCHIVE_EOF)
         break;
       if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
         return archive_fail (err, ar, "read");
       if (classify_entry (e, &path, NULL) == ENTRY_WRITE && entry_counts_in_size (e))
-        size += (uint64_t) archive_entry_size (e);
+        size += (uint64_t) sbx_ar.archive_entry_size (e);
     }
   *ret_size = size;
   return 0;
@@ -775,6 +775,8 @@ int
 sbx_layer_import_tar (const char *root, const char *tarpath, char **ret_digest, uint64_t *ret_size,
                       sbx_error **err)
 {
+  if (sbx_archive_load (err) < 0)
+    return -1;
   _cleanup_tmp_layer_ tmp_layer t = TMP_LAYER_INIT;
   _cleanup_close_ int infd = open (tarpath, O_RDONLY | O_CLOEXEC);
   struct stat st;
@@ -1071,7 +1073,7 @@ tar_sink_write (struct archive *a, void *data, const void *buf, size_t len)
   int r = write_all (s->fd, buf, len);
   if (r < 0)
     {
-      archive_set_error (a, -r, "write layer.tar");
+      sbx_ar.archive_set_error (a, -r, "write layer.tar");
       return -1;
     }
   sha256_update (&s->sha, buf, len);
@@ -1092,7 +1094,7 @@ write_fd_data (struct archive *a, int fd, int64_t size, sbx_error **err)
         return sbx_error_errno (err, n < 0 ? errno : EIO, "read busybox");
       if (n > size - done)
         n = (ssize_t) (size - done);
-      if (archive_write_data (a, buf, (size_t) n) != n)
+      if (sbx_ar.archive_write_data (a, buf, (size_t) n) != n)
         return archive_fail (err, a, "write bin/busybox");
       done += n;
     }
@@ -1102,16 +1104,16 @@ write_fd_data (struct archive *a, int fd, int64_t size, sbx_error **err)
 static int
 write_bb_entry (struct archive *a, const bb_entry *b, int binfd, sbx_error **err)
 {
-  _cleanup_archive_entry_ struct archive_entry *e = archive_entry_new ();
+  _cleanup_archive_entry_ struct archive_entry *e = sbx_ar.archive_entry_new ();
   struct stat st = { .st_size = 0 };
   int64_t size = 0;
-  archive_entry_set_pathname (e, b->path);
-  archive_entry_set_mode (e, b->mode);
-  archive_entry_set_uid (e, 0);
-  archive_entry_set_gid (e, 0);
-  archive_entry_set_mtime (e, 0, 0);
+  sbx_ar.archive_entry_set_pathname (e, b->path);
+  sbx_ar.archive_entry_set_mode (e, b->mode);
+  sbx_ar.archive_entry_set_uid (e, 0);
+  sbx_ar.archive_entry_set_gid (e, 0);
+  sbx_ar.archive_entry_set_mtime (e, 0, 0);
   if (S_ISLNK (b->mode))
-    archive_entry_set_symlink (e, b->target);
+    sbx_ar.archive_entry_set_symlink (e, b->target);
   if (S_ISREG (b->mode) && b->content)
     size = (int64_t) strlen (b->content);
   else if (S_ISREG (b->mode))
@@ -1120,10 +1122,10 @@ write_bb_entry (struct archive *a, const bb_entry *b, int binfd, sbx_error **err
         return sbx_error_errno (err, errno, "stat busybox");
       size = st.st_size;
     }
-  archive_entry_set_size (e, size);
-  if (archive_write_header (a, e) != ARCHIVE_OK)
+  sbx_ar.archive_entry_set_size (e, size);
+  if (sbx_ar.archive_write_header (a, e) != ARCHIVE_OK)
     return archive_fail (err, a, b->path);
-  if (b->content && archive_write_data (a, b->content, (size_t) size) != size)
+  if (b->content && sbx_ar.archive_write_data (a, b->content, (size_t) size) != size)
     return archive_fail (err, a, b->path);
   if (S_ISREG (b->mode) && !b->content)
     return write_fd_data (a, binfd, size, err);
@@ -1140,15 +1142,15 @@ write_bb_tar (const bb_tree *t, int binfd, tmp_layer *tl, char hex[65], sbx_erro
     return sbx_error_errno (err, errno, "create layer.tar");
   tar_sink sink = { .fd = fd };
   sha256_init (&sink.sha);
-  _cleanup_archive_write_ struct archive *a = archive_write_new ();
-  archive_write_set_format_pax_restricted (a);
-  archive_write_add_filter_none (a);
-  if (archive_write_open (a, &sink, NULL, tar_sink_write, NULL) != ARCHIVE_OK)
+  _cleanup_archive_write_ struct archive *a = sbx_ar.archive_write_new ();
+  sbx_ar.archive_write_set_format_pax_restricted (a);
+  sbx_ar.archive_write_add_filter_none (a);
+  if (sbx_ar.archive_write_open (a, &sink, NULL, tar_sink_write, NULL) != ARCHIVE_OK)
     return archive_fail (err, a, "write layer.tar");
   for (size_t i = 0; i < t->n; i++)
     if (write_bb_entry (a, &t->v[i], binfd, err) < 0)
       return -1;
-  if (archive_write_close (a) != ARCHIVE_OK)
+  if (sbx_ar.archive_write_close (a) != ARCHIVE_OK)
     return archive_fail (err, a, "write layer.tar");
   sha256_ctx_hex_final (&sink.sha, hex);
   return 0;
@@ -1157,6 +1159,8 @@ write_bb_tar (const bb_tree *t, int binfd, tmp_layer *tl, char hex[65], sbx_erro
 int
 sbx_layer_make_busybox (const char *root, char **ret_digest, uint64_t *ret_size, sbx_error **err)
 {
+  if (sbx_archive_load (err) < 0)
+    return -1;
   const char *bb = busybox_path ();
   _cleanup_close_ int binfd = open (bb, O_RDONLY | O_CLOEXEC);
   _cleanup_bb_tree_ bb_tree tree = { 0 };

@@ -6,6 +6,8 @@
 #define SBX_LAYER_H
 
 #include <archive.h>
+
+#include "archive-dl.h"
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -16,13 +18,13 @@ static inline void
 archive_read_freep (struct archive **a)
 {
   if (*a)
-    archive_read_free (*a);
+    sbx_ar.archive_read_free (*a);
 }
 static inline void
 archive_write_freep (struct archive **a)
 {
   if (*a)
-    archive_write_free (*a);
+    sbx_ar.archive_write_free (*a);
 }
 #define _cleanup_archive_read_ __attribute__ ((cleanup (archive_read_freep)))
 #define _cleanup_archive_write_ __attribute__ ((cleanup (archive_write_freep)))

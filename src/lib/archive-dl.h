@@ -1,0 +1,76 @@
+/* libarchive, loaded when first needed.
+ *
+ * Every sbx command would otherwise pay for loading libarchive and what it
+ * links (libxml2, ICU, libstdc++): about 4 ms of a 5 ms `sbx exec` here. Only
+ * image import and the built-in image need it, so they load it with dlopen
+ * (as systemd does for its optional libraries) and call it through this
+ * table. The headers still type-check every call. */
+#ifndef SBX_ARCHIVE_DL_H
+#define SBX_ARCHIVE_DL_H
+
+#include <archive.h>
+#include <archive_entry.h>
+
+#include "error.h"
+
+#define SBX_ARCHIVE_FUNCS(X) \
+  X (archive_entry_filetype) \
+  X (archive_entry_free) \
+  X (archive_entry_hardlink) \
+  X (archive_entry_new) \
+  X (archive_entry_pathname) \
+  X (archive_entry_set_filetype) \
+  X (archive_entry_set_gid) \
+  X (archive_entry_set_hardlink) \
+  X (archive_entry_set_mode) \
+  X (archive_entry_set_mtime) \
+  X (archive_entry_set_pathname) \
+  X (archive_entry_set_perm) \
+  X (archive_entry_set_rdev) \
+  X (archive_entry_set_size) \
+  X (archive_entry_set_symlink) \
+  X (archive_entry_set_uid) \
+  X (archive_entry_size) \
+  X (archive_entry_xattr_add_entry) \
+  X (archive_entry_xattr_clear) \
+  X (archive_entry_xattr_next) \
+  X (archive_entry_xattr_reset) \
+  X (archive_errno) \
+  X (archive_error_string) \
+  X (archive_read_data_block) \
+  X (archive_read_free) \
+  X (archive_read_header_position) \
+  X (archive_read_new) \
+  X (archive_read_next_header) \
+  X (archive_read_open_fd) \
+  X (archive_read_support_filter_gzip) \
+  X (archive_read_support_filter_xz) \
+  X (archive_read_support_filter_zstd) \
+  X (archive_read_support_format_raw) \
+  X (archive_read_support_format_tar) \
+  X (archive_set_error) \
+  X (archive_write_add_filter_none) \
+  X (archive_write_close) \
+  X (archive_write_data) \
+  X (archive_write_data_block) \
+  X (archive_write_disk_new) \
+  X (archive_write_disk_set_options) \
+  X (archive_write_finish_entry) \
+  X (archive_write_free) \
+  X (archive_write_header) \
+  X (archive_write_new) \
+  X (archive_write_open) \
+  X (archive_write_set_format_pax_restricted)
+
+struct sbx_archive_api {
+#define X(f) __typeof__ (f) *f;
+  SBX_ARCHIVE_FUNCS (X)
+#undef X
+};
+
+extern struct sbx_archive_api sbx_ar;
+
+/* Loads libarchive once; INTERNAL naming the package when it is missing. */
+int sbx_archive_load (sbx_error **err);
+
+#endif
