@@ -82,16 +82,18 @@ cmd_exec (sbx_cli *cli, int argc, char **argv, sbx_error **err)
     ret = sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "exec: no command given");
   sbx_store *st;
   _cleanup_free_ char *id = NULL;
-  _cleanup_sandbox_ sbx_sandbox *sb = NULL;
-  if (ret == 0 && (cli_store (cli, &st, err) < 0 || cli_sandbox_id (cli, argv[first], &id, err) < 0
-                   || sbx_sandbox_get (st, id, &sb, err) < 0))
+  if (ret == 0 && (cli_store (cli, &st, err) < 0 || cli_sandbox_id (cli, argv[first], &id, err) < 0))
     ret = -1;
-  if (ret == 0 && sb->state != SBX_STATE_RUNNING)
-    ret = sbx_error_set (err, SBX_E_SANDBOX_NOT_RUNNING, 0, "sandbox %s is %s", id, sbx_state_name (sb->state));
   if (ret == 0)
     {
+      /* Straight to the monitor: the record is read only to explain why
+       * nothing answered. */
       eo.argv = argv + cmd;
       ret = cli_exec (cli, st, id, &eo, &status, err);
+      _cleanup_sandbox_ sbx_sandbox *sb = NULL;
+      if (ret < 0 && (*err)->code == SBX_E_SANDBOX_NOT_RUNNING && sbx_sandbox_get (st, id, &sb, NULL) == 0
+          && sb->state != SBX_STATE_RUNNING)
+        sbx_error_set (err, SBX_E_SANDBOX_NOT_RUNNING, 0, "sandbox %s is %s", id, sbx_state_name (sb->state));
       if (ret == 0)
         ret = status;
     }

@@ -31,6 +31,7 @@ sbx_client_connect (const sbx_store *st, const char *id, int *ret_fd, sbx_error 
         return sbx_error_set (err, SBX_E_SANDBOX_NOT_RUNNING, 0, "sandbox %s is not running", id);
       return sbx_error_errno (err, errno, "connect to the monitor of %s", id);
     }
+  sock_buffers (fd);
   *ret_fd = steal_fd (&fd);
   return 0;
 }

@@ -28,6 +28,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <sched.h>
@@ -156,6 +157,40 @@ buf_flush (struct buf *b, int fd)
       b->len -= (size_t) w;
     }
   return 0;
+}
+
+/* Sends a frame to a client straight from the agent's buffer when nothing
+ * is queued before it (the common case: no copy); queues what the socket
+ * does not take. */
+static void
+client_send_frame (struct client *c, uint16_t type, const void *p, size_t n)
+{
+  if (c->out.len > 0)
+    {
+      buf_frame (&c->out, type, 0, p, n);
+      return;
+    }
+  unsigned char hdr[SBX_PROTO_HDR_SIZE];
+  struct sbx_frame_hdr h = { .len = (uint32_t) n, .type = type, .chan = 0 };
+  sbx_frame_hdr_encode (hdr, &h);
+  struct iovec iov[2] = { { hdr, sizeof hdr }, { (void *) p, n } };
+  struct msghdr msg = { .msg_iov = iov, .msg_iovlen = n ? 2 : 1 };
+  ssize_t w;
+  do
+    w = sendmsg (c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+  while (w < 0 && errno == EINTR);
+  if (w < 0)
+    w = 0; /* EAGAIN, or a dead peer that the next flush finds */
+  size_t done = (size_t) w;
+  if (done < sizeof hdr)
+    {
+      buf_append (&c->out, hdr + done, sizeof hdr - done);
+      done = 0;
+    }
+  else
+    done -= sizeof hdr;
+  if (done < n)
+    buf_append (&c->out, (const unsigned char *) p + done, n - done);
 }
 
 static void
@@ -432,6 +467,7 @@ accept_client (struct mon *m)
   int fd = accept4 (m->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
   if (fd < 0)
     return;
+  sock_buffers (fd);
   if (m->nclients >= MAX_CLIENTS)
     {
       close (fd);
@@ -478,12 +514,11 @@ agent_frame (struct mon *m, const struct sbx_frame_hdr *h, const unsigned char *
     }
   if (h->type != SBX_MSG_STARTED && !output && !last)
     return;
-  buf_frame (&c->out, h->type, 0, p, h->len);
+  client_send_frame (c, h->type, p, h->len);
   if (output)
     c->uncredited += h->len;
   if (last)
     {
-      sample_limits (m);
       c->exec_done = true;
       c->closing = true;
       m->active_execs--;
@@ -552,6 +587,8 @@ poll_timeout (struct mon *m)
       if (idle < next)
         next = idle;
     }
+  if (!m->agent_gone && m->next_sample < next)
+    next = m->next_sample;
   if (next <= now)
     return 0;
   return next - now > 60000 ? 60000 : (int) (next - now);
@@ -661,7 +698,10 @@ run_loop (struct mon *m)
             accept_client (m);
         }
       flush_clients (m);
-      if (!m->agent_gone && now_ms_monotonic () >= m->next_sample)
+      /* Sampled when the loop is idle, or when a busy loop is overdue: never
+       * on the path of an exec's reply. */
+      uint64_t now = now_ms_monotonic ();
+      if (!m->agent_gone && ((r == 0 && now >= m->next_sample) || now >= m->next_sample + 1000))
         sample_limits (m);
       check_timers (m);
       if (m->shutting_down && now_ms_monotonic () >= m->shutdown_deadline)
@@ -739,36 +779,79 @@ listen_control (struct mon *m, sbx_error **err)
   return 0;
 }
 
-/* Runs `RUNTIME run` in the foreground: it creates and starts the container,
- * waits for it and deletes it when its init exits, all in one process, as
- * `runc run` and `runsc run` do for themselves (a separate `delete` would
- * cost a second runtime start). Its stdin and stdout are the agent's socket,
- * its stderr the sandbox log. If the monitor dies, so does it. */
+/* runc runs detached: its stdio (the agent's socket) passes straight to the
+ * container's init, which then becomes our child (we are a subreaper), and
+ * no runc process stays around. In the foreground runc would copy every
+ * byte of the agent's traffic through pipes of its own. */
+static bool
+runtime_detached (const struct mon *m)
+{
+  return strcmp (m->rt->name, "runc") == 0;
+}
+
+static pid_t
+spawn_runtime (struct mon *m, char **argv, int agent_end)
+{
+  pid_t parent = getpid ();
+  pid_t pid = fork ();
+  if (pid != 0)
+    return pid;
+  prctl (PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid () != parent)
+    _exit (127);
+  sigset_t none;
+  sigemptyset (&none);
+  sigprocmask (SIG_SETMASK, &none, NULL);
+  if (dup2 (agent_end, 0) < 0 || dup2 (agent_end, 1) < 0 || dup2 (m->log_fd, 2) < 0)
+    _exit (127);
+  close_fds_except (NULL, 0);
+  execv (argv[0], argv);
+  _exit (127);
+}
+
+static int runtime_failed (struct mon *m, sbx_error **err);
+
+/* Starts the container with sbx-init as its init, stdin and stdout the
+ * agent's socket, stderr the sandbox log. runsc runs in the foreground for
+ * the sandbox's life: it waits for the container and deletes it when its
+ * init exits, all in one process, where a separate `delete` would cost a
+ * second start of the runtime. Either way m->runtime_pid is the process
+ * whose exit means the container is over. */
 static int
 start_runtime (struct mon *m, int agent_end, sbx_error **err)
 {
   _cleanup_free_ char *bundle = xasprintf ("%s/bundle", m->dir);
-  const char *args[] = { "--bundle", bundle, m->sb->id, NULL };
-  _cleanup_strv_ char **argv = sbx_runtime_argv (m->rt, "run", args);
-  pid_t parent = getpid ();
-  pid_t pid = fork ();
+  _cleanup_free_ char *pidfile = xasprintf ("%s/container.pid", m->run_dir);
+  const char *fg[] = { "--bundle", bundle, m->sb->id, NULL };
+  const char *bg[] = { "--detach", "--pid-file", pidfile, "--bundle", bundle, m->sb->id, NULL };
+  _cleanup_strv_ char **argv = sbx_runtime_argv (m->rt, "run", runtime_detached (m) ? bg : fg);
+  pid_t pid = spawn_runtime (m, argv, agent_end);
   if (pid < 0)
     return sbx_error_errno (err, errno, "fork");
-  if (pid == 0)
+  if (!runtime_detached (m))
     {
-      prctl (PR_SET_PDEATHSIG, SIGKILL);
-      if (getppid () != parent)
-        _exit (127);
-      sigset_t none;
-      sigemptyset (&none);
-      sigprocmask (SIG_SETMASK, &none, NULL);
-      if (dup2 (agent_end, 0) < 0 || dup2 (agent_end, 1) < 0 || dup2 (m->log_fd, 2) < 0)
-        _exit (127);
-      close_fds_except (NULL, 0);
-      execv (argv[0], argv);
-      _exit (127);
+      m->runtime_pid = pid;
+      return 0;
     }
-  m->runtime_pid = pid;
+  int status;
+  while (waitpid (pid, &status, 0) < 0)
+    if (errno != EINTR)
+      return sbx_error_errno (err, errno, "wait for %s", m->rt->name);
+  if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
+    {
+      m->runtime_status = status;
+      m->runtime_exited = true;
+      return runtime_failed (m, err);
+    }
+  _cleanup_free_ char *text = NULL;
+  int64_t cpid = 0;
+  if (read_file (pidfile, 64, &text, NULL, err) < 0)
+    return -1;
+  text[strcspn (text, "\n")] = '\0';
+  if (parse_int64 (text, 2, INT32_MAX, &cpid) < 0)
+    return sbx_error_set (err, SBX_E_INTERNAL, 0, "%s wrote a bad pid file", m->rt->name);
+  m->runtime_pid = (pid_t) cpid;
+  reap_children (m); /* it may have exited already */
   return 0;
 }
 
@@ -846,6 +929,8 @@ setup (struct mon *m, sbx_error **err)
   if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
     return sbx_error_errno (err, errno, "socketpair");
   m->agent_fd = sv[0];
+  sock_buffers (sv[0]);
+  sock_buffers (sv[1]);
   mlog (m, "root mounted, bundle written: starting %s", m->rt->name);
   int r = start_runtime (m, sv[1], err);
   close (sv[1]);
@@ -874,8 +959,16 @@ teardown (struct mon *m)
         ;
       m->runtime_exited = true;
     }
-  /* A runtime that ran to its end deleted the container itself. */
-  if (m->rt && !clean_exit && sbx_runtime_destroy (m->rt, m->sb->id, true, &err) < 0)
+  /* A foreground runtime that ran to its end deleted the container itself.
+   * Of a detached runc whose init exited, what is left is its state
+   * directory (the cgroups are ours and go below): `runc delete` would only
+   * remove that, at the cost of starting runc again. */
+  if (m->rt && clean_exit && runtime_detached (m))
+    {
+      _cleanup_free_ char *state = xasprintf ("%s/%s", m->rt->state_root, m->sb->id);
+      rm_rf (state, NULL);
+    }
+  else if (m->rt && !clean_exit && sbx_runtime_destroy (m->rt, m->sb->id, true, &err) < 0)
     mlog (m, "delete container: %s", err->msg);
   sbx_error_free (err);
   err = NULL;

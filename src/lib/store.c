@@ -78,7 +78,12 @@ sbx_store_open (const char *root, const char *run_root, bool create, sbx_store *
   sbx_store *st = xmalloc0 (sizeof *st);
   st->root = absolute (root);
   st->run_root = absolute (run_root);
-  if (create && make_layout (st, err) < 0)
+  /* The token is written last and RUN/runtime made last: with both there the
+   * layout is complete, and each command need not re-check it. */
+  _cleanup_free_ char *token = sbx_store_path (st, "token");
+  _cleanup_free_ char *rt = sbx_store_run_path (st, "runtime");
+  bool complete = path_exists (token) && path_exists (rt);
+  if (create && !complete && make_layout (st, err) < 0)
     {
       sbx_store_free (st);
       return sbx_error_wrap (err, "open store `%s`", root);

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -572,4 +573,12 @@ random_hex (size_t nbytes)
   for (size_t i = 0; i < nbytes; i++)
     sprintf (s + 2 * i, "%02x", b[i]);
   return s;
+}
+
+void
+sock_buffers (int fd)
+{
+  int size = 1 << 20;
+  setsockopt (fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+  setsockopt (fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
 }

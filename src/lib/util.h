@@ -100,6 +100,9 @@ void close_fds_except (const int *keep, size_t n);
 int set_cloexec (int fd, bool on);
 int set_nonblock (int fd, bool on);
 
+/* Socket buffers that hold a few whole frames (best effort). */
+void sock_buffers (int fd);
+
 uint64_t now_ms_monotonic (void);
 int64_t now_unix (void);
 /* RFC 3339 UTC time for T (seconds). Returns a static-free buffer in BUF. */
