@@ -81,6 +81,7 @@ struct mon {
   int runtime_status;
   uint64_t agent_gone_at;
   int lock_fd;
+  int stderr_r, stderr_w; /* the runtime's and the init's stderr: a pipe into the log */
   uint64_t next_sample;
   int64_t pids_peak, pids_host_limit;
   sbx_state end_state;
@@ -548,6 +549,22 @@ agent_read (struct mon *m)
     }
 }
 
+/* Copies what the runtime and the init wrote on stderr into the log. A
+ * pipe, not the log file itself: no fd of a host file reaches the sandbox. */
+static void
+drain_stderr (struct mon *m)
+{
+  char buf[8192];
+  ssize_t n;
+  while (m->stderr_r >= 0 && (n = read (m->stderr_r, buf, sizeof buf)) > 0)
+    write_all (m->log_fd, buf, (size_t) n);
+  if (m->stderr_r >= 0 && n == 0)
+    {
+      close (m->stderr_r); /* every writer is gone */
+      m->stderr_r = -1;
+    }
+}
+
 /* --- limits ------------------------------------------------------------ */
 
 /* The cgroup's counters, kept at their highest: a runtime that ends the
@@ -660,7 +677,7 @@ flush_clients (struct mon *m)
 static void
 run_loop (struct mon *m)
 {
-  struct pollfd *pf = xmalloc ((MAX_CLIENTS + 3) * sizeof *pf);
+  struct pollfd *pf = xmalloc ((MAX_CLIENTS + 4) * sizeof *pf);
   for (;;)
     {
       if (m->agent_gone && m->agent_gone_at == 0)
@@ -673,6 +690,7 @@ run_loop (struct mon *m)
       pf[n++] = (struct pollfd){ m->sig_fd, POLLIN, 0 };
       pf[n++] = (struct pollfd){ m->agent_fd, POLLIN | (m->aout.len ? POLLOUT : 0), 0 };
       pf[n++] = (struct pollfd){ m->listen_fd, POLLIN, 0 };
+      pf[n++] = (struct pollfd){ m->stderr_r, POLLIN, 0 };
       for (size_t i = 0; i < m->nclients; i++)
         {
           struct client *c = m->clients[i];
@@ -692,10 +710,12 @@ run_loop (struct mon *m)
           if (pf[1].revents & (POLLIN | POLLHUP | POLLERR) && !m->agent_gone)
             agent_read (m);
           for (size_t i = 0; i < nc && i < m->nclients; i++)
-            if (pf[3 + i].revents & (POLLIN | POLLHUP | POLLERR) && client_read (m, m->clients[i]) < 0)
+            if (pf[4 + i].revents & (POLLIN | POLLHUP | POLLERR) && client_read (m, m->clients[i]) < 0)
               m->clients[i]->closing = true, m->clients[i]->out.len = 0;
           if (pf[2].revents & POLLIN)
             accept_client (m);
+          if (pf[3].revents)
+            drain_stderr (m);
         }
       flush_clients (m);
       /* Sampled when the loop is idle, or when a busy loop is overdue: never
@@ -802,7 +822,7 @@ spawn_runtime (struct mon *m, char **argv, int agent_end)
   sigset_t none;
   sigemptyset (&none);
   sigprocmask (SIG_SETMASK, &none, NULL);
-  if (dup2 (agent_end, 0) < 0 || dup2 (agent_end, 1) < 0 || dup2 (m->log_fd, 2) < 0)
+  if (dup2 (agent_end, 0) < 0 || dup2 (agent_end, 1) < 0 || dup2 (m->stderr_w, 2) < 0)
     _exit (127);
   close_fds_except (NULL, 0);
   execv (argv[0], argv);
@@ -897,6 +917,7 @@ wait_hello (struct mon *m, sbx_error **err)
                               HELLO_TIMEOUT_MS / 1000);
       struct pollfd pf = { m->agent_fd, POLLIN, 0 };
       poll (&pf, 1, (int) (until - now) > 50 ? 50 : (int) (until - now));
+      drain_stderr (m);
       reap_children (m);
       if (m->runtime_exited && !(pf.revents & POLLIN))
         return runtime_failed (m, err);
@@ -932,8 +953,18 @@ setup (struct mon *m, sbx_error **err)
   sock_buffers (sv[0]);
   sock_buffers (sv[1]);
   mlog (m, "root mounted, bundle written: starting %s", m->rt->name);
+  int ep[2];
+  if (pipe2 (ep, O_CLOEXEC) < 0)
+    return sbx_error_errno (err, errno, "pipe");
+  m->stderr_r = ep[0];
+  m->stderr_w = ep[1];
+  fcntl (m->stderr_r, F_SETPIPE_SZ, 1 << 20);
+  set_nonblock (m->stderr_r, true);
   int r = start_runtime (m, sv[1], err);
   close (sv[1]);
+  close (m->stderr_w);
+  m->stderr_w = -1;
+  drain_stderr (m);
   if (r < 0)
     return -1;
   set_nonblock (m->agent_fd, true);
@@ -948,6 +979,7 @@ setup (struct mon *m, sbx_error **err)
 static void
 teardown (struct mon *m)
 {
+  drain_stderr (m);
   mlog (m, "tearing down%s", m->agent_gone ? " (init exited)" : "");
   sample_limits (m);
   _cleanup_error_ sbx_error *err = NULL;
@@ -1048,7 +1080,8 @@ block_signals (struct mon *m)
 static void __attribute__ ((noreturn))
 monitor_main (const sbx_store *st, sbx_sandbox *sb, int lock_fd, int sync_fd)
 {
-  struct mon mm = { .st = st, .sb = sb, .agent_fd = -1, .listen_fd = -1, .lock_fd = lock_fd };
+  struct mon mm = { .st = st, .sb = sb, .agent_fd = -1, .listen_fd = -1, .lock_fd = lock_fd, .stderr_r = -1,
+                    .stderr_w = -1 };
   struct mon *m = &mm;
   m->dir = sbx_sandbox_dir (st, sb->id);
   m->run_dir = sbx_sandbox_run_dir (st, sb->id);
