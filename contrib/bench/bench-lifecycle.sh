@@ -28,6 +28,10 @@ Times, in one run on one busybox rootfs, N iterations of each case (round-robin)
   runc-run        runc run of an OCI bundle running /bin/true
   sbx-run-runsc   sbx run --block-network -- /bin/true
   runsc-run       runsc --network=none run of the same bundle
+  runc-run-sbxspec / runsc-run-sbxspec
+                  the same runtimes on the hardened spec sbx generates
+                  (seccomp profile, masks, device rules) and sbx's runsc
+                  flags: sbx's own overhead is the ratio against these
   podman-run      podman --runtime runc run --rm --network=none --rootfs DIR /bin/true
   bwrap-run       bwrap --ro-bind DIR / --unshare-all /bin/true
   sbx-exec-runc / sbx-exec-runsc   sbx exec ID -- /bin/true into a running sandbox
@@ -276,6 +280,26 @@ if ! "$SBX" import --tag "$IMAGE" "$WORK/rootfs.tar" >>"$LOG" 2>&1; then
   IMAGE=busybox
 fi
 
+# The same runtimes with the hardened spec sbx generates (seccomp profile,
+# masked paths, device rules...): what the runtime itself costs for the
+# isolation sbx asks of it, so that the ratio against it is sbx's own
+# overhead. Taken from a real sandbox's bundle, pointed at the same rootfs.
+sbx_spec_bundle ()
+{
+  local rt=$1 dir=$2 id
+  id=$("$SBX" create --image "$IMAGE" --runtime "$rt" 2>>"$LOG") || return 1
+  mkdir -p "$dir"
+  cp "$SBX_ROOT/sandboxes/$id/bundle/config.json" "$dir/config.json"
+  "$SBX" terminate --rm "$id" >>"$LOG" 2>&1
+  sed -i -e "s|\"path\": \".*/rootfs\"|\"path\": \"$ROOTFS\"|" \
+         -e 's|"/.sbx/init"|"/bin/true"|' \
+         -e "s|\"cgroupsPath\": \".*\"|\"cgroupsPath\": \"/$TAG-spec\"|" "$dir/config.json"
+  grep -q '"/bin/true"' "$dir/config.json"
+}
+HAVE_SPEC_RUNC=false HAVE_SPEC_RUNSC=false
+sbx_spec_bundle runc "$WORK/bundle-sbxspec-runc" && HAVE_SPEC_RUNC=true
+$HAVE_RUNSC && sbx_spec_bundle runsc "$WORK/bundle-sbxspec-runsc" && HAVE_SPEC_RUNSC=true
+
 if $HAVE_PODMAN; then
   # Its own throwaway store; the host's nofile hard limit may be below
   # podman's default rlimits, so they are pinned.
@@ -290,6 +314,9 @@ c_sbx_run_runc () { "$SBX" run --image "$IMAGE" --runtime runc --block-network -
 c_runc_run () { runc --root "$RUNC_ROOT" run --bundle "$WORK/bundle-true" "$TAG-r$1"; }
 c_sbx_run_runsc () { "$SBX" run --image "$IMAGE" --block-network -- /bin/true; }
 c_runsc_run () { runsc --root "$RUNSC_ROOT" --network=none run --bundle "$WORK/bundle-true" "$TAG-s$1"; }
+c_runc_run_sbxspec () { runc --root "$RUNC_ROOT" run --bundle "$WORK/bundle-sbxspec-runc" "$TAG-R$1"; }
+c_runsc_run_sbxspec () { runsc --root "$RUNSC_ROOT" --oci-seccomp --file-access=shared --overlay2=none --network=none \
+  --platform=ptrace run --bundle "$WORK/bundle-sbxspec-runsc" "$TAG-S$1"; }
 c_podman_run () { "${PODMAN[@]}" run --rm "${PODMAN_RUN_OPTS[@]}" /bin/true; }
 c_bwrap_run () { bwrap --ro-bind "$ROOTFS" / --unshare-all /bin/true; }
 c_sbx_exec_runc () { "$SBX" exec "$SB_RUNC" -- /bin/true; }
@@ -299,7 +326,9 @@ c_runsc_exec () { runsc --root "$RUNSC_ROOT" --network=none exec "$TAG-sx" /bin/
 c_podman_exec () { "${PODMAN[@]}" exec "$PODMAN_ID" /bin/true; }
 
 CASES=(sbx-run-runc runc-run)
+$HAVE_SPEC_RUNC && CASES+=(runc-run-sbxspec)
 $HAVE_RUNSC && CASES+=(sbx-run-runsc runsc-run)
+$HAVE_SPEC_RUNSC && CASES+=(runsc-run-sbxspec)
 $HAVE_PODMAN && CASES+=(podman-run)
 $HAVE_BWRAP && CASES+=(bwrap-run)
 CASES+=(sbx-exec-runc runc-exec)
@@ -495,6 +524,8 @@ done
 RATIOS=(
   "sbx-run-runc/runc-run sbx-run-runc runc-run <= 1.5"
   "sbx-run-runsc/runsc-run sbx-run-runsc runsc-run <= 1.2"
+  "sbx-run-runc/runc-run-sbxspec sbx-run-runc runc-run-sbxspec <= 1.5"
+  "sbx-run-runsc/runsc-run-sbxspec sbx-run-runsc runsc-run-sbxspec <= 1.2"
   "sbx-run-runc/podman-run sbx-run-runc podman-run < 1.0"
   "sbx-run-runsc/podman-run sbx-run-runsc podman-run < 1.0"
   "sbx-exec-runc/runc-exec sbx-exec-runc runc-exec <= 0.2"

@@ -850,9 +850,15 @@ chan_spawn (struct agent *a, struct chan *c, const struct sbx_exec_req *req, con
 
   if (ret == 0 && f.master >= 0)
     ret = spawn_pty_dups (&f, req->flags, &pty, &in);
+  /* vfork: the child borrows our memory until it execs, where copying the
+   * page tables costs milliseconds under gVisor's ptrace platform. The
+   * child only makes syscalls, formats into its own stack, and ends in
+   * execve or _exit; signal dispositions and the signal mask it changes are
+   * its own (no CLONE_SIGHAND, per-task mask). The cost: the agent waits
+   * while the child sets up and execs, a few syscalls long. */
   if (ret == 0)
     {
-      pid = fork ();
+      pid = vfork ();
       if (pid < 0)
         ret = -errno;
     }
