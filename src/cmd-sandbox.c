@@ -458,13 +458,16 @@ print_ids (sbx_cli *cli, char **ids)
   return 0;
 }
 
-int
-cmd_terminate (sbx_cli *cli, int argc, char **argv, sbx_error **err)
+/* terminate (with --rm, remove too) and rm (with --force, terminate
+ * first): the same walk over the ids given. */
+static int
+end_each (sbx_cli *cli, const char *name, bool terminate, int argc, char **argv, sbx_error **err)
 {
-  bool rm = false;
-  int first, r = simple_parse (cli, "terminate", argc, argv, 1, -1, &first, bool_opt, &rm, err);
+  bool flag = false;
+  int first, r = simple_parse (cli, name, argc, argv, 1, -1, &first, bool_opt, &flag, err);
   if (r != 0)
     return r < 0 ? -1 : 0;
+  bool do_terminate = terminate || flag, do_remove = !terminate || flag;
   sbx_store *st;
   if (cli_store (cli, &st, err) < 0)
     return -1;
@@ -472,8 +475,8 @@ cmd_terminate (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   for (int i = first; i < argc; i++)
     {
       _cleanup_free_ char *id = NULL;
-      if (cli_sandbox_id (cli, argv[i], &id, err) < 0 || sbx_sandbox_terminate (st, id, -1, err) < 0
-          || (rm && sbx_sandbox_remove (st, id, err) < 0))
+      if (cli_sandbox_id (cli, argv[i], &id, err) < 0 || (do_terminate && sbx_sandbox_terminate (st, id, -1, err) < 0)
+          || (do_remove && sbx_sandbox_remove (st, id, err) < 0))
         return -1;
       strv_push (&done, id);
     }
@@ -481,28 +484,15 @@ cmd_terminate (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 }
 
 int
+cmd_terminate (sbx_cli *cli, int argc, char **argv, sbx_error **err)
+{
+  return end_each (cli, "terminate", true, argc, argv, err);
+}
+
+int
 cmd_rm (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
-  bool force = false;
-  int first, r = simple_parse (cli, "rm", argc, argv, 1, -1, &first, bool_opt, &force, err);
-  if (r != 0)
-    return r < 0 ? -1 : 0;
-  sbx_store *st;
-  if (cli_store (cli, &st, err) < 0)
-    return -1;
-  _cleanup_strv_ char **done = xmalloc0 (sizeof (char *));
-  for (int i = first; i < argc; i++)
-    {
-      _cleanup_free_ char *id = NULL;
-      if (cli_sandbox_id (cli, argv[i], &id, err) < 0)
-        return -1;
-      if (force && sbx_sandbox_terminate (st, id, -1, err) < 0)
-        return -1;
-      if (sbx_sandbox_remove (st, id, err) < 0)
-        return -1;
-      strv_push (&done, id);
-    }
-  return print_ids (cli, done);
+  return end_each (cli, "rm", false, argc, argv, err);
 }
 
 int

@@ -88,11 +88,8 @@ sbx_image_store (const sbx_store *st, sbx_image *img, sbx_error **err)
 }
 
 static int
-parse_image (const char *id, const char *text, size_t len, sbx_image **ret, sbx_error **err)
+parse_image (const char *id, yajl_val v, sbx_image **ret, sbx_error **err)
 {
-  _cleanup_yajl_val_ yajl_val v = NULL;
-  if (j_parse (text, len, IMAGE_JSON_MAX, "image", &v, err) < 0)
-    return -1;
   sbx_image *img = xmalloc0 (sizeof *img);
   img->id = xasprintf ("sha256:%s", hex_of (id));
   yajl_val cfg = j_get (v, "config");
@@ -127,16 +124,11 @@ sbx_image_load (const sbx_store *st, const char *id, sbx_image **ret, sbx_error 
   if (!is_hex (hex, 64, 64))
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "`%s` is not an image id", id);
   _cleanup_free_ char *path = sbx_store_path (st, "images/%s.json", hex);
-  _cleanup_free_ char *text = NULL;
-  size_t len;
-  _cleanup_error_ sbx_error *e = NULL;
-  if (read_file (path, IMAGE_JSON_MAX, &text, &len, &e) < 0)
-    {
-      if (e->code == SBX_E_NOT_FOUND)
-        return sbx_error_set (err, SBX_E_NOT_FOUND, 0, "image `%s` not found", id);
-      return sbx_error_set (err, e->code, e->errnum, "%s", e->msg);
-    }
-  return parse_image (hex, text, len, ret, err);
+  _cleanup_free_ char *missing = xasprintf ("image `%s` not found", id);
+  _cleanup_yajl_val_ yajl_val v = NULL;
+  if (j_read_file (path, IMAGE_JSON_MAX, "image", missing, &v, err) < 0)
+    return -1;
+  return parse_image (hex, v, ret, err);
 }
 
 int
@@ -166,17 +158,11 @@ static int
 tags_read (const sbx_store *st, yajl_val *ret, sbx_error **err)
 {
   _cleanup_free_ char *path = sbx_store_path (st, "images/tags.json");
-  _cleanup_free_ char *text = NULL;
-  size_t len;
   _cleanup_error_ sbx_error *e = NULL;
-  if (read_file (path, IMAGE_JSON_MAX, &text, &len, &e) < 0)
-    {
-      if (e->code != SBX_E_NOT_FOUND)
-        return sbx_error_set (err, e->code, e->errnum, "%s", e->msg);
-      *ret = NULL;
-      return 0;
-    }
-  return j_parse (text, len, IMAGE_JSON_MAX, "tags.json", ret, err);
+  *ret = NULL;
+  if (j_read_file (path, IMAGE_JSON_MAX, "tags.json", "no tags", ret, &e) < 0 && e->code != SBX_E_NOT_FOUND)
+    return sbx_error_set (err, e->code, e->errnum, "%s", e->msg);
+  return 0;
 }
 
 int

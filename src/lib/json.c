@@ -139,6 +139,22 @@ j_parse (const char *text, size_t len, size_t max, const char *what, yajl_val *r
   return 0;
 }
 
+int
+j_read_file (const char *path, size_t max, const char *what, const char *notfound_msg, yajl_val *ret,
+             sbx_error **err)
+{
+  _cleanup_free_ char *text = NULL;
+  size_t len;
+  _cleanup_error_ sbx_error *e = NULL;
+  if (read_file (path, max, &text, &len, &e) < 0)
+    {
+      if (e->code == SBX_E_NOT_FOUND)
+        return sbx_error_set (err, SBX_E_NOT_FOUND, 0, "%s", notfound_msg);
+      return sbx_error_set (err, e->code, e->errnum, "%s", e->msg);
+    }
+  return j_parse (text, len, max, what, ret, err);
+}
+
 yajl_val
 j_get (yajl_val obj, const char *key)
 {

@@ -51,6 +51,11 @@ void j_val (yajl_gen g, yajl_val v);
  * message otherwise. WHAT names the document in errors. */
 int j_parse (const char *text, size_t len, size_t max, const char *what, yajl_val *ret, sbx_error **err);
 
+/* Reads and parses the JSON file PATH (at most MAX bytes). A missing file
+ * is NOT_FOUND with message NOTFOUND_MSG. */
+int j_read_file (const char *path, size_t max, const char *what, const char *notfound_msg, yajl_val *ret,
+                 sbx_error **err);
+
 yajl_val j_get (yajl_val obj, const char *key);
 /* Typed getters. A missing key leaves *ret untouched and returns 0 unless
  * REQUIRED; a wrong type is INVALID_ARGUMENT naming the key. */

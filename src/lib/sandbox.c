@@ -216,17 +216,9 @@ sbx_sandbox_load (const sbx_store *st, const char *id, sbx_sandbox **ret, sbx_er
   if (!name_is_valid (id))
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid sandbox id `%s`", id);
   _cleanup_free_ char *path = sbx_store_path (st, "sandboxes/%s/state.json", id);
-  _cleanup_free_ char *text = NULL;
-  size_t len;
-  _cleanup_error_ sbx_error *e = NULL;
-  if (read_file (path, STATE_JSON_MAX, &text, &len, &e) < 0)
-    {
-      if (e->code == SBX_E_NOT_FOUND)
-        return sbx_error_set (err, SBX_E_NOT_FOUND, 0, "sandbox `%s` not found", id);
-      return sbx_error_set (err, e->code, e->errnum, "%s", e->msg);
-    }
+  _cleanup_free_ char *missing = xasprintf ("sandbox `%s` not found", id);
   _cleanup_yajl_val_ yajl_val v = NULL;
-  if (j_parse (text, len, STATE_JSON_MAX, "state.json", &v, err) < 0)
+  if (j_read_file (path, STATE_JSON_MAX, "state.json", missing, &v, err) < 0)
     return -1;
   sbx_sandbox *sb = xmalloc0 (sizeof *sb);
   sb->id = xstrdup (id);
