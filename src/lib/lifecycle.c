@@ -147,8 +147,7 @@ sbx_sandbox_reap (const sbx_store *st, const char *id, sbx_error **err)
   _cleanup_free_ char *cg = sbx_store_cgroup_path (st, id);
   if (sbx_cgroup_remove (cg, err) < 0)
     return -1;
-  _cleanup_free_ char *parent = xasprintf ("/sbx-%s", st->tag);
-  sbx_cgroup_remove_parent (parent);
+  sbx_store_cgroup_release_parent (st);
   _cleanup_free_ char *run = sbx_sandbox_run_dir (st, id);
   rm_rf (run, NULL);
   sb->state = SBX_STATE_FAILED;
@@ -235,7 +234,7 @@ gc_orphan_cgroups (const sbx_store *st, sbx_gc_report *rep)
       if (sbx_cgroup_remove (cg, NULL) == 0)
         rep->orphans++;
     }
-  sbx_cgroup_remove_parent (parent);
+  sbx_store_cgroup_release_parent (st);
 }
 
 /* Leftovers of interrupted removals (sandboxes/.rm-ID). */

@@ -81,6 +81,7 @@ struct mon {
   int runtime_status;
   uint64_t agent_gone_at;
   int lock_fd;
+  int cgroup_hold; /* shared lock on the parent cgroup, until the runtime has made ours */
   int stderr_r, stderr_w; /* the runtime's and the init's stderr: a pipe into the log */
   uint64_t next_sample;
   int64_t pids_peak, pids_host_limit;
@@ -938,7 +939,8 @@ setup (struct mon *m, sbx_error **err)
   sbx_cgroup_limits lim = { .memory = m->sb->opts.memory, .cpu = m->sb->opts.cpu,
                             .pids = strcmp (m->rt->name, "runsc") == 0 ? pids * 8 + 1024 : pids };
   m->pids_host_limit = lim.pids;
-  if (sbx_cgroup_create (m->cgroup, &lim, err) < 0)
+  m->cgroup_hold = sbx_store_cgroup_hold (m->st, err);
+  if (m->cgroup_hold < 0 || sbx_cgroup_create (m->cgroup, &lim, err) < 0)
     return -1;
   _cleanup_free_ char *rootfs = xasprintf ("%s/rootfs", m->dir);
   _cleanup_free_ char *bundle = xasprintf ("%s/bundle", m->dir);
@@ -970,6 +972,8 @@ setup (struct mon *m, sbx_error **err)
   set_nonblock (m->agent_fd, true);
   if (wait_hello (m, err) < 0)
     return -1;
+  close (m->cgroup_hold);
+  m->cgroup_hold = -1;
   mlog (m, "%s started the container", m->rt->name);
   return listen_control (m, err);
 }
@@ -980,6 +984,9 @@ static void
 teardown (struct mon *m)
 {
   drain_stderr (m);
+  if (m->cgroup_hold >= 0)
+    close (m->cgroup_hold); /* setup failed half-way */
+  m->cgroup_hold = -1;
   mlog (m, "tearing down%s", m->agent_gone ? " (init exited)" : "");
   sample_limits (m);
   _cleanup_error_ sbx_error *err = NULL;
@@ -1007,8 +1014,7 @@ teardown (struct mon *m)
   mlog (m, "container deleted");
   if (sbx_cgroup_remove (m->cgroup, &err) < 0)
     mlog (m, "%s", err->msg);
-  _cleanup_free_ char *parent = xasprintf ("/sbx-%s", m->st->tag);
-  sbx_cgroup_remove_parent (parent);
+  sbx_store_cgroup_release_parent (m->st);
   sbx_error_free (err);
   err = NULL;
   rm_rf (m->run_dir, NULL);
@@ -1080,7 +1086,7 @@ block_signals (struct mon *m)
 static void __attribute__ ((noreturn))
 monitor_main (const sbx_store *st, sbx_sandbox *sb, int lock_fd, int sync_fd)
 {
-  struct mon mm = { .st = st, .sb = sb, .agent_fd = -1, .listen_fd = -1, .lock_fd = lock_fd, .stderr_r = -1,
+  struct mon mm = { .st = st, .sb = sb, .agent_fd = -1, .listen_fd = -1, .lock_fd = lock_fd, .cgroup_hold = -1, .stderr_r = -1,
                     .stderr_w = -1 };
   struct mon *m = &mm;
   m->dir = sbx_sandbox_dir (st, sb->id);

@@ -1,6 +1,7 @@
 /* The store's layout and the names of host resources derived from it. */
 #include "config.h"
 #include "store.h"
+#include "cgroup.h"
 #include "sha256.h"
 #include "util.h"
 
@@ -213,4 +214,22 @@ sbx_store_top_layer (const sbx_store *st, const char *init_path, char **ret_path
     }
   *ret_path = steal_pointer (&top);
   return 0;
+}
+
+int
+sbx_store_cgroup_hold (const sbx_store *st, sbx_error **err)
+{
+  _cleanup_free_ char *path = sbx_store_path (st, "cgroup.lock");
+  return lock_path (path, LOCK_SH, err);
+}
+
+void
+sbx_store_cgroup_release_parent (const sbx_store *st)
+{
+  _cleanup_free_ char *path = sbx_store_path (st, "cgroup.lock");
+  _cleanup_close_ int fd = lock_path (path, LOCK_EX | LOCK_NB, NULL);
+  if (fd < 0)
+    return; /* a sandbox is being set up: the parent is in use */
+  _cleanup_free_ char *parent = xasprintf ("/sbx-%s", st->tag);
+  sbx_cgroup_remove_parent (parent);
 }

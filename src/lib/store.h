@@ -33,6 +33,15 @@ char *sbx_store_path (const sbx_store *st, const char *fmt, ...) __attribute__ (
 char *sbx_store_run_path (const sbx_store *st, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
 /* The cgroup path (relative, for OCI cgroupsPath) of sandbox ID. */
 char *sbx_store_cgroup_path (const sbx_store *st, const char *id);
+/* The parent cgroup "/sbx-TAG" is shared by the store's sandboxes. A monitor
+ * holds ROOT/cgroup.lock shared from making its cgroup until its runtime has
+ * made its own child there; whoever removes the parent when it looks empty
+ * must get it exclusively first, or a runtime between mkdir and use finds
+ * its parent gone. */
+int sbx_store_cgroup_hold (const sbx_store *st, sbx_error **err);
+/* Removes "/sbx-TAG" if it is empty and no sandbox is being set up. */
+void sbx_store_cgroup_release_parent (const sbx_store *st);
+
 /* The directory of the read-only top layer sbx puts over every image:
  * dev, proc, sys, etc/hosts, etc/resolv.conf and .sbx/init. Made on demand. */
 int sbx_store_top_layer (const sbx_store *st, const char *init_path, char **ret_path, sbx_error **err);
