@@ -14,7 +14,7 @@ _sbx_opts() {
 	case $1 in
 	create) echo "$create" ;;
 	run) echo "$create --rm" ;;
-	exec) echo '-i --interactive -e --env --cwd --user --timeout' ;;
+	exec) echo '-i --interactive -t --tty -e --env --cwd --user --timeout' ;;
 	ls) echo '-q --quiet' ;;
 	wait) echo '--timeout' ;;
 	terminate) echo '--rm' ;;

@@ -158,6 +158,7 @@ complete -c sbx -n '__sbx_opts_for run' -l rm -d 'Remove the sandbox and its fil
 
 # exec
 complete -c sbx -n '__sbx_opts_for exec' -s i -l interactive -d 'Pass stdin to the command'
+complete -c sbx -n '__sbx_opts_for exec' -s t -l tty -d 'Run the command on a terminal inside the sandbox'
 complete -c sbx -n '__sbx_opts_for exec' -s e -l env -x -d 'Set an environment variable (KEY=VALUE)'
 complete -c sbx -n '__sbx_opts_for exec' -l cwd -x -d 'Working directory (absolute)'
 complete -c sbx -n '__sbx_opts_for exec' -l user -x -d 'Run as this numeric user (UID[:GID])'

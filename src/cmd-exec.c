@@ -6,12 +6,16 @@
 #include "util.h"
 
 #include <getopt.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+#include <unistd.h>
 #include <string.h>
 
-enum { O_ENV = 'e', O_CWD = 256, O_USER, O_TIMEOUT, O_STDIN = 'i' };
+enum { O_ENV = 'e', O_CWD = 256, O_USER, O_TIMEOUT, O_STDIN = 'i', O_TTY = 't' };
 
 const cli_opt sbx_exec_cli_opts[] = {
   { "interactive", O_STDIN, no_argument, NULL, "pass stdin to the command (EOF closes it)" },
+  { "tty", O_TTY, no_argument, NULL, "run the command on a terminal inside the sandbox (stdout and stderr merged)" },
   { "env", O_ENV, required_argument, "KEY=VALUE", "set an environment variable (repeatable)" },
   { "cwd", O_CWD, required_argument, "DIR", "working directory (absolute)" },
   { "user", O_USER, required_argument, "UID[:GID]", "run as this numeric user" },
@@ -27,6 +31,9 @@ exec_opt (sbx_exec_opts *eo, int key, const char *arg, sbx_error **err)
     {
     case O_STDIN:
       eo->stdin_open = true;
+      return 0;
+    case O_TTY:
+      eo->tty = true;
       return 0;
     case O_ENV:
       if (!env_entry_is_valid (arg))
@@ -49,6 +56,25 @@ exec_opt (sbx_exec_opts *eo, int key, const char *arg, sbx_error **err)
     default:
       return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "unexpected option");
     }
+}
+
+/* With -t: the command's terminal gets our size, and with -i our terminal
+ * goes raw so that keys (^C included) reach the command as they are typed.
+ * Returns whether the caller must restore SAVED. */
+static bool
+tty_begin (sbx_exec_opts *eo, struct termios *saved)
+{
+  struct winsize ws;
+  if (ioctl (0, TIOCGWINSZ, &ws) == 0 || ioctl (1, TIOCGWINSZ, &ws) == 0)
+    {
+      eo->rows = ws.ws_row;
+      eo->cols = ws.ws_col;
+    }
+  if (!eo->stdin_open || !isatty (0) || tcgetattr (0, saved) < 0)
+    return false;
+  struct termios raw = *saved;
+  cfmakeraw (&raw);
+  return tcsetattr (0, TCSADRAIN, &raw) == 0;
 }
 
 int
@@ -89,7 +115,11 @@ cmd_exec (sbx_cli *cli, int argc, char **argv, sbx_error **err)
       /* Straight to the monitor: the record is read only to explain why
        * nothing answered. */
       eo.argv = argv + cmd;
+      struct termios saved;
+      bool raw = eo.tty && !cli->json && tty_begin (&eo, &saved);
       ret = cli_exec (cli, st, id, &eo, &status, err);
+      if (raw)
+        tcsetattr (0, TCSADRAIN, &saved); /* every return path passes here */
       _cleanup_sandbox_ sbx_sandbox *sb = NULL;
       if (ret < 0 && (*err)->code == SBX_E_SANDBOX_NOT_RUNNING && sbx_sandbox_get (st, id, &sb, NULL) == 0
           && sb->state != SBX_STATE_RUNNING)

@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -144,6 +145,11 @@ exec_request (const sbx_exec_opts *o)
   j_kbool (g, "stdin", o->stdin_open);
   j_kbool (g, "detach", o->detach);
   j_kint (g, "timeout_ms", o->timeout_ms);
+  if (o->tty)
+    {
+      j_kint (g, "rows", o->rows);
+      j_kint (g, "cols", o->cols);
+    }
   j_endmap (g);
   return j_take (g, NULL);
 }
@@ -220,12 +226,28 @@ forward_stdin (struct exec_state *s)
   sbx_frame_write (s->fd, SBX_MSG_STDIN, 0, buf, (size_t) r);
 }
 
+/* The caller's terminal changed size: tell the command's pty. */
+static void
+forward_resize (struct exec_state *s)
+{
+  struct winsize ws;
+  if (ioctl (s->in_fd, TIOCGWINSZ, &ws) < 0 && ioctl (s->out_fd, TIOCGWINSZ, &ws) < 0)
+    return;
+  uint16_t rc[2] = { ws.ws_row, ws.ws_col };
+  sbx_frame_write (s->fd, SBX_MSG_RESIZE, 0, rc, sizeof rc);
+}
+
 static void
 forward_signal (struct exec_state *s, int sfd)
 {
   struct signalfd_siginfo si;
   while (read (sfd, &si, sizeof si) == sizeof si)
     {
+      if (si.ssi_signo == SIGWINCH)
+        {
+          forward_resize (s);
+          continue;
+        }
       uint32_t sig = si.ssi_signo;
       sbx_frame_write (s->fd, SBX_MSG_SIGNAL, 0, &sig, sizeof sig);
     }
@@ -278,6 +300,8 @@ sbx_client_exec (const sbx_store *st, const char *id, const sbx_exec_opts *o, in
   sigaddset (&set, SIGINT);
   sigaddset (&set, SIGTERM);
   sigaddset (&set, SIGHUP);
+  if (o->tty)
+    sigaddset (&set, SIGWINCH);
   sigprocmask (SIG_BLOCK, &set, &old);
   _cleanup_close_ int sfd = signalfd (-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
   struct exec_state s = { .fd = fd, .in_fd = in_fd, .out_fd = out_fd, .err_fd = err_fd, .in_open = o->stdin_open,

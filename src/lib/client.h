@@ -19,6 +19,9 @@ typedef struct sbx_exec_opts {
   bool stdin_open;
   bool detach;
   int64_t timeout_ms;
+  /* With tty: the terminal size, and IN_FD's terminal (if it is one) to
+   * follow: its size changes (SIGWINCH) are sent on. */
+  uint16_t rows, cols;
 } sbx_exec_opts;
 
 /* SANDBOX_NOT_RUNNING when nothing listens for ID. */

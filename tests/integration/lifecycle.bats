@@ -505,3 +505,21 @@ ttl_shortens () {
   expect_contains "$output" "root:x:0:0"
   expect_contains "$output" ls-ok
 }
+
+tty_case () {
+  local rt=$1 id
+  require_runtime "$rt"
+  id=$(sbx create --runtime "$rt")
+  run --separate-stderr sbx exec -t "$id" -- sh -c 'tty; stty size; echo to-stderr >&2; exit 5'
+  expect_status 5
+  expect_contains "$output" "/dev/pts/"
+  expect_contains "$output" "to-stderr"
+  # stdout and stderr share the terminal: nothing on our stderr
+  expect_eq "$stderr" "" "stderr with -t"
+  run --separate-stderr sbx exec "$id" -- sh -c 'tty'
+  expect_contains "$output" "not a tty"
+  sbx terminate --rm "$id" >/dev/null
+}
+
+@test "lifecycle: exec -t runs the command on a terminal [runc]" { tty_case runc; }
+@test "lifecycle: exec -t runs the command on a terminal [runsc]" { tty_case runsc; }
