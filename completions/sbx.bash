@@ -5,7 +5,7 @@
 # The option lists mirror `sbx COMMAND --help`; tests/integration/docs.bats
 # checks them against it.
 
-_sbx_commands='create run exec ls status wait terminate rm logs ttl stats images import info gc version'
+_sbx_commands='create run exec run-code ls status wait terminate rm logs ttl stats images import info gc version'
 _sbx_global_opts='--root --run-root --json --version -h --help'
 
 # The options of command $1, then those of them that take a value.
@@ -15,6 +15,7 @@ _sbx_opts() {
 	create) echo "$create" ;;
 	run) echo "$create --rm" ;;
 	exec) echo '-i --interactive -t --tty -e --env --cwd --user --timeout' ;;
+	run-code) echo '-l --lang -e --env --cwd --timeout' ;;
 	ls) echo '-q --quiet' ;;
 	wait) echo '--timeout' ;;
 	terminate) echo '--rm' ;;
@@ -27,6 +28,7 @@ _sbx_opts_with_arg() {
 	case $1 in
 	create | run) echo '--image --name --cpu --memory --pids --runtime --keep-warm --timeout -e --env --cwd' ;;
 	exec) echo '-e --env --cwd --user --timeout' ;;
+	run-code) echo '-l --lang -e --env --cwd --timeout' ;;
 	wait) echo '--timeout' ;;
 	import) echo '-t --tag' ;;
 	esac
@@ -41,7 +43,7 @@ _sbx_has_cmdline() {
 # How many operands command $1 takes that are sandboxes: 1, "many" or 0.
 _sbx_id_operands() {
 	case $1 in
-	exec | status | wait | logs | ttl) echo 1 ;;
+	exec | run-code | status | wait | logs | ttl) echo 1 ;;
 	terminate | rm) echo many ;;
 	*) echo 0 ;;
 	esac

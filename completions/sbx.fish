@@ -119,6 +119,7 @@ complete -c sbx -f
 complete -c sbx -n __sbx_no_command -a create -d 'Create a sandbox and print its id'
 complete -c sbx -n __sbx_no_command -a run -d 'Create a sandbox, run CMD in it, terminate it'
 complete -c sbx -n __sbx_no_command -a exec -d 'Run CMD in a running sandbox'
+complete -c sbx -n __sbx_no_command -a run-code -d "Run a code snippet with the image's interpreter"
 complete -c sbx -n __sbx_no_command -a ls -d 'List sandboxes'
 complete -c sbx -n __sbx_no_command -a status -d "Show a sandbox's state, reason, limits and lifetimes"
 complete -c sbx -n __sbx_no_command -a wait -d 'Block until a sandbox reaches a final state'
@@ -165,6 +166,10 @@ complete -c sbx -n '__sbx_opts_for exec' -l user -x -d 'Run as this numeric user
 complete -c sbx -n '__sbx_opts_for exec' -l timeout -x -d 'Kill the command after SECONDS; exit status 124'
 
 # ls, wait, terminate, rm, import
+complete -c sbx -n '__sbx_opts_for run-code' -s l -l lang -x -a 'python sh bash node' -d 'The interpreter'
+complete -c sbx -n '__sbx_opts_for run-code' -s e -l env -x -d 'Set an environment variable (KEY=VALUE)'
+complete -c sbx -n '__sbx_opts_for run-code' -l cwd -x -d 'Working directory (absolute)'
+complete -c sbx -n '__sbx_opts_for run-code' -l timeout -x -d 'Kill the snippet after SECONDS; exit status 124'
 complete -c sbx -n '__sbx_opts_for ls' -s q -l quiet -d 'Print ids only'
 complete -c sbx -n '__sbx_opts_for wait' -l timeout -x -d 'Give up after SECONDS (error TIMEOUT)'
 complete -c sbx -n '__sbx_opts_for terminate' -l rm -d 'Also remove the sandbox and its files'
@@ -172,6 +177,6 @@ complete -c sbx -n '__sbx_opts_for rm' -s f -l force -d 'Terminate running sandb
 complete -c sbx -n '__sbx_opts_for import' -s t -l tag -x -a '(__sbx_images)' -d 'Tag the imported image NAME'
 
 # Operands: sandboxes, and the tarball of import
-complete -c sbx -n '__sbx_operand 0 exec status wait logs ttl' -a '(__sbx_sandboxes)' -d Sandbox
+complete -c sbx -n '__sbx_operand 0 exec run-code status wait logs ttl' -a '(__sbx_sandboxes)' -d Sandbox
 complete -c sbx -n '__sbx_operand any terminate rm' -a '(__sbx_sandboxes)' -d Sandbox
 complete -c sbx -n '__sbx_operand 0 import' -F

@@ -130,3 +130,100 @@ cmd_exec (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   strv_free (eo.env);
   return ret;
 }
+
+/* run-code: a snippet run by the image's interpreter, given as its -c/-e
+ * argument so that the snippet keeps stdin for itself. */
+static const struct
+{
+  const char *lang, *interp, *flag;
+} langs[] = {
+  { "python", "python3", "-c" },
+  { "sh", "sh", "-c" },
+  { "bash", "bash", "-c" },
+  { "node", "node", "-e" },
+};
+
+#define CODE_MAX (200 * 1024)
+
+enum { O_LANG = 'l' };
+const cli_opt sbx_run_code_cli_opts[] = {
+  { "lang", O_LANG, required_argument, "LANG", "python (default), sh, bash or node" },
+  { "env", O_ENV, required_argument, "KEY=VALUE", "set an environment variable (repeatable)" },
+  { "cwd", O_CWD, required_argument, "DIR", "working directory (absolute)" },
+  { "timeout", O_TIMEOUT, required_argument, "SECONDS", "kill the snippet after SECONDS (1..86400); exit status 124" },
+  { NULL },
+};
+
+static int
+read_code (const char *arg, char **ret, sbx_error **err)
+{
+  if (strcmp (arg, "-") != 0)
+    {
+      if (strlen (arg) > CODE_MAX)
+        return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "the code is larger than %d bytes", CODE_MAX);
+      *ret = xstrdup (arg);
+      return 0;
+    }
+  char *buf = xmalloc (CODE_MAX + 2);
+  ssize_t n = read_all (0, buf, CODE_MAX + 1);
+  if (n < 0)
+    {
+      free (buf);
+      return sbx_error_errno (err, (int) -n, "read the code from stdin");
+    }
+  if (n > CODE_MAX || memchr (buf, '\0', (size_t) n))
+    {
+      free (buf);
+      return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "the code on stdin is larger than %d bytes or has a NUL",
+                            CODE_MAX);
+    }
+  buf[n] = '\0';
+  *ret = buf;
+  return 0;
+}
+
+int
+cmd_run_code (sbx_cli *cli, int argc, char **argv, sbx_error **err)
+{
+  sbx_exec_opts eo = { .env = xmalloc0 (sizeof (char *)) };
+  const char *lang = "python";
+  cli_parser p;
+  cli_parser_init (&p, cli, cli_find ("run-code"), argc, argv);
+  int key, ret = 0, status = 0;
+  const char *arg;
+  while ((key = cli_next (&p, &arg, err)) > 0 && key != 'h')
+    if (key == O_LANG)
+      lang = arg;
+    else if (exec_opt (&eo, key, arg, err) < 0)
+      {
+        key = -1;
+        break;
+      }
+  cli_parser_done (&p);
+  size_t li = 0;
+  while (key == 0 && li < ARRAY_SIZE (langs) && strcmp (langs[li].lang, lang) != 0)
+    li++;
+  if (key == 0 && li == ARRAY_SIZE (langs))
+    key = sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "run-code: unknown --lang `%s` (python, sh, bash, node)", lang);
+  if (key == 0 && optind + 2 != argc)
+    key = sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "run-code: usage: sbx run-code [OPTIONS] ID (CODE | -)");
+  _cleanup_free_ char *code = NULL, *id = NULL, *missing = NULL;
+  sbx_store *st;
+  if (key == 0 && (read_code (argv[optind + 1], &code, err) < 0 || cli_store (cli, &st, err) < 0
+                   || cli_sandbox_id (cli, argv[optind], &id, err) < 0))
+    key = -1;
+  if (key == 0)
+    {
+      char *cmd[] = { (char *) langs[li].interp, (char *) langs[li].flag, code, NULL };
+      missing = xasprintf ("the sandbox's image has no `%s` for --lang %s", langs[li].interp, lang);
+      eo.argv = cmd;
+      eo.not_found_msg = missing;
+      ret = cli_exec (cli, st, id, &eo, &status, err);
+      if (ret == 0)
+        ret = status;
+    }
+  strv_free (eo.env);
+  if (key == 'h')
+    return 0;
+  return key < 0 ? -1 : ret;
+}

@@ -155,6 +155,7 @@ exec_request (const sbx_exec_opts *o)
 }
 
 struct exec_state {
+  const sbx_exec_opts *o;
   int fd, in_fd, out_fd, err_fd;
   bool done, in_open;
   int status;
@@ -193,6 +194,8 @@ exec_frame (struct exec_state *s, const struct sbx_frame_hdr *h, const unsigned 
          * anything else is a request the agent refused (bad cwd or user). */
         if (st != 126 && st != 127)
           return sbx_error_set (s->err, SBX_E_INVALID_ARGUMENT, 0, "%.*s", ml, (const char *) p + 8);
+        if (st == 127 && s->o->not_found_msg)
+          return sbx_error_set (s->err, SBX_E_NOT_FOUND, 0, "%s", s->o->not_found_msg);
         dprintf (s->err_fd, "sbx: %.*s\n", ml, (const char *) p + 8);
         s->status = st;
         return 0;
@@ -304,7 +307,7 @@ sbx_client_exec (const sbx_store *st, const char *id, const sbx_exec_opts *o, in
     sigaddset (&set, SIGWINCH);
   sigprocmask (SIG_BLOCK, &set, &old);
   _cleanup_close_ int sfd = signalfd (-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
-  struct exec_state s = { .fd = fd, .in_fd = in_fd, .out_fd = out_fd, .err_fd = err_fd, .in_open = o->stdin_open,
+  struct exec_state s = { .o = o, .fd = fd, .in_fd = in_fd, .out_fd = out_fd, .err_fd = err_fd, .in_open = o->stdin_open,
                           .status = 125, .err = err };
   int r = exec_loop (&s, sfd);
   sigprocmask (SIG_SETMASK, &old, NULL);

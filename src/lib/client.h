@@ -22,6 +22,9 @@ typedef struct sbx_exec_opts {
   /* With tty: the terminal size, and IN_FD's terminal (if it is one) to
    * follow: its size changes (SIGWINCH) are sent on. */
   uint16_t rows, cols;
+  /* A command that is not found is an error (NOT_FOUND, this message)
+   * rather than exit status 127: run-code's missing interpreter. */
+  const char *not_found_msg;
 } sbx_exec_opts;
 
 /* SANDBOX_NOT_RUNNING when nothing listens for ID. */

@@ -523,3 +523,27 @@ tty_case () {
 
 @test "lifecycle: exec -t runs the command on a terminal [runc]" { tty_case runc; }
 @test "lifecycle: exec -t runs the command on a terminal [runsc]" { tty_case runsc; }
+
+run_code_case () {
+  local rt=$1 id
+  require_runtime "$rt"
+  id=$(sbx create --runtime "$rt")
+  run --separate-stderr sbx run-code --lang sh "$id" 'echo "$((6 * 7))"; exit 3'
+  expect_status 3
+  expect_eq "$output" 42 "snippet output"
+  run --separate-stderr sbx run-code --lang sh "$id" - <<<'echo from-stdin'
+  expect_status 0
+  expect_eq "$output" from-stdin "snippet from stdin"
+  # busybox has no python3: a clear error, not a shell's
+  run --separate-stderr sbx --json run-code "$id" 'print(1)'
+  expect_status 125
+  expect_eq "$(jget 'd["error"]["code"]')" NOT_FOUND "error code"
+  expect_contains "$output" "python3"
+  run --separate-stderr sbx run-code --lang cobol "$id" 'x'
+  expect_status 125
+  expect_contains "$stderr" "INVALID_ARGUMENT"
+  sbx terminate --rm "$id" >/dev/null
+}
+
+@test "lifecycle: run-code runs a snippet with the image's interpreter [runc]" { run_code_case runc; }
+@test "lifecycle: run-code runs a snippet with the image's interpreter [runsc]" { run_code_case runsc; }
