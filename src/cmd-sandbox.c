@@ -307,12 +307,7 @@ load_sandbox (sbx_cli *cli, const char *ref, sbx_store **st, sbx_sandbox **sb, s
       _cleanup_free_ char *cg = sbx_store_cgroup_path (*st, id);
       sbx_cgroup_stats cs;
       sbx_cgroup_stats_read (cg, &cs);
-      if (cs.oom_kills > (*sb)->oom_kills)
-        (*sb)->oom_kills = cs.oom_kills;
-      if (cs.pids_limit_hits > (*sb)->pids_limit_hits)
-        (*sb)->pids_limit_hits = cs.pids_limit_hits;
-      if (cs.memory_peak > (*sb)->memory_peak)
-        (*sb)->memory_peak = cs.memory_peak;
+      sbx_sandbox_merge_stats (*sb, &cs);
     }
   return 0;
 }

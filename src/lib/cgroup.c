@@ -14,13 +14,17 @@
 
 #define CG_ROOT "/sys/fs/cgroup"
 
+/* Asked on every counter read: the host's answer does not change. */
 int
 sbx_cgroup_version (void)
 {
-  struct statfs fs;
-  if (statfs (CG_ROOT, &fs) == 0 && fs.f_type == CGROUP2_SUPER_MAGIC)
-    return 2;
-  return 1;
+  static int version;
+  if (version == 0)
+    {
+      struct statfs fs;
+      version = statfs (CG_ROOT, &fs) == 0 && fs.f_type == CGROUP2_SUPER_MAGIC ? 2 : 1;
+    }
+  return version;
 }
 
 static int64_t

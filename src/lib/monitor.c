@@ -576,13 +576,7 @@ sample_limits (struct mon *m)
 {
   sbx_cgroup_stats cs;
   sbx_cgroup_stats_read (m->cgroup, &cs);
-  bool changed = false;
-  if (cs.oom_kills > m->sb->oom_kills)
-    m->sb->oom_kills = cs.oom_kills, changed = true;
-  if (cs.pids_limit_hits > m->sb->pids_limit_hits)
-    m->sb->pids_limit_hits = cs.pids_limit_hits, changed = true;
-  if (cs.memory_peak > m->sb->memory_peak)
-    m->sb->memory_peak = cs.memory_peak;
+  bool changed = sbx_sandbox_merge_stats (m->sb, &cs);
   if (cs.pids_peak > m->pids_peak)
     m->pids_peak = cs.pids_peak;
   if (changed && !m->shutting_down)

@@ -1,6 +1,7 @@
 /* Sandbox records: state.json, liveness by flock, names, ids. */
 #include "config.h"
 #include "sandbox.h"
+#include "cgroup.h"
 #include "json.h"
 #include "util.h"
 
@@ -270,6 +271,32 @@ sbx_sandbox_get (const sbx_store *st, const char *id, sbx_sandbox **ret, sbx_err
   return 0;
 }
 
+bool
+sbx_sandbox_merge_stats (sbx_sandbox *sb, const sbx_cgroup_stats *cs)
+{
+  bool changed = cs->oom_kills > sb->oom_kills || cs->pids_limit_hits > sb->pids_limit_hits;
+  if (cs->oom_kills > sb->oom_kills)
+    sb->oom_kills = cs->oom_kills;
+  if (cs->pids_limit_hits > sb->pids_limit_hits)
+    sb->pids_limit_hits = cs->pids_limit_hits;
+  if (cs->memory_peak > sb->memory_peak)
+    sb->memory_peak = cs->memory_peak;
+  return changed;
+}
+
+/* The sandbox id a name points to, or NULL. */
+static char *
+name_target (const sbx_store *st, const char *name)
+{
+  _cleanup_free_ char *path = sbx_store_path (st, "names/%s", name);
+  char target[128];
+  ssize_t n = readlink (path, target, sizeof target - 1);
+  if (n <= 0)
+    return NULL;
+  target[n] = '\0';
+  return name_is_valid (target) ? xstrdup (target) : NULL;
+}
+
 int
 sbx_name_reserve (const sbx_store *st, const char *name, const char *id, sbx_error **err)
 {
@@ -279,20 +306,15 @@ sbx_name_reserve (const sbx_store *st, const char *name, const char *id, sbx_err
   if (errno != EEXIST)
     return sbx_error_errno (err, errno, "reserve name `%s`", name);
   /* A name whose sandbox is gone may be taken over. */
-  char target[128];
-  ssize_t n = readlink (path, target, sizeof target - 1);
-  if (n > 0)
+  _cleanup_free_ char *target = name_target (st, name);
+  _cleanup_free_ char *dir = target ? sbx_sandbox_dir (st, target) : NULL;
+  if (dir && !path_exists (dir))
     {
-      target[n] = '\0';
-      _cleanup_free_ char *dir = sbx_sandbox_dir (st, target);
-      if (!path_exists (dir))
-        {
-          _cleanup_free_ char *tmp = sbx_store_path (st, "names/.%s.%s", name, id);
-          unlink (tmp);
-          if (symlink (id, tmp) == 0 && rename (tmp, path) == 0)
-            return 0;
-          unlink (tmp);
-        }
+      _cleanup_free_ char *tmp = sbx_store_path (st, "names/.%s.%s", name, id);
+      unlink (tmp);
+      if (symlink (id, tmp) == 0 && rename (tmp, path) == 0)
+        return 0;
+      unlink (tmp);
     }
   return sbx_error_set (err, SBX_E_BUSY, 0, "the name `%s` is already in use", name);
 }
@@ -300,15 +322,10 @@ sbx_name_reserve (const sbx_store *st, const char *name, const char *id, sbx_err
 void
 sbx_name_release (const sbx_store *st, const char *name, const char *id)
 {
+  _cleanup_free_ char *target = name_target (st, name);
   _cleanup_free_ char *path = sbx_store_path (st, "names/%s", name);
-  char target[128];
-  ssize_t n = readlink (path, target, sizeof target - 1);
-  if (n > 0)
-    {
-      target[n] = '\0';
-      if (strcmp (target, id) == 0)
-        unlink (path);
-    }
+  if (target && strcmp (target, id) == 0)
+    unlink (path);
 }
 
 int
@@ -322,18 +339,12 @@ sbx_sandbox_resolve (const sbx_store *st, const char *ref, char **ret_id, sbx_er
       *ret_id = xstrdup (ref);
       return 0;
     }
-  _cleanup_free_ char *path = sbx_store_path (st, "names/%s", ref);
-  char target[128];
-  ssize_t n = readlink (path, target, sizeof target - 1);
-  if (n > 0)
+  _cleanup_free_ char *target = name_target (st, ref);
+  _cleanup_free_ char *tdir = target ? sbx_sandbox_dir (st, target) : NULL;
+  if (tdir && path_exists (tdir))
     {
-      target[n] = '\0';
-      _cleanup_free_ char *tdir = sbx_sandbox_dir (st, target);
-      if (name_is_valid (target) && path_exists (tdir))
-        {
-          *ret_id = xstrdup (target);
-          return 0;
-        }
+      *ret_id = steal_pointer (&target);
+      return 0;
     }
   return sbx_error_set (err, SBX_E_NOT_FOUND, 0, "sandbox `%s` not found", ref);
 }

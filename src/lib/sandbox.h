@@ -95,6 +95,12 @@ bool sbx_sandbox_monitor_alive (const sbx_store *st, const char *id);
 /* The JSON view used by status/ls --json. */
 void sbx_sandbox_gen (void *yajl_gen_g, const sbx_sandbox *sb);
 
+/* Folds the counters of the sandbox's cgroup into SB, keeping the highest
+ * (the runtime's cgroup and its counters can vanish before sbx's). Returns
+ * whether an event counter (oom kills, pid limit hits) went up. */
+struct sbx_cgroup_stats;
+bool sbx_sandbox_merge_stats (sbx_sandbox *sb, const struct sbx_cgroup_stats *cs);
+
 /* Reserves NAME for ID (atomic, fails BUSY if taken). */
 int sbx_name_reserve (const sbx_store *st, const char *name, const char *id, sbx_error **err);
 void sbx_name_release (const sbx_store *st, const char *name, const char *id);
