@@ -179,8 +179,8 @@ cli_sandbox_id (sbx_cli *cli, const char *ref, char **ret_id, sbx_error **err)
   return sbx_sandbox_resolve (st, ref, ret_id, err);
 }
 
-static char *
-read_back (int fd, size_t *len)
+char *
+cli_read_back (int fd, size_t *len)
 {
   off_t end = lseek (fd, 0, SEEK_END);
   size_t n = end > 0 ? (size_t) end : 0;
@@ -205,8 +205,8 @@ cli_exec (sbx_cli *cli, const sbx_store *st, const char *id, const sbx_exec_opts
   if (sbx_client_exec (st, id, eo, 0, out, errfd, ret_status, err) < 0)
     return -1;
   size_t ol, el;
-  _cleanup_free_ char *o = read_back (out, &ol);
-  _cleanup_free_ char *e = read_back (errfd, &el);
+  _cleanup_free_ char *o = cli_read_back (out, &ol);
+  _cleanup_free_ char *e = cli_read_back (errfd, &el);
   yajl_gen g = cli_json_begin ();
   j_map (g);
   j_kstr (g, "id", id);

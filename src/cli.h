@@ -74,6 +74,8 @@ int cli_sandbox_id (sbx_cli *cli, const char *ref, char **ret_id, sbx_error **er
 /* Runs a command through the sandbox's monitor: streamed to our stdio, or
  * with --json captured and printed as {"exit_code", "stdout", "stderr"}. */
 struct sbx_exec_opts;
+/* The whole content of a memory file written by a capture, NUL-terminated. */
+char *cli_read_back (int fd, size_t *len);
 int cli_exec (sbx_cli *cli, const sbx_store *st, const char *id, const struct sbx_exec_opts *eo, int *ret_status,
               sbx_error **err);
 

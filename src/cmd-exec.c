@@ -2,6 +2,7 @@
 #include "config.h"
 #include "cli.h"
 #include "client.h"
+#include "json.h"
 #include "sandbox.h"
 #include "util.h"
 
@@ -11,11 +12,12 @@
 #include <unistd.h>
 #include <string.h>
 
-enum { O_ENV = 'e', O_CWD = 256, O_USER, O_TIMEOUT, O_STDIN = 'i', O_TTY = 't' };
+enum { O_ENV = 'e', O_CWD = 256, O_USER, O_TIMEOUT, O_STDIN = 'i', O_TTY = 't', O_DETACH = 'd' };
 
 const cli_opt sbx_exec_cli_opts[] = {
   { "interactive", O_STDIN, no_argument, NULL, "pass stdin to the command (EOF closes it)" },
   { "tty", O_TTY, no_argument, NULL, "run the command on a terminal inside the sandbox (stdout and stderr merged)" },
+  { "detach", O_DETACH, no_argument, NULL, "start the command in the background and print its pid (see `sbx proc`)" },
   { "env", O_ENV, required_argument, "KEY=VALUE", "set an environment variable (repeatable)" },
   { "cwd", O_CWD, required_argument, "DIR", "working directory (absolute)" },
   { "user", O_USER, required_argument, "UID[:GID]", "run as this numeric user" },
@@ -34,6 +36,9 @@ exec_opt (sbx_exec_opts *eo, int key, const char *arg, sbx_error **err)
       return 0;
     case O_TTY:
       eo->tty = true;
+      return 0;
+    case O_DETACH:
+      eo->detach = true;
       return 0;
     case O_ENV:
       if (!env_entry_is_valid (arg))
@@ -77,6 +82,31 @@ tty_begin (sbx_exec_opts *eo, struct termios *saved)
   return tcsetattr (0, TCSADRAIN, &raw) == 0;
 }
 
+/* exec -d: the monitor answers with the pid once the command runs (a
+ * command that cannot start is its 126/127 as for any exec). */
+static int
+exec_detached (sbx_cli *cli, const sbx_store *st, const char *id, sbx_exec_opts *eo, int *status, sbx_error **err)
+{
+  uint32_t pid = 0;
+  eo->ret_pid = &pid;
+  if (sbx_client_exec (st, id, eo, -1, 1, 2, status, err) < 0)
+    return -1;
+  if (pid == 0)
+    return 0; /* *status says why it did not start */
+  if (cli->json)
+    {
+      yajl_gen g = cli_json_begin ();
+      j_map (g);
+      j_kstr (g, "id", id);
+      j_kint (g, "pid", pid);
+      j_endmap (g);
+      cli_json_end (g);
+    }
+  else
+    printf ("%u\n", pid);
+  return 0;
+}
+
 int
 cmd_exec (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
@@ -106,6 +136,8 @@ cmd_exec (sbx_cli *cli, int argc, char **argv, sbx_error **err)
     cmd++;
   if (ret == 0 && cmd >= argc)
     ret = sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "exec: no command given");
+  if (ret == 0 && eo.detach && eo.stdin_open)
+    ret = sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "exec: a background command (-d) takes no stdin (-i)");
   sbx_store *st;
   _cleanup_free_ char *id = NULL;
   if (ret == 0 && (cli_store (cli, &st, err) < 0 || cli_sandbox_id (cli, argv[first], &id, err) < 0))
@@ -116,8 +148,11 @@ cmd_exec (sbx_cli *cli, int argc, char **argv, sbx_error **err)
        * nothing answered. */
       eo.argv = argv + cmd;
       struct termios saved;
-      bool raw = eo.tty && !cli->json && tty_begin (&eo, &saved);
-      ret = cli_exec (cli, st, id, &eo, &status, err);
+      bool raw = eo.tty && !cli->json && !eo.detach && tty_begin (&eo, &saved);
+      if (eo.detach)
+        ret = exec_detached (cli, st, id, &eo, &status, err);
+      else
+        ret = cli_exec (cli, st, id, &eo, &status, err);
       if (raw)
         tcsetattr (0, TCSADRAIN, &saved); /* every return path passes here */
       _cleanup_sandbox_ sbx_sandbox *sb = NULL;

@@ -12,6 +12,8 @@ int cmd_create (sbx_cli *, int, char **, sbx_error **);
 int cmd_run (sbx_cli *, int, char **, sbx_error **);
 int cmd_exec (sbx_cli *, int, char **, sbx_error **);
 int cmd_run_code (sbx_cli *, int, char **, sbx_error **);
+int cmd_ps (sbx_cli *, int, char **, sbx_error **);
+int cmd_proc (sbx_cli *, int, char **, sbx_error **);
 int cmd_ls (sbx_cli *, int, char **, sbx_error **);
 int cmd_status (sbx_cli *, int, char **, sbx_error **);
 int cmd_wait (sbx_cli *, int, char **, sbx_error **);
@@ -26,7 +28,7 @@ int cmd_info (sbx_cli *, int, char **, sbx_error **);
 int cmd_gc (sbx_cli *, int, char **, sbx_error **);
 int cmd_version (sbx_cli *, int, char **, sbx_error **);
 
-extern const cli_opt sbx_run_code_cli_opts[];
+extern const cli_opt sbx_run_code_cli_opts[], sbx_ps_cli_opts[], sbx_proc_cli_opts[];
 extern const cli_opt sbx_create_opts[], sbx_run_opts[], sbx_exec_cli_opts[], sbx_ls_opts[], sbx_wait_opts[],
     sbx_rm_opts[], sbx_terminate_opts[], sbx_import_opts[], sbx_none_opts[], sbx_logs_opts[];
 
@@ -37,6 +39,9 @@ const sbx_command sbx_commands[] = {
   { "exec", cmd_exec, "ID [--] CMD [ARG...]", "Run CMD in a running sandbox; the exit status is CMD's.", sbx_exec_cli_opts },
   { "run-code", cmd_run_code, "ID (CODE | -)",
     "Run a code snippet with the image's interpreter; the exit status is the snippet's.", sbx_run_code_cli_opts },
+  { "ps", cmd_ps, "ID", "List the processes started in a sandbox (running and recently ended).", sbx_ps_cli_opts },
+  { "proc", cmd_proc, "ID PID status|wait|kill|logs",
+    "Inspect, wait for, signal or read the output of one process of a sandbox.", sbx_proc_cli_opts },
   { "ls", cmd_ls, NULL, "List sandboxes.", sbx_ls_opts },
   { "status", cmd_status, "ID", "Show a sandbox's state, reason, limits and lifetimes.", sbx_none_opts },
   { "wait", cmd_wait, "ID", "Block until a sandbox reaches a final state, then print it.", sbx_wait_opts },

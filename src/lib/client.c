@@ -76,7 +76,8 @@ parse_reply (const unsigned char *p, size_t len, yajl_val *ret, sbx_error **err)
 }
 
 int
-sbx_client_call (const sbx_store *st, const char *id, const char *json, yajl_val *ret, sbx_error **err)
+sbx_client_stream (const sbx_store *st, const char *id, const char *json, int out_fd, int err_fd, yajl_val *ret,
+                   sbx_error **err)
 {
   _cleanup_close_ int fd = -1;
   if (sbx_client_connect (st, id, &fd, err) < 0 || send_request (fd, json, err) < 0)
@@ -92,6 +93,12 @@ sbx_client_call (const sbx_store *st, const char *id, const char *json, yajl_val
           free (rd);
           return sbx_error_set (err, SBX_E_SANDBOX_NOT_RUNNING, 0, "sandbox %s stopped before it answered", id);
         }
+      if (r == 1 && (h.type == SBX_MSG_STDOUT || h.type == SBX_MSG_STDERR))
+        {
+          int ofd = h.type == SBX_MSG_STDOUT ? out_fd : err_fd;
+          if (ofd >= 0)
+            write_all (ofd, p, h.len);
+        }
       if (r == 1 && h.type == SBX_MSG_REPLY)
         {
           r = parse_reply (p, h.len, ret, err);
@@ -99,6 +106,12 @@ sbx_client_call (const sbx_store *st, const char *id, const char *json, yajl_val
           return r;
         }
     }
+}
+
+int
+sbx_client_call (const sbx_store *st, const char *id, const char *json, yajl_val *ret, sbx_error **err)
+{
+  return sbx_client_stream (st, id, json, -1, -1, ret, err);
 }
 
 int
@@ -205,6 +218,14 @@ exec_frame (struct exec_state *s, const struct sbx_frame_hdr *h, const unsigned 
         yajl_val v = NULL;
         if (parse_reply (p, h->len, &v, s->err) < 0)
           return -1;
+        int64_t pid = 0;
+        if (s->o->detach && j_get_int (v, "pid", false, &pid, NULL) == 0 && pid > 0)
+          {
+            if (s->o->ret_pid)
+              *s->o->ret_pid = (uint32_t) pid;
+            s->status = 0;
+            s->done = true;
+          }
         yajl_tree_free (v);
         return 0;
       }

@@ -25,12 +25,18 @@ typedef struct sbx_exec_opts {
   /* A command that is not found is an error (NOT_FOUND, this message)
    * rather than exit status 127: run-code's missing interpreter. */
   const char *not_found_msg;
+  /* With detach: where the started command's pid goes. */
+  uint32_t *ret_pid;
 } sbx_exec_opts;
 
 /* SANDBOX_NOT_RUNNING when nothing listens for ID. */
 int sbx_client_connect (const sbx_store *st, const char *id, int *ret_fd, sbx_error **err);
 /* Sends one REQUEST and reads its REPLY; an error reply becomes *err. */
 int sbx_client_call (const sbx_store *st, const char *id, const char *json, yajl_val *ret, sbx_error **err);
+/* The same for a request answered by STDOUT/STDERR frames (written to
+ * OUT_FD/ERR_FD; -1 drops them) and then the REPLY: `proc logs`. */
+int sbx_client_stream (const sbx_store *st, const char *id, const char *json, int out_fd, int err_fd, yajl_val *ret,
+                       sbx_error **err);
 /* Sends the request and waits until the monitor closes the connection
  * (it exits), or TIMEOUT_MS passes (-1: forever): TIMEOUT. */
 int sbx_client_wait_close (const sbx_store *st, const char *id, const char *json, int64_t timeout_ms,

@@ -14,6 +14,7 @@
 #include "image.h"
 #include "json.h"
 #include "proto.h"
+#include "ring.h"
 #include "runtime.h"
 #include "spec.h"
 #include "util.h"
@@ -39,6 +40,13 @@
 #define MAX_CLIENTS 1024
 #define AGENT_OUT_MAX (4u << 20)
 #define REQUEST_MAX 65536
+/* Background processes: the newest output kept of each, and how many ended
+ * processes are remembered (with their output) once they are gone. */
+#define PROC_LOG_CAP (1u << 20)
+#define PROCS_ENDED_MAX 64
+#define PROC_CMD_MAX 1024
+/* A follower is fed from the log while its socket buffer has room. */
+#define FOLLOW_QUEUE_MAX (256u * 1024)
 
 struct sync_msg {
   int32_t code;
@@ -51,6 +59,22 @@ struct buf {
   size_t len, cap;
 };
 
+/* A process started through the exec API: the monitor's process table.
+ * Attached ones stream to their caller; detached ones (exec -d) keep their
+ * output here, in a bounded log that readers follow by offset. */
+struct proc {
+  uint32_t chan;
+  uint32_t pid; /* inside the sandbox; 0 until it started */
+  char *cmd;    /* argv joined, bounded */
+  bool detached, tty, ended, timed_out;
+  int32_t exit_code, signal;
+  int64_t started_at, ended_at;
+  uint64_t seq; /* order of creation */
+  sbx_ring log;
+};
+
+enum watch { WATCH_NONE, WATCH_WAIT, WATCH_FOLLOW, WATCH_LOGS };
+
 struct client {
   int fd;
   struct sbx_frame_reader rd;
@@ -60,6 +84,11 @@ struct client {
   int64_t stdin_window; /* stdin bytes the agent will still take */
   bool exec_done;
   bool closing;         /* close once OUT is flushed */
+  /* proc wait / proc logs: the process watched, the log offset reached. */
+  enum watch watch;
+  uint32_t watch_chan;
+  uint64_t log_off;
+  uint64_t wait_deadline; /* 0: none */
 };
 
 struct mon {
@@ -72,6 +101,9 @@ struct mon {
   struct buf aout;
   struct client *clients[MAX_CLIENTS];
   size_t nclients;
+  struct proc **procs;
+  size_t nprocs;
+  uint64_t proc_seq;
   uint32_t next_chan;
   int active_execs;
   uint64_t last_activity, deadline, shutdown_deadline;
@@ -275,7 +307,6 @@ client_free (struct mon *m, size_t i)
       /* The caller went away: its command must not run on unobserved. */
       uint32_t sig = SIGKILL;
       to_agent (m, SBX_MSG_SIGNAL, c->chan, &sig, sizeof sig);
-      m->active_execs--;
     }
   close (c->fd);
   free (c->out.data);
@@ -287,6 +318,300 @@ static void
 touch (struct mon *m)
 {
   m->last_activity = now_ms_monotonic ();
+}
+
+/* --- the process table ------------------------------------------------- */
+
+static struct proc *
+proc_by_chan (struct mon *m, uint32_t chan)
+{
+  for (size_t i = 0; i < m->nprocs; i++)
+    if (m->procs[i]->chan == chan)
+      return m->procs[i];
+  return NULL;
+}
+
+/* The running process with this pid, else the newest ended one (pids are
+ * reused inside the sandbox). */
+static struct proc *
+proc_by_pid (struct mon *m, int64_t pid)
+{
+  struct proc *best = NULL;
+  for (size_t i = 0; i < m->nprocs; i++)
+    {
+      struct proc *p = m->procs[i];
+      if (p->pid == 0 || (int64_t) p->pid != pid)
+        continue;
+      if (!p->ended)
+        return p;
+      if (best == NULL || p->seq > best->seq)
+        best = p;
+    }
+  return best;
+}
+
+static void
+proc_remove (struct mon *m, struct proc *p)
+{
+  size_t i = 0;
+  while (i < m->nprocs && m->procs[i] != p)
+    i++;
+  if (i == m->nprocs)
+    return;
+  memmove (m->procs + i, m->procs + i + 1, (m->nprocs - i - 1) * sizeof *m->procs);
+  m->nprocs--;
+  sbx_ring_free (&p->log);
+  free (p->cmd);
+  free (p);
+}
+
+static void
+proc_new (struct mon *m, uint32_t chan, char *const *argv, bool detached, bool tty)
+{
+  struct proc *p = xmalloc0 (sizeof *p);
+  p->chan = chan;
+  p->detached = detached;
+  p->tty = tty;
+  p->started_at = now_unix ();
+  p->seq = ++m->proc_seq;
+  p->cmd = xmalloc (PROC_CMD_MAX + 4);
+  size_t n = 0;
+  for (size_t i = 0; argv[i] && n < PROC_CMD_MAX; i++)
+    n += (size_t) snprintf (p->cmd + n, PROC_CMD_MAX + 1 - n, "%s%s", i ? " " : "", argv[i]);
+  if (n >= PROC_CMD_MAX)
+    strcpy (p->cmd + PROC_CMD_MAX - 3, "...");
+  sbx_ring_init (&p->log, PROC_LOG_CAP);
+  m->procs = xrealloc (m->procs, (m->nprocs + 1) * sizeof *m->procs);
+  m->procs[m->nprocs++] = p;
+  m->active_execs++;
+}
+
+/* The process ended: it no longer keeps the sandbox busy, and the oldest
+ * ended entries beyond PROCS_ENDED_MAX are forgotten. */
+static void
+proc_end (struct mon *m, struct proc *p, int32_t code, int32_t sig, bool timed_out)
+{
+  p->ended = true;
+  p->exit_code = code;
+  p->signal = sig;
+  p->timed_out = timed_out;
+  p->ended_at = now_unix ();
+  p->seq = ++m->proc_seq; /* from now on, its order among the ended */
+  m->active_execs--;
+  touch (m);
+  for (;;)
+    {
+      struct proc *oldest = NULL;
+      size_t ended = 0;
+      for (size_t i = 0; i < m->nprocs; i++)
+        if (m->procs[i]->ended)
+          {
+            ended++;
+            if (oldest == NULL || m->procs[i]->seq < oldest->seq)
+              oldest = m->procs[i];
+          }
+      if (ended <= PROCS_ENDED_MAX)
+        break;
+      proc_remove (m, oldest);
+    }
+}
+
+/* What the agent said of a process: its pid, its background output, its
+ * end. Returns P, or NULL when the process never started and is dropped. */
+static struct proc *
+proc_frame (struct mon *m, struct proc *p, const struct sbx_frame_hdr *h, const unsigned char *data)
+{
+  switch (h->type)
+    {
+    case SBX_MSG_STARTED:
+      if (h->len == sizeof (uint32_t) && p->pid == 0)
+        memcpy (&p->pid, data, sizeof p->pid);
+      break;
+    case SBX_MSG_STDOUT:
+    case SBX_MSG_STDERR:
+      if (p->detached)
+        {
+          /* Kept, newest first: a background process never waits on a reader. */
+          uint32_t n = h->len;
+          sbx_ring_push (&p->log, (uint8_t) h->type, data, h->len);
+          to_agent (m, SBX_MSG_CREDIT, h->chan, &n, sizeof n);
+        }
+      break;
+    case SBX_MSG_EXIT:
+      {
+        struct sbx_exit_msg em = { .status = 255 };
+        sbx_exit_decode (data, h->len, &em);
+        bool to = em.flags & SBX_EXIT_F_TIMED_OUT;
+        proc_end (m, p, to ? 124 : em.status, em.signal, to);
+        break;
+      }
+    case SBX_MSG_ERROR:
+      {
+        int32_t st = 125;
+        if (h->len >= sizeof st)
+          memcpy (&st, data, sizeof st);
+        if (p->pid == 0)
+          {
+            m->active_execs--;
+            touch (m);
+            proc_remove (m, p);
+            return NULL;
+          }
+        proc_end (m, p, st, 0, false);
+        break;
+      }
+    default:
+      break;
+    }
+  return p;
+}
+
+static void
+proc_json (yajl_gen g, const struct proc *p)
+{
+  j_map (g);
+  j_kint (g, "pid", p->pid);
+  j_kstr (g, "command", p->cmd);
+  j_kstr (g, "state", p->pid == 0 ? "starting" : p->ended ? "exited" : "running");
+  j_kbool (g, "background", p->detached);
+  j_kbool (g, "tty", p->tty);
+  j_kint (g, "started_at", p->started_at);
+  if (p->ended)
+    {
+      j_kint (g, "ended_at", p->ended_at);
+      j_kint (g, "exit_code", p->exit_code);
+      j_kint (g, "signal", p->signal);
+      j_kbool (g, "timed_out", p->timed_out);
+    }
+  else
+    {
+      j_str (g, "exit_code");
+      j_null (g);
+    }
+  if (p->detached)
+    j_kint (g, "output_dropped", (long long) p->log.dropped);
+  j_endmap (g);
+}
+
+static void
+reply_proc (struct client *c, const struct proc *p)
+{
+  _cleanup_yajl_gen_ yajl_gen g = j_new (false);
+  proc_json (g, p);
+  _cleanup_free_ char *s = j_take (g, NULL);
+  reply_json (c, s);
+  c->closing = true;
+  c->watch = WATCH_NONE;
+}
+
+static void
+handle_ps (struct mon *m, struct client *c)
+{
+  _cleanup_yajl_gen_ yajl_gen g = j_new (false);
+  j_map (g);
+  j_str (g, "processes");
+  j_arr (g);
+  for (size_t i = 0; i < m->nprocs; i++)
+    proc_json (g, m->procs[i]);
+  j_endarr (g);
+  j_endmap (g);
+  _cleanup_free_ char *s = j_take (g, NULL);
+  reply_json (c, s);
+  c->closing = true;
+}
+
+/* proc_status, proc_wait, proc_kill, proc_logs: {"op", "pid", ...}. */
+static void
+handle_proc (struct mon *m, struct client *c, const char *op, yajl_val req)
+{
+  static const char *const keys[] = { "op", "pid", "timeout_ms", "signal", "follow", NULL };
+  _cleanup_error_ sbx_error *err = NULL;
+  int64_t pid = 0, timeout = 0, sig = SIGKILL;
+  bool follow = false;
+  if (j_check_keys (req, keys, "process request", &err) < 0 || j_get_int (req, "pid", true, &pid, &err) < 0
+      || j_get_int (req, "timeout_ms", false, &timeout, &err) < 0 || j_get_int (req, "signal", false, &sig, &err) < 0
+      || j_get_bool (req, "follow", false, &follow, &err) < 0)
+    {
+      reply_error (c, err->code, err->msg);
+      return;
+    }
+  struct proc *p = proc_by_pid (m, pid);
+  if (p == NULL)
+    {
+      _cleanup_free_ char *msg = xasprintf ("no process %lld was started in this sandbox (see `sbx ps`)", (long long) pid);
+      reply_error (c, SBX_E_NOT_FOUND, msg);
+      return;
+    }
+  c->watch_chan = p->chan;
+  if (strcmp (op, "proc_status") == 0)
+    reply_proc (c, p);
+  else if (strcmp (op, "proc_wait") == 0)
+    {
+      c->watch = WATCH_WAIT;
+      c->wait_deadline = timeout > 0 ? now_ms_monotonic () + (uint64_t) timeout : 0;
+    }
+  else if (strcmp (op, "proc_kill") == 0)
+    {
+      if (sig < 1 || sig > 64)
+        reply_error (c, SBX_E_INVALID_ARGUMENT, "signal out of range");
+      else if (p->ended)
+        {
+          _cleanup_free_ char *msg = xasprintf ("process %lld has already exited", (long long) pid);
+          reply_error (c, SBX_E_INVALID_ARGUMENT, msg);
+        }
+      else
+        {
+          uint32_t s32 = (uint32_t) sig;
+          to_agent (m, SBX_MSG_SIGNAL, p->chan, &s32, sizeof s32);
+          reply_json (c, "{\"ok\":true}");
+          c->closing = true;
+        }
+    }
+  else if (!p->detached)
+    {
+      _cleanup_free_ char *msg
+          = xasprintf ("process %lld runs attached to its caller: its output goes there, not to a log", (long long) pid);
+      reply_error (c, SBX_E_INVALID_ARGUMENT, msg);
+    }
+  else
+    {
+      c->watch = follow ? WATCH_FOLLOW : WATCH_LOGS;
+      c->log_off = 0;
+    }
+}
+
+/* Feeds a `proc logs` reader from the log while its queue has room, and
+ * answers a `proc wait` once the process has ended or its time is up. The
+ * final REPLY, after the output, carries the process's status. */
+static void
+serve_watch (struct mon *m, struct client *c)
+{
+  static unsigned char rec[SBX_PROTO_MAX_PAYLOAD];
+  if (c->watch == WATCH_NONE || c->closing)
+    return;
+  struct proc *p = proc_by_chan (m, c->watch_chan);
+  if (p == NULL)
+    {
+      reply_error (c, SBX_E_NOT_FOUND, "the process has left the process table");
+      return;
+    }
+  if (c->watch == WATCH_WAIT)
+    {
+      if (p->ended)
+        reply_proc (c, p);
+      else if (c->wait_deadline && now_ms_monotonic () >= c->wait_deadline)
+        {
+          _cleanup_free_ char *msg = xasprintf ("process %u did not exit in time", p->pid);
+          reply_error (c, SBX_E_TIMEOUT, msg);
+        }
+      return;
+    }
+  uint8_t type;
+  ssize_t n;
+  while (c->out.len < FOLLOW_QUEUE_MAX && (n = sbx_ring_read (&p->log, &c->log_off, &type, rec, sizeof rec)) >= 0)
+    buf_frame (&c->out, type, 0, rec, (size_t) n);
+  if (c->log_off >= p->log.end && (c->watch == WATCH_LOGS || p->ended))
+    reply_proc (c, p);
 }
 
 /* Merges image env, sandbox env, then the exec's own; later keys win. */
@@ -345,9 +670,11 @@ handle_exec (struct mon *m, struct client *c, yajl_val req, sbx_error **err)
   if (n < 0)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "exec: command and environment exceed %d bytes",
                           SBX_PROTO_MAX_PAYLOAD);
+  if (detach && in)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "exec: a background command (-d) takes no stdin (-i)");
   c->chan = ++m->next_chan;
   c->stdin_window = SBX_PROTO_WINDOW;
-  m->active_execs++;
+  proc_new (m, c->chan, argv, detach, tty);
   to_agent (m, SBX_MSG_EXEC, c->chan, payload, (size_t) n);
   return 0;
 }
@@ -398,6 +725,11 @@ handle_request (struct mon *m, struct client *c, const unsigned char *p, size_t 
     handle_ttl (m, c, req);
   else if (strcmp (op, "wait") == 0)
     ; /* answered by EOF when the monitor exits */
+  else if (strcmp (op, "ps") == 0)
+    handle_ps (m, c);
+  else if (strncmp (op, "proc_", 5) == 0 && (strcmp (op + 5, "status") == 0 || strcmp (op + 5, "wait") == 0
+                                            || strcmp (op + 5, "kill") == 0 || strcmp (op + 5, "logs") == 0))
+    handle_proc (m, c, op, req);
   else if (strcmp (op, "ping") == 0)
     {
       reply_json (c, "{\"ok\":true}");
@@ -505,6 +837,23 @@ agent_frame (struct mon *m, const struct sbx_frame_hdr *h, const unsigned char *
     }
   bool output = h->type == SBX_MSG_STDOUT || h->type == SBX_MSG_STDERR;
   bool last = h->type == SBX_MSG_EXIT || h->type == SBX_MSG_ERROR;
+  struct proc *pr = proc_by_chan (m, h->chan);
+  if (pr && !pr->ended)
+    pr = proc_frame (m, pr, h, p);
+  if (pr && pr->detached)
+    {
+      /* Its output went to the log (and was credited there); its caller
+       * waited only for the pid. */
+      if (c && h->type == SBX_MSG_STARTED)
+        {
+          _cleanup_free_ char *s = xasprintf ("{\"pid\":%u}", pr->pid);
+          reply_json (c, s);
+          c->exec_done = true;
+          c->closing = true;
+        }
+      if (output || c == NULL || h->type == SBX_MSG_STARTED)
+        return;
+    }
   if (c == NULL)
     {
       if (output)
@@ -523,8 +872,6 @@ agent_frame (struct mon *m, const struct sbx_frame_hdr *h, const unsigned char *
     {
       c->exec_done = true;
       c->closing = true;
-      m->active_execs--;
-      touch (m);
     }
 }
 
@@ -601,6 +948,9 @@ poll_timeout (struct mon *m)
     }
   if (!m->agent_gone && m->next_sample < next)
     next = m->next_sample;
+  for (size_t i = 0; i < m->nclients; i++)
+    if (m->clients[i]->watch == WATCH_WAIT && m->clients[i]->wait_deadline && m->clients[i]->wait_deadline < next)
+      next = m->clients[i]->wait_deadline;
   if (next <= now)
     return 0;
   return next - now > 60000 ? 60000 : (int) (next - now);
@@ -652,6 +1002,7 @@ flush_clients (struct mon *m)
   for (size_t i = 0; i < m->nclients;)
     {
       struct client *c = m->clients[i];
+      serve_watch (m, c);
       bool dead = buf_flush (&c->out, c->fd) < 0;
       /* Credit in quarters of the window: one small frame per megabyte
        * rather than one per frame, and never a stall (the agent still has

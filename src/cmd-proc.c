@@ -1,0 +1,251 @@
+/* sbx ps, sbx proc: the processes started in a sandbox through the exec API,
+ * as its monitor keeps them (running and recently ended, background output). */
+#include "config.h"
+#include "cli.h"
+#include "client.h"
+#include "json.h"
+#include "util.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+const cli_opt sbx_ps_cli_opts[] = { { NULL } };
+
+enum { O_TIMEOUT = 256, O_SIGNAL = 's', O_FOLLOW = 'f' };
+const cli_opt sbx_proc_cli_opts[] = {
+  { "timeout", O_TIMEOUT, required_argument, "SECONDS", "wait: give up after SECONDS (error TIMEOUT)" },
+  { "signal", O_SIGNAL, required_argument, "SIG", "kill: the signal, by name (TERM, SIGTERM) or number (default KILL)" },
+  { "follow", O_FOLLOW, no_argument, NULL, "logs: keep printing new output until the process exits" },
+  { NULL },
+};
+
+/* "TERM", "SIGTERM", "term", "15" -> 15; -1 for anything else. */
+static int
+parse_signal (const char *s)
+{
+  int64_t n;
+  if (parse_int64 (s, 1, 64, &n) == 0)
+    return (int) n;
+  if (strncasecmp (s, "SIG", 3) == 0)
+    s += 3;
+  for (int i = 1; i < SIGRTMIN; i++)
+    {
+      const char *name = sigabbrev_np (i);
+      if (name && strcasecmp (name, s) == 0)
+        return i;
+    }
+  return -1;
+}
+
+/* Parses the options of ps/proc; operands end up in argv + *first. */
+static int
+parse (sbx_cli *cli, const char *name, int argc, char **argv, int *first, int64_t *timeout, int *sig, bool *follow,
+       sbx_error **err)
+{
+  cli_parser p;
+  cli_parser_init (&p, cli, cli_find (name), argc, argv);
+  int key;
+  const char *arg;
+  while ((key = cli_next (&p, &arg, err)) > 0 && key != 'h')
+    {
+      if (key == O_TIMEOUT && cli_int ("timeout", arg, 1, 86400, timeout, err) < 0)
+        key = -1;
+      else if (key == O_SIGNAL && (*sig = parse_signal (arg)) < 0)
+        key = sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "--signal: `%s` is not a signal name or number", arg);
+      else if (key == O_FOLLOW)
+        *follow = true;
+      if (key < 0)
+        break;
+    }
+  cli_parser_done (&p);
+  *first = optind;
+  return key;
+}
+
+static const char *
+jstr (yajl_val v, const char *k)
+{
+  const char *s = NULL;
+  j_get_str (v, k, false, &s, NULL);
+  return s ? s : "-";
+}
+
+static int64_t
+jint (yajl_val v, const char *k, int64_t def)
+{
+  int64_t n = def;
+  j_get_int (v, k, false, &n, NULL);
+  return n;
+}
+
+int
+cmd_ps (sbx_cli *cli, int argc, char **argv, sbx_error **err)
+{
+  int first;
+  int64_t t;
+  int sig;
+  bool f;
+  int key = parse (cli, "ps", argc, argv, &first, &t, &sig, &f, err);
+  if (key != 0)
+    return key < 0 ? -1 : 0;
+  if (argc - first != 1)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "ps: usage: sbx ps ID");
+  sbx_store *st;
+  _cleanup_free_ char *id = NULL;
+  _cleanup_yajl_val_ yajl_val v = NULL;
+  if (cli_store (cli, &st, err) < 0 || cli_sandbox_id (cli, argv[first], &id, err) < 0
+      || sbx_client_call (st, id, "{\"op\":\"ps\"}", &v, err) < 0)
+    return -1;
+  yajl_val procs = j_get (v, "processes");
+  if (!YAJL_IS_ARRAY (procs))
+    return sbx_error_set (err, SBX_E_INTERNAL, 0, "ps: malformed answer from the monitor");
+  if (cli->json)
+    {
+      yajl_gen g = cli_json_begin ();
+      j_val (g, procs);
+      cli_json_end (g);
+      return 0;
+    }
+  printf ("%-7s %-9s %-5s %-10s %-20s %s\n", "PID", "STATE", "EXIT", "MODE", "STARTED", "COMMAND");
+  for (size_t i = 0; i < procs->u.array.len; i++)
+    {
+      yajl_val p = procs->u.array.values[i];
+      char started[32], code[24] = "-";
+      format_time (jint (p, "started_at", 0), started, sizeof started);
+      int64_t ec = jint (p, "exit_code", -1);
+      if (ec >= 0)
+        snprintf (code, sizeof code, "%lld", (long long) ec);
+      bool bg = false;
+      j_get_bool (p, "background", false, &bg, NULL);
+      printf ("%-7lld %-9s %-5s %-10s %-20s %s\n", (long long) jint (p, "pid", 0), jstr (p, "state"), code,
+              bg ? "background" : "attached", started, jstr (p, "command"));
+    }
+  return 0;
+}
+
+static void
+print_proc (yajl_val p)
+{
+  char started[32] = "-", ended[32] = "-";
+  format_time (jint (p, "started_at", 0), started, sizeof started);
+  if (jint (p, "ended_at", 0) > 0)
+    format_time (jint (p, "ended_at", 0), ended, sizeof ended);
+  bool bg = false, to = false;
+  j_get_bool (p, "background", false, &bg, NULL);
+  j_get_bool (p, "timed_out", false, &to, NULL);
+  printf ("pid:        %lld\ncommand:    %s\nstate:      %s\nmode:       %s\nstarted:    %s\nended:      %s\n",
+          (long long) jint (p, "pid", 0), jstr (p, "command"), jstr (p, "state"), bg ? "background" : "attached",
+          started, ended);
+  if (jint (p, "exit_code", -1) >= 0)
+    printf ("exit code:  %lld%s\n", (long long) jint (p, "exit_code", 0), to ? " (timed out)" : "");
+  if (jint (p, "signal", 0) > 0)
+    printf ("signal:     %lld\n", (long long) jint (p, "signal", 0));
+  if (bg)
+    printf ("dropped:    %lld bytes of output\n", (long long) jint (p, "output_dropped", 0));
+}
+
+static int
+exit_code_of (yajl_val p)
+{
+  int64_t ec = jint (p, "exit_code", -1);
+  return ec >= 0 && ec <= 255 ? (int) ec : 0;
+}
+
+/* logs --json: the output captured, then one document. */
+static int
+logs_json (const sbx_store *st, const char *id, const char *req, sbx_error **err)
+{
+  _cleanup_close_ int out = memfd_create ("sbx-stdout", MFD_CLOEXEC);
+  _cleanup_close_ int errfd = memfd_create ("sbx-stderr", MFD_CLOEXEC);
+  if (out < 0 || errfd < 0)
+    return sbx_error_errno (err, errno, "memfd_create");
+  _cleanup_yajl_val_ yajl_val v = NULL;
+  if (sbx_client_stream (st, id, req, out, errfd, &v, err) < 0)
+    return -1;
+  size_t ol, el;
+  _cleanup_free_ char *o = cli_read_back (out, &ol);
+  _cleanup_free_ char *e = cli_read_back (errfd, &el);
+  yajl_gen g = cli_json_begin ();
+  j_map (g);
+  for (size_t i = 0; YAJL_IS_OBJECT (v) && i < v->u.object.len; i++)
+    {
+      j_str (g, v->u.object.keys[i]);
+      j_val (g, v->u.object.values[i]);
+    }
+  j_str (g, "stdout");
+  j_strn (g, o, ol);
+  j_str (g, "stderr");
+  j_strn (g, e, el);
+  j_endmap (g);
+  cli_json_end (g);
+  return 0;
+}
+
+int
+cmd_proc (sbx_cli *cli, int argc, char **argv, sbx_error **err)
+{
+  int first, sig = 0;
+  int64_t timeout = 0, pid;
+  bool follow = false;
+  int key = parse (cli, "proc", argc, argv, &first, &timeout, &sig, &follow, err);
+  if (key != 0)
+    return key < 0 ? -1 : 0;
+  if (argc - first != 3)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "proc: usage: sbx proc ID PID status|wait|kill|logs");
+  const char *action = argv[first + 2];
+  static const char *const actions[] = { "status", "wait", "kill", "logs" };
+  size_t a = 0;
+  while (a < ARRAY_SIZE (actions) && strcmp (actions[a], action) != 0)
+    a++;
+  if (a == ARRAY_SIZE (actions))
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "proc: unknown action `%s` (status, wait, kill, logs)",
+                          action);
+  if (parse_int64 (argv[first + 1], 1, INT32_MAX, &pid) < 0)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "proc: `%s` is not a pid", argv[first + 1]);
+  if ((timeout && a != 1) || (sig && a != 2) || (follow && a != 3))
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "proc %s: --%s does not apply", action,
+                          timeout && a != 1 ? "timeout" : sig && a != 2 ? "signal" : "follow");
+  sbx_store *st;
+  _cleanup_free_ char *id = NULL;
+  if (cli_store (cli, &st, err) < 0 || cli_sandbox_id (cli, argv[first], &id, err) < 0)
+    return -1;
+  _cleanup_free_ char *req = NULL;
+  switch (a)
+    {
+    case 0:
+      req = xasprintf ("{\"op\":\"proc_status\",\"pid\":%lld}", (long long) pid);
+      break;
+    case 1:
+      req = xasprintf ("{\"op\":\"proc_wait\",\"pid\":%lld,\"timeout_ms\":%lld}", (long long) pid,
+                       (long long) timeout * 1000);
+      break;
+    case 2:
+      req = xasprintf ("{\"op\":\"proc_kill\",\"pid\":%lld,\"signal\":%d}", (long long) pid, sig ? sig : SIGKILL);
+      break;
+    default:
+      req = xasprintf ("{\"op\":\"proc_logs\",\"pid\":%lld,\"follow\":%s}", (long long) pid, follow ? "true" : "false");
+      if (cli->json)
+        return logs_json (st, id, req, err);
+      break;
+    }
+  _cleanup_yajl_val_ yajl_val v = NULL;
+  if (sbx_client_stream (st, id, req, 1, 2, &v, err) < 0)
+    return -1;
+  if (cli->json)
+    {
+      yajl_gen g = cli_json_begin ();
+      j_val (g, v);
+      cli_json_end (g);
+    }
+  else if (a == 0)
+    print_proc (v);
+  else if (a == 1)
+    printf ("%d\n", exit_code_of (v));
+  /* wait exits with the process's status, as the shell's `wait` does. */
+  return a == 1 ? exit_code_of (v) : 0;
+}
