@@ -5,7 +5,7 @@
 # The option lists mirror `sbx COMMAND --help`; tests/integration/docs.bats
 # checks them against it.
 
-_sbx_commands='create run exec run-code ls status wait terminate rm logs ttl stats images import info gc version'
+_sbx_commands='create run exec run-code ps proc ls status wait terminate rm logs ttl stats images import info gc version'
 _sbx_global_opts='--root --run-root --json --version -h --help'
 
 # The options of command $1, then those of them that take a value.
@@ -14,8 +14,9 @@ _sbx_opts() {
 	case $1 in
 	create) echo "$create" ;;
 	run) echo "$create --rm" ;;
-	exec) echo '-i --interactive -t --tty -e --env --cwd --user --timeout' ;;
+	exec) echo '-i --interactive -t --tty -d --detach -e --env --cwd --user --timeout' ;;
 	run-code) echo '-l --lang -e --env --cwd --timeout' ;;
+	proc) echo '--timeout -s --signal -f --follow' ;;
 	ls) echo '-q --quiet' ;;
 	wait) echo '--timeout' ;;
 	terminate) echo '--rm' ;;
@@ -29,6 +30,7 @@ _sbx_opts_with_arg() {
 	create | run) echo '--image --name --cpu --memory --pids --runtime --keep-warm --timeout -e --env --cwd' ;;
 	exec) echo '-e --env --cwd --user --timeout' ;;
 	run-code) echo '-l --lang -e --env --cwd --timeout' ;;
+	proc) echo '--timeout -s --signal' ;;
 	wait) echo '--timeout' ;;
 	import) echo '-t --tag' ;;
 	esac
@@ -43,7 +45,7 @@ _sbx_has_cmdline() {
 # How many operands command $1 takes that are sandboxes: 1, "many" or 0.
 _sbx_id_operands() {
 	case $1 in
-	exec | run-code | status | wait | logs | ttl) echo 1 ;;
+	exec | run-code | ps | proc | status | wait | logs | ttl) echo 1 ;;
 	terminate | rm) echo many ;;
 	*) echo 0 ;;
 	esac
@@ -59,6 +61,11 @@ _sbx_run() {
 _sbx_ids() {
 	_sbx_run ls -q
 	_sbx_run ls | awk 'NR > 1 && $2 != "-" { print $2 }'
+}
+
+# The pids of sandbox $1's processes (the PID column of `sbx ps`).
+_sbx_pids() {
+	_sbx_run ps "$1" | awk 'NR > 1 { print $1 }'
 }
 
 # Image tags (the TAGS column of `sbx images`), and the built-in busybox.
@@ -136,12 +143,13 @@ _sbx() {
 		--image) mapfile -t COMPREPLY < <(compgen -W "$(_sbx_images)" -- "$cur") ;;
 		--runtime) mapfile -t COMPREPLY < <(compgen -W 'runsc runc' -- "$cur") ;;
 		--keep-warm) mapfile -t COMPREPLY < <(compgen -W '-1 60 600 3600' -- "$cur") ;;
+		-s | --signal) mapfile -t COMPREPLY < <(compgen -W 'HUP INT QUIT KILL USR1 USR2 ALRM TERM CONT STOP' -- "$cur") ;;
 		esac
 		return
 	fi
 
 	# Operands so far (after the options; "--" ends them).
-	local nargs=0 dashdash=''
+	local nargs=0 dashdash='' first_arg=''
 	for ((i = cmd_at + 1; i < COMP_CWORD; i++)); do
 		w=${COMP_WORDS[i]}
 		if [[ -n $dashdash ]] || { ((nargs > 0)) && _sbx_has_cmdline "$cmd"; }; then
@@ -153,7 +161,7 @@ _sbx() {
 		elif [[ $w == -* ]]; then
 			_sbx_in_list "$w" "$(_sbx_opts_with_arg "$cmd")" && [[ ${COMP_WORDS[i + 1]} != = ]] && ((i++))
 		else
-			((nargs++))
+			((nargs++ == 0)) && first_arg=$w
 		fi
 	done
 
@@ -172,6 +180,12 @@ _sbx() {
 	1) ((nargs == 0)) && mapfile -t COMPREPLY < <(compgen -W "$(_sbx_ids)" -- "$cur") ;;
 	many) mapfile -t COMPREPLY < <(compgen -W "$(_sbx_ids)" -- "$cur") ;;
 	esac
+	if [[ $cmd == proc ]]; then
+		case $nargs in
+		1) mapfile -t COMPREPLY < <(compgen -W "$(_sbx_pids "$first_arg")" -- "$cur") ;;
+		2) mapfile -t COMPREPLY < <(compgen -W 'status wait kill logs' -- "$cur") ;;
+		esac
+	fi
 	if [[ $cmd == import ]] && ((nargs == 0)); then
 		compopt -o filenames 2>/dev/null
 		mapfile -t COMPREPLY < <(compgen -f -- "$cur")

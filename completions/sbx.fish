@@ -9,6 +9,8 @@ function __sbx_opts_with_arg
             printf '%s\n' --image --name --cpu --memory --pids --runtime --keep-warm --timeout -e --env --cwd
         case exec
             printf '%s\n' -e --env --cwd --user --timeout
+        case proc
+            printf '%s\n' --timeout -s --signal
         case wait
             printf '%s\n' --timeout
         case import
@@ -107,6 +109,14 @@ function __sbx_sandboxes
     __sbx_run ls | awk 'NR > 1 && $2 != "-" { print $2 }'
 end
 
+# The pids of the processes of the sandbox that is the first operand (the PID
+# column of `sbx ps`).
+function __sbx_pids
+    set -l id (__sbx_parse | string replace -rf '^o ' '')[1]
+    test -n "$id"; or return
+    __sbx_run ps $id | awk 'NR > 1 { print $1 }'
+end
+
 # Image tags (the TAGS column of `sbx images`) and the built-in busybox.
 function __sbx_images
     echo busybox
@@ -120,6 +130,8 @@ complete -c sbx -n __sbx_no_command -a create -d 'Create a sandbox and print its
 complete -c sbx -n __sbx_no_command -a run -d 'Create a sandbox, run CMD in it, terminate it'
 complete -c sbx -n __sbx_no_command -a exec -d 'Run CMD in a running sandbox'
 complete -c sbx -n __sbx_no_command -a run-code -d "Run a code snippet with the image's interpreter"
+complete -c sbx -n __sbx_no_command -a ps -d 'List the processes started in a sandbox'
+complete -c sbx -n __sbx_no_command -a proc -d 'Inspect, wait for, signal or read the output of a process of a sandbox'
 complete -c sbx -n __sbx_no_command -a ls -d 'List sandboxes'
 complete -c sbx -n __sbx_no_command -a status -d "Show a sandbox's state, reason, limits and lifetimes"
 complete -c sbx -n __sbx_no_command -a wait -d 'Block until a sandbox reaches a final state'
@@ -160,23 +172,29 @@ complete -c sbx -n '__sbx_opts_for run' -l rm -d 'Remove the sandbox and its fil
 # exec
 complete -c sbx -n '__sbx_opts_for exec' -s i -l interactive -d 'Pass stdin to the command'
 complete -c sbx -n '__sbx_opts_for exec' -s t -l tty -d 'Run the command on a terminal inside the sandbox'
+complete -c sbx -n '__sbx_opts_for exec' -s d -l detach -d 'Start the command in the background and print its pid'
 complete -c sbx -n '__sbx_opts_for exec' -s e -l env -x -d 'Set an environment variable (KEY=VALUE)'
 complete -c sbx -n '__sbx_opts_for exec' -l cwd -x -d 'Working directory (absolute)'
 complete -c sbx -n '__sbx_opts_for exec' -l user -x -d 'Run as this numeric user (UID[:GID])'
 complete -c sbx -n '__sbx_opts_for exec' -l timeout -x -d 'Kill the command after SECONDS; exit status 124'
 
-# ls, wait, terminate, rm, import
+# run-code, proc, ls, wait, terminate, rm, import
 complete -c sbx -n '__sbx_opts_for run-code' -s l -l lang -x -a 'python sh bash node' -d 'The interpreter'
 complete -c sbx -n '__sbx_opts_for run-code' -s e -l env -x -d 'Set an environment variable (KEY=VALUE)'
 complete -c sbx -n '__sbx_opts_for run-code' -l cwd -x -d 'Working directory (absolute)'
 complete -c sbx -n '__sbx_opts_for run-code' -l timeout -x -d 'Kill the snippet after SECONDS; exit status 124'
+complete -c sbx -n '__sbx_opts_for proc' -l timeout -x -d 'wait: give up after SECONDS (error TIMEOUT)'
+complete -c sbx -n '__sbx_opts_for proc' -s s -l signal -x -a 'HUP INT QUIT KILL USR1 USR2 ALRM TERM CONT STOP' -d 'kill: the signal (default KILL)'
+complete -c sbx -n '__sbx_opts_for proc' -s f -l follow -d 'logs: keep printing new output until the process exits'
 complete -c sbx -n '__sbx_opts_for ls' -s q -l quiet -d 'Print ids only'
 complete -c sbx -n '__sbx_opts_for wait' -l timeout -x -d 'Give up after SECONDS (error TIMEOUT)'
 complete -c sbx -n '__sbx_opts_for terminate' -l rm -d 'Also remove the sandbox and its files'
 complete -c sbx -n '__sbx_opts_for rm' -s f -l force -d 'Terminate running sandboxes first'
 complete -c sbx -n '__sbx_opts_for import' -s t -l tag -x -a '(__sbx_images)' -d 'Tag the imported image NAME'
 
-# Operands: sandboxes, and the tarball of import
-complete -c sbx -n '__sbx_operand 0 exec run-code status wait logs ttl' -a '(__sbx_sandboxes)' -d Sandbox
+# Operands: sandboxes, the pid and action of proc, and the tarball of import
+complete -c sbx -n '__sbx_operand 0 exec run-code ps proc status wait logs ttl' -a '(__sbx_sandboxes)' -d Sandbox
+complete -c sbx -n '__sbx_operand 1 proc' -a '(__sbx_pids)' -d Process
+complete -c sbx -n '__sbx_operand 2 proc' -a 'status wait kill logs' -d Action
 complete -c sbx -n '__sbx_operand any terminate rm' -a '(__sbx_sandboxes)' -d Sandbox
 complete -c sbx -n '__sbx_operand 0 import' -F
