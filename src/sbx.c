@@ -14,6 +14,8 @@ int cmd_exec (sbx_cli *, int, char **, sbx_error **);
 int cmd_run_code (sbx_cli *, int, char **, sbx_error **);
 int cmd_ps (sbx_cli *, int, char **, sbx_error **);
 int cmd_proc (sbx_cli *, int, char **, sbx_error **);
+int cmd_fs (sbx_cli *, int, char **, sbx_error **);
+int cmd_cp (sbx_cli *, int, char **, sbx_error **);
 int cmd_ls (sbx_cli *, int, char **, sbx_error **);
 int cmd_status (sbx_cli *, int, char **, sbx_error **);
 int cmd_wait (sbx_cli *, int, char **, sbx_error **);
@@ -28,7 +30,8 @@ int cmd_info (sbx_cli *, int, char **, sbx_error **);
 int cmd_gc (sbx_cli *, int, char **, sbx_error **);
 int cmd_version (sbx_cli *, int, char **, sbx_error **);
 
-extern const cli_opt sbx_run_code_cli_opts[], sbx_ps_cli_opts[], sbx_proc_cli_opts[];
+extern const cli_opt sbx_run_code_cli_opts[], sbx_ps_cli_opts[], sbx_proc_cli_opts[], sbx_fs_cli_opts[],
+    sbx_cp_cli_opts[];
 extern const cli_opt sbx_create_opts[], sbx_run_opts[], sbx_exec_cli_opts[], sbx_ls_opts[], sbx_wait_opts[],
     sbx_rm_opts[], sbx_terminate_opts[], sbx_import_opts[], sbx_none_opts[], sbx_logs_opts[];
 
@@ -42,6 +45,11 @@ const sbx_command sbx_commands[] = {
   { "ps", cmd_ps, "ID", "List the processes started in a sandbox (running and recently ended).", sbx_ps_cli_opts },
   { "proc", cmd_proc, "ID PID status|wait|kill|logs",
     "Inspect, wait for, signal or read the output of one process of a sandbox.", sbx_proc_cli_opts },
+  { "fs", cmd_fs, "ID VERB ARGS...",
+    "Files of a sandbox (running or ended): read PATH, write PATH, upload HOSTFILE PATH, download PATH HOSTFILE, "
+    "ls PATH, stat PATH, mkdir PATH, rm PATH, rmdir PATH, find PATH PATTERN, replace PATH OLD NEW, watch PATH.",
+    sbx_fs_cli_opts },
+  { "cp", cmd_cp, "ID:PATH HOSTPATH | HOSTPATH ID:PATH", "Copy a file out of or into a sandbox.", sbx_cp_cli_opts },
   { "ls", cmd_ls, NULL, "List sandboxes.", sbx_ls_opts },
   { "status", cmd_status, "ID", "Show a sandbox's state, reason, limits and lifetimes.", sbx_none_opts },
   { "wait", cmd_wait, "ID", "Block until a sandbox reaches a final state, then print it.", sbx_wait_opts },

@@ -109,6 +109,52 @@ sbx_client_stream (const sbx_store *st, const char *id, const char *json, int ou
 }
 
 int
+sbx_client_rootfd (const sbx_store *st, const char *id, int *ret_fd, sbx_error **err)
+{
+  _cleanup_close_ int fd = -1, got = -1;
+  if (sbx_client_connect (st, id, &fd, err) < 0 || send_request (fd, "{\"op\":\"rootfd\"}", err) < 0)
+    return -1;
+  unsigned char buf[SBX_PROTO_HDR_SIZE + 4096];
+  size_t have = 0;
+  struct sbx_frame_hdr h = { 0 };
+  for (;;)
+    {
+      union
+      {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE (sizeof (int))];
+      } cm;
+      struct iovec iov = { buf + have, sizeof buf - have };
+      struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf, .msg_controllen = sizeof cm.buf };
+      ssize_t n = recvmsg (fd, &msg, MSG_CMSG_CLOEXEC);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        return sbx_error_set (err, SBX_E_SANDBOX_NOT_RUNNING, 0, "sandbox %s stopped before it answered", id);
+      for (struct cmsghdr *c = CMSG_FIRSTHDR (&msg); c; c = CMSG_NXTHDR (&msg, c))
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN (sizeof (int))
+            && got < 0)
+          memcpy (&got, CMSG_DATA (c), sizeof got);
+      have += (size_t) n;
+      if (have >= SBX_PROTO_HDR_SIZE)
+        {
+          if (sbx_frame_hdr_decode (buf, &h) < 0 || h.type != SBX_MSG_REPLY || h.len > sizeof buf - SBX_PROTO_HDR_SIZE)
+            return sbx_error_set (err, SBX_E_INTERNAL, 0, "malformed answer from the monitor");
+          if (have >= SBX_PROTO_HDR_SIZE + h.len)
+            break;
+        }
+    }
+  yajl_val v = NULL;
+  if (parse_reply (buf + SBX_PROTO_HDR_SIZE, h.len, &v, err) < 0)
+    return -1;
+  yajl_tree_free (v);
+  if (got < 0)
+    return sbx_error_set (err, SBX_E_INTERNAL, 0, "the monitor sent no root");
+  *ret_fd = steal_fd (&got);
+  return 0;
+}
+
+int
 sbx_client_call (const sbx_store *st, const char *id, const char *json, yajl_val *ret, sbx_error **err)
 {
   return sbx_client_stream (st, id, json, -1, -1, ret, err);

@@ -37,6 +37,8 @@ int sbx_client_call (const sbx_store *st, const char *id, const char *json, yajl
  * OUT_FD/ERR_FD; -1 drops them) and then the REPLY: `proc logs`. */
 int sbx_client_stream (const sbx_store *st, const char *id, const char *json, int out_fd, int err_fd, yajl_val *ret,
                        sbx_error **err);
+/* The sandbox's merged root, an O_PATH fd passed by its monitor. */
+int sbx_client_rootfd (const sbx_store *st, const char *id, int *ret_fd, sbx_error **err);
 /* Sends the request and waits until the monitor closes the connection
  * (it exits), or TIMEOUT_MS passes (-1: forever): TIMEOUT. */
 int sbx_client_wait_close (const sbx_store *st, const char *id, const char *json, int64_t timeout_ms,

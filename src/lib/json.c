@@ -39,7 +39,37 @@ j_take (yajl_gen g, size_t *ret_len)
 }
 
 void j_str (yajl_gen g, const char *s) { j_strn (g, s, strlen (s)); }
-void j_strn (yajl_gen g, const char *s, size_t n) { CHECK (yajl_gen_string (g, (const unsigned char *) s, n)); }
+/* JSON text is UTF-8 (RFC 8259): bytes that are not (a file name, a
+ * command's binary output) become U+FFFD, each invalid byte one. */
+void
+j_strn (yajl_gen g, const char *s, size_t n)
+{
+  if (utf8_valid (s, n))
+    {
+      CHECK (yajl_gen_string (g, (const unsigned char *) s, n));
+      return;
+    }
+  char *out = xmalloc (n * 3 + 1);
+  size_t o = 0;
+  for (size_t i = 0; i < n;)
+    {
+      size_t l = utf8_char_len ((const unsigned char *) s + i, n - i);
+      if (l == 0)
+        {
+          memcpy (out + o, "\xef\xbf\xbd", 3);
+          o += 3;
+          i++;
+        }
+      else
+        {
+          memcpy (out + o, s + i, l);
+          o += l;
+          i += l;
+        }
+    }
+  CHECK (yajl_gen_string (g, (const unsigned char *) out, o));
+  free (out);
+}
 void j_int (yajl_gen g, long long v) { CHECK (yajl_gen_integer (g, v)); }
 void j_double (yajl_gen g, double v) { CHECK (yajl_gen_double (g, v)); }
 void j_bool (yajl_gen g, bool v) { CHECK (yajl_gen_bool (g, v)); }

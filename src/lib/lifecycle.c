@@ -191,6 +191,11 @@ sbx_sandbox_remove (const sbx_store *st, const char *id, sbx_error **err)
                           sbx_state_name (sb->state));
   if (sbx_sandbox_reap (st, id, err) < 0)
     return -1;
+  /* Not under a file call that has its files mounted (cmd-fs.c). */
+  _cleanup_free_ char *fslock = sbx_store_path (st, "sandboxes/%s/fs.lock", id);
+  _cleanup_close_ int lk = open (fslock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lk >= 0 && flock (lk, LOCK_EX | LOCK_NB) < 0)
+    return sbx_error_set (err, SBX_E_BUSY, 0, "sandbox %s: a file call (sbx fs) is using its files", id);
   _cleanup_free_ char *dir = sbx_sandbox_dir (st, id);
   _cleanup_free_ char *tmp = sbx_store_path (st, "sandboxes/.rm-%s", id);
   if (rename (dir, tmp) < 0)

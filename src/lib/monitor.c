@@ -113,6 +113,7 @@ struct mon {
   int runtime_status;
   uint64_t agent_gone_at;
   int lock_fd;
+  int root_fd; /* O_PATH of the merged root, handed to `sbx fs` calls */
   int cgroup_hold; /* shared lock on the parent cgroup, until the runtime has made ours */
   int stderr_r, stderr_w; /* the runtime's and the init's stderr: a pipe into the log */
   uint64_t next_sample;
@@ -679,6 +680,43 @@ handle_exec (struct mon *m, struct client *c, yajl_val req, sbx_error **err)
   return 0;
 }
 
+/* `sbx fs`: the merged root as an O_PATH fd (SCM_RIGHTS with the reply);
+ * the CLI resolves every path beneath it with openat2(RESOLVE_IN_ROOT). */
+static void
+handle_rootfd (struct mon *m, struct client *c)
+{
+  if (m->root_fd < 0 || c->out.len > 0)
+    {
+      reply_error (c, SBX_E_SANDBOX_NOT_RUNNING, "the sandbox's root is not mounted");
+      return;
+    }
+  static const char reply[] = "{\"ok\":true}";
+  unsigned char frame[SBX_PROTO_HDR_SIZE + sizeof reply - 1];
+  struct sbx_frame_hdr h = { .len = sizeof reply - 1, .type = SBX_MSG_REPLY };
+  sbx_frame_hdr_encode (frame, &h);
+  memcpy (frame + SBX_PROTO_HDR_SIZE, reply, sizeof reply - 1);
+  union
+  {
+    struct cmsghdr h;
+    char buf[CMSG_SPACE (sizeof (int))];
+  } cm = { 0 };
+  struct iovec iov = { frame, sizeof frame };
+  struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf, .msg_controllen = sizeof cm.buf };
+  struct cmsghdr *cmsg = CMSG_FIRSTHDR (&msg);
+  cmsg->cmsg_level = SOL_SOCKET;
+  cmsg->cmsg_type = SCM_RIGHTS;
+  cmsg->cmsg_len = CMSG_LEN (sizeof (int));
+  memcpy (CMSG_DATA (cmsg), &m->root_fd, sizeof (int));
+  /* A fresh connection's buffer takes a 30-byte frame whole. */
+  ssize_t w;
+  do
+    w = sendmsg (c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+  while (w < 0 && errno == EINTR);
+  if (w > 0 && (size_t) w < sizeof frame)
+    buf_append (&c->out, frame + w, sizeof frame - (size_t) w);
+  c->closing = true;
+}
+
 static void
 handle_ttl (struct mon *m, struct client *c, yajl_val req)
 {
@@ -725,6 +763,8 @@ handle_request (struct mon *m, struct client *c, const unsigned char *p, size_t 
     handle_ttl (m, c, req);
   else if (strcmp (op, "wait") == 0)
     ; /* answered by EOF when the monitor exits */
+  else if (strcmp (op, "rootfd") == 0)
+    handle_rootfd (m, c);
   else if (strcmp (op, "ps") == 0)
     handle_ps (m, c);
   else if (strncmp (op, "proc_", 5) == 0 && (strcmp (op + 5, "status") == 0 || strcmp (op + 5, "wait") == 0
@@ -1088,37 +1128,7 @@ mount_root (struct mon *m, sbx_error **err)
   _cleanup_free_ char *top = NULL;
   if (sbx_store_top_layer (m->st, sbx_init_path (), &top, err) < 0)
     return -1;
-  /* Relative lowerdirs keep the option string short for deep images. */
-  if (chdir (m->st->root) < 0)
-    return sbx_error_errno (err, errno, "chdir `%s`", m->st->root);
-  size_t nl = strv_len (m->sb->layers);
-  _cleanup_free_ char *opts = xstrdup ("lowerdir=top/v1");
-  for (size_t i = nl; i > 0; i--)
-    {
-      const char *d = m->sb->layers[i - 1];
-      const char *hex = strncmp (d, "sha256:", 7) == 0 ? d + 7 : d;
-      char *o = xasprintf ("%s:layers/sha256/%s/rootfs", opts, hex);
-      free (opts);
-      opts = o;
-    }
-  char *o = xasprintf ("%s,upperdir=sandboxes/%s/upper,workdir=sandboxes/%s/work", opts, m->sb->id, m->sb->id);
-  free (opts);
-  opts = o;
-  if (strlen (opts) >= 4000)
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "image has too many layers (%zu)", nl);
-  static const char *const dirs[] = { "upper", "work", "rootfs" };
-  for (size_t i = 0; i < ARRAY_SIZE (dirs); i++)
-    {
-      _cleanup_free_ char *p = xasprintf ("%s/%s", m->dir, dirs[i]);
-      if (mkdir (p, 0700) < 0 && errno != EEXIST)
-        return sbx_error_errno (err, errno, "mkdir `%s`", p);
-    }
-  _cleanup_free_ char *upper = xasprintf ("%s/upper", m->dir);
-  chmod (upper, 0755);
-  _cleanup_free_ char *rootfs = xasprintf ("%s/rootfs", m->dir);
-  if (mount ("overlay", rootfs, "overlay", MS_NODEV, opts) < 0)
-    return sbx_error_errno (err, errno, "mount the overlay root");
-  return 0;
+  return sbx_sandbox_mount_root (m->st, m->sb, false, err);
 }
 
 static int
@@ -1277,6 +1287,10 @@ setup (struct mon *m, sbx_error **err)
     return sbx_error_errno (err, errno, "mkdir `%s`", m->run_dir);
   if (mount_root (m, err) < 0)
     return sbx_error_wrap (err, "mount root");
+  _cleanup_free_ char *merged = xasprintf ("%s/rootfs", m->dir);
+  m->root_fd = open (merged, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (m->root_fd < 0)
+    return sbx_error_errno (err, errno, "open the merged root");
   /* Under gVisor each sandbox process costs several host tasks (the ptrace
    * platform's stubs): the process limit proper is gVisor's RLIMIT_NPROC
    * (spec.c) and the host's pids limit a backstop. */
@@ -1366,6 +1380,9 @@ teardown (struct mon *m)
   /* The overlay lives in our private mount namespace and would go with us;
    * unmounting it now lets the final state mean "nothing is left". */
   _cleanup_free_ char *rootfs = xasprintf ("%s/rootfs", m->dir);
+  if (m->root_fd >= 0)
+    close (m->root_fd);
+  m->root_fd = -1;
   umount2 (rootfs, MNT_DETACH);
 }
 
@@ -1431,7 +1448,7 @@ block_signals (struct mon *m)
 static void __attribute__ ((noreturn))
 monitor_main (const sbx_store *st, sbx_sandbox *sb, int lock_fd, int sync_fd)
 {
-  struct mon mm = { .st = st, .sb = sb, .agent_fd = -1, .listen_fd = -1, .lock_fd = lock_fd, .cgroup_hold = -1, .stderr_r = -1,
+  struct mon mm = { .st = st, .sb = sb, .agent_fd = -1, .listen_fd = -1, .lock_fd = lock_fd, .root_fd = -1, .cgroup_hold = -1, .stderr_r = -1,
                     .stderr_w = -1 };
   struct mon *m = &mm;
   m->dir = sbx_sandbox_dir (st, sb->id);

@@ -7,9 +7,11 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <sys/mount.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 
 #define STATE_JSON_MAX (1 << 20)
 
@@ -363,5 +365,49 @@ sbx_sandbox_list (const sbx_store *st, char ***ret_ids, sbx_error **err)
       strv_push (&ids, de->d_name);
   closedir (d);
   *ret_ids = ids;
+  return 0;
+}
+
+int
+sbx_sandbox_mount_root (const sbx_store *st, const sbx_sandbox *sb, bool readonly, sbx_error **err)
+{
+  /* Relative lowerdirs keep the option string short for deep images. */
+  if (chdir (st->root) < 0)
+    return sbx_error_errno (err, errno, "chdir `%s`", st->root);
+  size_t nl = strv_len (sb->layers);
+  /* Read-only: its upper dir becomes the top lower layer (whiteouts and
+   * opaque directories keep their meaning there), and nothing is written. */
+  _cleanup_free_ char *opts = readonly ? xasprintf ("lowerdir=sandboxes/%s/upper:top/v1", sb->id) : xstrdup ("lowerdir=top/v1");
+  for (size_t i = nl; i > 0; i--)
+    {
+      const char *d = sb->layers[i - 1];
+      const char *hex = strncmp (d, "sha256:", 7) == 0 ? d + 7 : d;
+      char *o = xasprintf ("%s:layers/sha256/%s/rootfs", opts, hex);
+      free (opts);
+      opts = o;
+    }
+  if (!readonly)
+    {
+      char *o = xasprintf ("%s,upperdir=sandboxes/%s/upper,workdir=sandboxes/%s/work", opts, sb->id, sb->id);
+      free (opts);
+      opts = o;
+    }
+  if (strlen (opts) >= 4000)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "image has too many layers (%zu)", nl);
+  _cleanup_free_ char *dir = sbx_sandbox_dir (st, sb->id);
+  static const char *const dirs[] = { "upper", "work", "rootfs" };
+  for (size_t i = 0; i < ARRAY_SIZE (dirs); i++)
+    {
+      _cleanup_free_ char *p = xasprintf ("%s/%s", dir, dirs[i]);
+      if (mkdir (p, 0700) < 0 && errno != EEXIST)
+        return sbx_error_errno (err, errno, "mkdir `%s`", p);
+    }
+  _cleanup_free_ char *upper = xasprintf ("%s/upper", dir);
+  chmod (upper, 0755);
+  _cleanup_free_ char *rootfs = xasprintf ("%s/rootfs", dir);
+  /* nodev: a device node in an image or planted by the sandbox is inert
+   * through this mount, for sbx as for anyone. */
+  if (mount ("overlay", rootfs, "overlay", MS_NODEV | MS_NOSUID | (readonly ? MS_RDONLY : 0), opts) < 0)
+    return sbx_error_errno (err, errno, "mount the overlay root");
   return 0;
 }

@@ -92,6 +92,11 @@ int sbx_sandbox_resolve (const sbx_store *st, const char *ref, char **ret_id, sb
 int sbx_sandbox_list (const sbx_store *st, char ***ret_ids, sbx_error **err);
 /* true when the monitor of ID holds its lock. */
 bool sbx_sandbox_monitor_alive (const sbx_store *st, const char *id);
+/* Mounts the sandbox's overlay root (its image's layers under sbx's top
+ * layer, its upper dir) on ROOT/sandboxes/ID/rootfs. The caller is in a
+ * private mount namespace of its own; the working directory becomes ROOT.
+ * READONLY: a read-only view (no upper or work dir in use). */
+int sbx_sandbox_mount_root (const sbx_store *st, const sbx_sandbox *sb, bool readonly, sbx_error **err);
 /* The JSON view used by status/ls --json. */
 void sbx_sandbox_gen (void *yajl_gen_g, const sbx_sandbox *sb);
 

@@ -110,7 +110,7 @@ gen_mount (yajl_gen g, const char *dest, const char *type, const char *src, cons
 }
 
 static void
-gen_mounts (yajl_gen g)
+gen_mounts (yajl_gen g, const sbx_spec_params *p)
 {
   static const char *const proc[] = { "nosuid", "noexec", "nodev", NULL };
   static const char *const dev[] = { "nosuid", "strictatime", "mode=755", "size=65536k", NULL };
@@ -128,6 +128,17 @@ gen_mounts (yajl_gen g)
   gen_mount (g, "/dev/mqueue", "mqueue", "mqueue", mq);
   gen_mount (g, "/sys", "sysfs", "sysfs", sys);
   gen_mount (g, "/sys/fs/cgroup", "cgroup", "cgroup", cg);
+  if (strcmp (p->runtime, "runsc") == 0)
+    {
+      /* gVisor puts its own tmpfs over an empty /tmp unless /tmp is a
+       * mount of the spec: the sandbox's /tmp would then be invisible to
+       * `sbx fs`. Its own /tmp, bound explicitly, stays shared. The source
+       * is always a directory: sbx's top layer has /tmp, above every image
+       * layer, and the sandbox has not run yet. */
+      static const char *const tmp[] = { "rbind", "rw", "nosuid", "nodev", NULL };
+      _cleanup_free_ char *src = xasprintf ("%s/tmp", p->rootfs);
+      gen_mount (g, "/tmp", "bind", src, tmp);
+    }
   j_endarr (g);
 }
 
@@ -244,7 +255,7 @@ sbx_spec_generate (const sbx_spec_params *p, char **ret_json, size_t *ret_len, s
   j_kbool (g, "readonly", false);
   j_endmap (g);
   j_kstr (g, "hostname", p->sb->id);
-  gen_mounts (g);
+  gen_mounts (g, p);
   if (gen_linux (g, p, err) < 0)
     return sbx_error_wrap (err, "generate OCI spec");
   j_endmap (g);

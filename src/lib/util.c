@@ -582,3 +582,114 @@ sock_buffers (int fd)
   setsockopt (fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
   setsockopt (fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
 }
+
+size_t
+utf8_char_len (const unsigned char *s, size_t n)
+{
+  unsigned char c = s[0];
+  if (c < 0x80)
+    return 1;
+  size_t l;
+  uint32_t cp;
+  if (c >= 0xc2 && c <= 0xdf)
+    l = 2, cp = c & 0x1f;
+  else if (c >= 0xe0 && c <= 0xef)
+    l = 3, cp = c & 0x0f;
+  else if (c >= 0xf0 && c <= 0xf4)
+    l = 4, cp = c & 0x07;
+  else
+    return 0;
+  if (n < l)
+    return 0;
+  for (size_t i = 1; i < l; i++)
+    {
+      if ((s[i] & 0xc0) != 0x80)
+        return 0;
+      cp = (cp << 6) | (s[i] & 0x3f);
+    }
+  /* overlong forms, UTF-16 surrogates, beyond U+10FFFF */
+  if ((l == 3 && cp < 0x800) || (l == 4 && cp < 0x10000) || (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+    return 0;
+  return l;
+}
+
+bool
+utf8_valid (const char *s, size_t n)
+{
+  for (size_t i = 0; i < n;)
+    {
+      size_t l = utf8_char_len ((const unsigned char *) s + i, n - i);
+      if (l == 0)
+        return false;
+      i += l;
+    }
+  return true;
+}
+
+char *
+hex_encode (const void *data, size_t n)
+{
+  static const char digits[] = "0123456789abcdef";
+  const unsigned char *p = data;
+  char *out = xmalloc (n * 2 + 1);
+  for (size_t i = 0; i < n; i++)
+    {
+      out[2 * i] = digits[p[i] >> 4];
+      out[2 * i + 1] = digits[p[i] & 15];
+    }
+  out[2 * n] = '\0';
+  return out;
+}
+
+int
+hex_decode (const char *s, char **ret, size_t *ret_len)
+{
+  size_t n = strlen (s);
+  if (n % 2)
+    return -EINVAL;
+  char *out = xmalloc (n / 2 + 1);
+  for (size_t i = 0; i < n / 2; i++)
+    {
+      int v = 0;
+      for (int k = 0; k < 2; k++)
+        {
+          char c = s[2 * i + (size_t) k];
+          int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+          if (d < 0)
+            {
+              free (out);
+              return -EINVAL;
+            }
+          v = v * 16 + d;
+        }
+      out[i] = (char) v;
+    }
+  out[n / 2] = '\0';
+  *ret = out;
+  if (ret_len)
+    *ret_len = n / 2;
+  return 0;
+}
+
+char *
+base64_encode (const void *data, size_t n)
+{
+  static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  const unsigned char *p = data;
+  char *out = xmalloc ((n + 2) / 3 * 4 + 1), *o = out;
+  size_t i = 0;
+  for (; i + 2 < n; i += 3)
+    {
+      uint32_t v = (uint32_t) p[i] << 16 | (uint32_t) p[i + 1] << 8 | p[i + 2];
+      *o++ = tbl[v >> 18], *o++ = tbl[(v >> 12) & 63], *o++ = tbl[(v >> 6) & 63], *o++ = tbl[v & 63];
+    }
+  if (i < n)
+    {
+      uint32_t v = (uint32_t) p[i] << 16 | (i + 1 < n ? (uint32_t) p[i + 1] << 8 : 0);
+      *o++ = tbl[v >> 18], *o++ = tbl[(v >> 12) & 63];
+      *o++ = i + 1 < n ? tbl[(v >> 6) & 63] : '=';
+      *o++ = '=';
+    }
+  *o = '\0';
+  return out;
+}

@@ -112,4 +112,13 @@ bool path_exists (const char *p);
 /* Lowercase hex of N random bytes from getrandom. */
 char *random_hex (size_t nbytes);
 
+/* UTF-8 (RFC 3629: no overlongs, no surrogates): the length of the valid
+ * character at S (N bytes left), 0 when invalid. */
+size_t utf8_char_len (const unsigned char *s, size_t n);
+bool utf8_valid (const char *s, size_t n);
+char *hex_encode (const void *data, size_t n);
+/* -EINVAL unless S is an even count of hex digits. */
+int hex_decode (const char *s, char **ret, size_t *ret_len);
+char *base64_encode (const void *data, size_t n);
+
 #endif
