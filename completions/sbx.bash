@@ -5,8 +5,9 @@
 # The option lists mirror `sbx COMMAND --help`; tests/integration/docs.bats
 # checks them against it.
 
-_sbx_commands='create run exec run-code ps proc ls status wait terminate rm logs ttl stats images import info gc version'
+_sbx_commands='create run exec run-code ps proc fs cp ls status wait terminate rm logs ttl stats images import info gc version'
 _sbx_global_opts='--root --run-root --json --version -h --help'
+_sbx_fs_verbs='read write upload download ls stat mkdir rm rmdir find replace watch'
 
 # The options of command $1, then those of them that take a value.
 _sbx_opts() {
@@ -17,6 +18,7 @@ _sbx_opts() {
 	exec) echo '-i --interactive -t --tty -d --detach -e --env --cwd --user --timeout' ;;
 	run-code) echo '-l --lang -e --env --cwd --timeout' ;;
 	proc) echo '--timeout -s --signal -f --follow' ;;
+	fs) echo '--limit --cursor -p --parents -r --recursive --name' ;;
 	ls) echo '-q --quiet' ;;
 	wait) echo '--timeout' ;;
 	terminate) echo '--rm' ;;
@@ -31,6 +33,7 @@ _sbx_opts_with_arg() {
 	exec) echo '-e --env --cwd --user --timeout' ;;
 	run-code) echo '-l --lang -e --env --cwd --timeout' ;;
 	proc) echo '--timeout -s --signal' ;;
+	fs) echo '--limit --cursor --name' ;;
 	wait) echo '--timeout' ;;
 	import) echo '-t --tag' ;;
 	esac
@@ -45,7 +48,7 @@ _sbx_has_cmdline() {
 # How many operands command $1 takes that are sandboxes: 1, "many" or 0.
 _sbx_id_operands() {
 	case $1 in
-	exec | run-code | ps | proc | status | wait | logs | ttl) echo 1 ;;
+	exec | run-code | ps | proc | fs | status | wait | logs | ttl) echo 1 ;;
 	terminate | rm) echo many ;;
 	*) echo 0 ;;
 	esac
@@ -144,12 +147,13 @@ _sbx() {
 		--runtime) mapfile -t COMPREPLY < <(compgen -W 'runsc runc' -- "$cur") ;;
 		--keep-warm) mapfile -t COMPREPLY < <(compgen -W '-1 60 600 3600' -- "$cur") ;;
 		-s | --signal) mapfile -t COMPREPLY < <(compgen -W 'HUP INT QUIT KILL USR1 USR2 ALRM TERM CONT STOP' -- "$cur") ;;
+		--limit) mapfile -t COMPREPLY < <(compgen -W '200 1000 10000' -- "$cur") ;;
 		esac
 		return
 	fi
 
 	# Operands so far (after the options; "--" ends them).
-	local nargs=0 dashdash='' first_arg=''
+	local nargs=0 dashdash='' first_arg='' second_arg=''
 	for ((i = cmd_at + 1; i < COMP_CWORD; i++)); do
 		w=${COMP_WORDS[i]}
 		if [[ -n $dashdash ]] || { ((nargs > 0)) && _sbx_has_cmdline "$cmd"; }; then
@@ -161,7 +165,11 @@ _sbx() {
 		elif [[ $w == -* ]]; then
 			_sbx_in_list "$w" "$(_sbx_opts_with_arg "$cmd")" && [[ ${COMP_WORDS[i + 1]} != = ]] && ((i++))
 		else
-			((nargs++ == 0)) && first_arg=$w
+			case $nargs in
+			0) first_arg=$w ;;
+			1) second_arg=$w ;;
+			esac
+			((nargs++))
 		fi
 	done
 
@@ -185,6 +193,29 @@ _sbx() {
 		1) mapfile -t COMPREPLY < <(compgen -W "$(_sbx_pids "$first_arg")" -- "$cur") ;;
 		2) mapfile -t COMPREPLY < <(compgen -W 'status wait kill logs' -- "$cur") ;;
 		esac
+	fi
+	# fs: the verb, then the host file of upload and download (the paths in
+	# the sandbox are not completed). cp: host files, or ID: for a sandbox.
+	if [[ $cmd == fs ]]; then
+		case $nargs:$second_arg in
+		1:*) mapfile -t COMPREPLY < <(compgen -W "$_sbx_fs_verbs" -- "$cur") ;;
+		2:upload | 3:download)
+			compopt -o filenames 2>/dev/null
+			mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+			;;
+		esac
+	fi
+	if [[ $cmd == cp ]]; then
+		# ID:PATH arrives as "ID" ":" "PATH" (: is a word break).
+		[[ $cur == : || $prev == : || $cur == *:* ]] && return
+		compopt -o filenames 2>/dev/null
+		mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+		if [[ $cur != */* ]]; then
+			local -a refs
+			mapfile -t refs < <(compgen -W "$(_sbx_ids)" -S : -- "$cur")
+			COMPREPLY+=("${refs[@]}")
+			((${#COMPREPLY[@]} == 1 && ${#refs[@]} == 1)) && compopt -o nospace 2>/dev/null
+		fi
 	fi
 	if [[ $cmd == import ]] && ((nargs == 0)); then
 		compopt -o filenames 2>/dev/null

@@ -11,6 +11,8 @@ function __sbx_opts_with_arg
             printf '%s\n' -e --env --cwd --user --timeout
         case proc
             printf '%s\n' --timeout -s --signal
+        case fs
+            printf '%s\n' --limit --cursor --name
         case wait
             printf '%s\n' --timeout
         case import
@@ -117,6 +119,31 @@ function __sbx_pids
     __sbx_run ps $id | awk 'NR > 1 { print $1 }'
 end
 
+# True when the word being completed is the host file of `sbx fs ID upload`
+# (operand 2) or `sbx fs ID download PATH` (operand 3).
+function __sbx_fs_host_file
+    __sbx_using fs; or return 1
+    set -l ops (__sbx_parse | string replace -rf '^o ' '')
+    switch "$ops[2]:"(count $ops)
+        case upload:2 download:3
+            return 0
+    end
+    return 1
+end
+
+# True when the word being completed is an operand of `sbx cp` that is not
+# (yet) ID:PATH: a host file, or the id or name of a sandbox. The path after
+# ID: is not completed.
+function __sbx_cp_host
+    __sbx_operand any cp; or return 1
+    not string match -q -- '*:*' (commandline -ct)
+end
+
+# Sandbox ids and names followed by a colon, for the ID:PATH of `sbx cp`.
+function __sbx_cp_refs
+    __sbx_sandboxes | string replace -r '$' ':'
+end
+
 # Image tags (the TAGS column of `sbx images`) and the built-in busybox.
 function __sbx_images
     echo busybox
@@ -132,6 +159,8 @@ complete -c sbx -n __sbx_no_command -a exec -d 'Run CMD in a running sandbox'
 complete -c sbx -n __sbx_no_command -a run-code -d "Run a code snippet with the image's interpreter"
 complete -c sbx -n __sbx_no_command -a ps -d 'List the processes started in a sandbox'
 complete -c sbx -n __sbx_no_command -a proc -d 'Inspect, wait for, signal or read the output of a process of a sandbox'
+complete -c sbx -n __sbx_no_command -a fs -d 'Read, write, list, search and watch the files of a sandbox'
+complete -c sbx -n __sbx_no_command -a cp -d 'Copy a file out of or into a sandbox'
 complete -c sbx -n __sbx_no_command -a ls -d 'List sandboxes'
 complete -c sbx -n __sbx_no_command -a status -d "Show a sandbox's state, reason, limits and lifetimes"
 complete -c sbx -n __sbx_no_command -a wait -d 'Block until a sandbox reaches a final state'
@@ -178,7 +207,7 @@ complete -c sbx -n '__sbx_opts_for exec' -l cwd -x -d 'Working directory (absolu
 complete -c sbx -n '__sbx_opts_for exec' -l user -x -d 'Run as this numeric user (UID[:GID])'
 complete -c sbx -n '__sbx_opts_for exec' -l timeout -x -d 'Kill the command after SECONDS; exit status 124'
 
-# run-code, proc, ls, wait, terminate, rm, import
+# run-code, proc, fs, ls, wait, terminate, rm, import
 complete -c sbx -n '__sbx_opts_for run-code' -s l -l lang -x -a 'python sh bash node' -d 'The interpreter'
 complete -c sbx -n '__sbx_opts_for run-code' -s e -l env -x -d 'Set an environment variable (KEY=VALUE)'
 complete -c sbx -n '__sbx_opts_for run-code' -l cwd -x -d 'Working directory (absolute)'
@@ -186,15 +215,35 @@ complete -c sbx -n '__sbx_opts_for run-code' -l timeout -x -d 'Kill the snippet 
 complete -c sbx -n '__sbx_opts_for proc' -l timeout -x -d 'wait: give up after SECONDS (error TIMEOUT)'
 complete -c sbx -n '__sbx_opts_for proc' -s s -l signal -x -a 'HUP INT QUIT KILL USR1 USR2 ALRM TERM CONT STOP' -d 'kill: the signal (default KILL)'
 complete -c sbx -n '__sbx_opts_for proc' -s f -l follow -d 'logs: keep printing new output until the process exits'
+complete -c sbx -n '__sbx_opts_for fs' -l limit -x -a '200 1000 10000' -d 'ls: entries per page (1..10000, default 200)'
+complete -c sbx -n '__sbx_opts_for fs' -l cursor -x -d 'ls: the page after CURSOR (printed with the previous page)'
+complete -c sbx -n '__sbx_opts_for fs' -s p -l parents -d 'mkdir: make missing parents, no error if it exists'
+complete -c sbx -n '__sbx_opts_for fs' -s r -l recursive -d 'rmdir: remove the whole tree; watch: subdirectories too'
+complete -c sbx -n '__sbx_opts_for fs' -l name -x -d 'find, replace: only files whose name matches GLOB'
 complete -c sbx -n '__sbx_opts_for ls' -s q -l quiet -d 'Print ids only'
 complete -c sbx -n '__sbx_opts_for wait' -l timeout -x -d 'Give up after SECONDS (error TIMEOUT)'
 complete -c sbx -n '__sbx_opts_for terminate' -l rm -d 'Also remove the sandbox and its files'
 complete -c sbx -n '__sbx_opts_for rm' -s f -l force -d 'Terminate running sandboxes first'
 complete -c sbx -n '__sbx_opts_for import' -s t -l tag -x -a '(__sbx_images)' -d 'Tag the imported image NAME'
 
-# Operands: sandboxes, the pid and action of proc, and the tarball of import
-complete -c sbx -n '__sbx_operand 0 exec run-code ps proc status wait logs ttl' -a '(__sbx_sandboxes)' -d Sandbox
+# Operands: sandboxes, the pid and action of proc, the verb and host files
+# of fs, the operands of cp, and the tarball of import
+complete -c sbx -n '__sbx_operand 0 exec run-code ps proc fs status wait logs ttl' -a '(__sbx_sandboxes)' -d Sandbox
 complete -c sbx -n '__sbx_operand 1 proc' -a '(__sbx_pids)' -d Process
 complete -c sbx -n '__sbx_operand 2 proc' -a 'status wait kill logs' -d Action
+complete -c sbx -n '__sbx_operand 1 fs' -a read -d 'Print a file'
+complete -c sbx -n '__sbx_operand 1 fs' -a write -d 'Replace a file with stdin'
+complete -c sbx -n '__sbx_operand 1 fs' -a upload -d 'Copy a host file in'
+complete -c sbx -n '__sbx_operand 1 fs' -a download -d 'Copy a file out to the host'
+complete -c sbx -n '__sbx_operand 1 fs' -a ls -d 'List a directory'
+complete -c sbx -n '__sbx_operand 1 fs' -a stat -d 'Describe an entry'
+complete -c sbx -n '__sbx_operand 1 fs' -a mkdir -d 'Make a directory'
+complete -c sbx -n '__sbx_operand 1 fs' -a rm -d 'Remove a file'
+complete -c sbx -n '__sbx_operand 1 fs' -a rmdir -d 'Remove a directory'
+complete -c sbx -n '__sbx_operand 1 fs' -a find -d 'Search files for a pattern'
+complete -c sbx -n '__sbx_operand 1 fs' -a replace -d 'Replace a text in files'
+complete -c sbx -n '__sbx_operand 1 fs' -a watch -d 'Print changes as they happen'
+complete -c sbx -n __sbx_fs_host_file -F
+complete -c sbx -n __sbx_cp_host -F -a '(__sbx_cp_refs)'
 complete -c sbx -n '__sbx_operand any terminate rm' -a '(__sbx_sandboxes)' -d Sandbox
 complete -c sbx -n '__sbx_operand 0 import' -F
