@@ -97,10 +97,31 @@ test_atomic (void)
   tap_ok (rm_rf (dir, &err) == 0 && !path_exists (dir), "rm_rf");
 }
 
+static void
+test_encodings (void)
+{
+  tap_ok (utf8_valid ("plain", 5) && utf8_valid ("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", 9), "valid UTF-8");
+  tap_ok (!utf8_valid ("\xff", 1) && !utf8_valid ("\xc3", 1) && !utf8_valid ("\xc0\xaf", 2), "bad bytes, truncated, overlong");
+  tap_ok (!utf8_valid ("\xed\xa0\x80", 3) && !utf8_valid ("\xf4\x90\x80\x80", 4), "surrogates, beyond U+10FFFF");
+  char *h = hex_encode ("\x00\xff" "ab", 4), *back = NULL;
+  size_t n = 0;
+  tap_ok (strcmp (h, "00ff6162") == 0 && hex_decode (h, &back, &n) == 0 && n == 4 && memcmp (back, "\x00\xff" "ab", 4) == 0,
+          "hex round trip");
+  free (h);
+  free (back);
+  tap_ok (hex_decode ("abc", &back, &n) < 0 && hex_decode ("zz", &back, &n) < 0, "hex_decode refuses odd lengths and non-digits");
+  char *b1 = base64_encode ("f", 1), *b2 = base64_encode ("fo", 2), *b3 = base64_encode ("foobar", 6);
+  tap_ok (strcmp (b1, "Zg==") == 0 && strcmp (b2, "Zm8=") == 0 && strcmp (b3, "Zm9vYmFy") == 0, "base64 (RFC 4648 vectors)");
+  free (b1);
+  free (b2);
+  free (b3);
+}
+
 int
 main (void)
 {
-  tap_plan (38);
+  tap_plan (44);
+  test_encodings ();
   test_parse_int ();
   test_parse_memory ();
   test_double ();
