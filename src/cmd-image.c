@@ -1,13 +1,15 @@
-/* Image commands: images, import. */
+/* Image commands: images, import, tag, rmi. */
 #include "config.h"
 #include "cli.h"
 #include "image.h"
 #include "json.h"
 #include "layer.h"
+#include "lifecycle.h"
 #include "util.h"
 
 #include <getopt.h>
 #include <string.h>
+#include <sys/file.h>
 
 enum { O_TAG = 't' };
 
@@ -41,7 +43,8 @@ cmd_import (sbx_cli *cli, int argc, char **argv, sbx_error **err)
     return -1;
   _cleanup_free_ char *digest = NULL;
   uint64_t size = 0;
-  if (sbx_layer_import_tar (st->root, file, &digest, &size, err) < 0)
+  _cleanup_close_ int layers_lock = sbx_store_layers_lock (st, LOCK_SH, err);
+  if (layers_lock < 0 || sbx_layer_import_tar (st->root, file, &digest, &size, err) < 0)
     return -1;
   _cleanup_image_ sbx_image *img = xmalloc0 (sizeof *img);
   img->layers = xmalloc0 (sizeof (char *));
@@ -65,6 +68,93 @@ cmd_import (sbx_cli *cli, int argc, char **argv, sbx_error **err)
     }
   else
     printf ("%s\n", img->id);
+  return 0;
+}
+
+const cli_opt sbx_rmi_opts[] = {
+  { "force", 'f', no_argument, NULL, "remove even if sandboxes were made from it (their layers stay until they go)" },
+  { NULL },
+};
+
+int
+cmd_rmi (sbx_cli *cli, int argc, char **argv, sbx_error **err)
+{
+  bool force = false;
+  cli_parser p;
+  cli_parser_init (&p, cli, cli_find ("rmi"), argc, argv);
+  int key;
+  const char *arg;
+  while ((key = cli_next (&p, &arg, err)) > 0 && key != 'h')
+    force = true;
+  cli_parser_done (&p);
+  if (key != 0)
+    return key < 0 ? -1 : 0;
+  if (optind >= argc)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "rmi: usage: sbx rmi [--force] IMAGE...");
+  sbx_store *st;
+  if (cli_store (cli, &st, err) < 0)
+    return -1;
+  yajl_gen g = cli->json ? cli_json_begin () : NULL;
+  if (g)
+    j_arr (g);
+  int ret = 0;
+  for (int i = optind; i < argc && ret == 0; i++)
+    {
+      _cleanup_free_ char *id = NULL;
+      bool untagged;
+      if (sbx_image_remove (st, argv[i], force, &id, &untagged, err) < 0)
+        ret = -1;
+      else if (g)
+        {
+          j_map (g);
+          j_kstr (g, "ref", argv[i]);
+          j_kstr (g, "id", id);
+          j_kstr (g, "action", untagged ? "untagged" : "removed");
+          j_endmap (g);
+        }
+      else
+        printf ("%s %s\n", untagged ? "untagged" : "removed", untagged ? argv[i] : id);
+    }
+  if (g && ret == 0)
+    {
+      j_endarr (g);
+      cli_json_end (g);
+    }
+  else if (g)
+    yajl_gen_free (g);
+  return ret;
+}
+
+int
+cmd_tag (sbx_cli *cli, int argc, char **argv, sbx_error **err)
+{
+  cli_parser p;
+  cli_parser_init (&p, cli, cli_find ("tag"), argc, argv);
+  int key;
+  const char *arg;
+  key = cli_next (&p, &arg, err);
+  cli_parser_done (&p);
+  if (key != 0)
+    return key < 0 ? -1 : 0;
+  if (argc - optind != 2)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "tag: usage: sbx tag IMAGE NAME");
+  const char *name = argv[optind + 1];
+  if (!name_is_valid (name))
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid tag `%s`", name);
+  sbx_store *st;
+  _cleanup_image_ sbx_image *img = NULL;
+  if (cli_store (cli, &st, err) < 0 || sbx_image_resolve (st, argv[optind], &img, err) < 0
+      || sbx_tag_set (st, name, img->id, err) < 0)
+    return -1;
+  if (cli->json)
+    {
+      yajl_gen g = cli_json_begin ();
+      j_map (g);
+      j_kstr (g, "id", img->id);
+      j_kstr (g, "tag", name);
+      j_endmap (g);
+      cli_json_end (g);
+    }
   return 0;
 }
 

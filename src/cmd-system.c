@@ -171,11 +171,12 @@ cmd_gc (sbx_cli *cli, int argc, char **argv, sbx_error **err)
       j_kint (g, "reaped", rep.reaped);
       j_kint (g, "removed", rep.removed);
       j_kint (g, "orphans", rep.orphans);
+      j_kint (g, "layers", rep.layers);
       j_endmap (g);
       cli_json_end (g);
     }
   else
-    printf ("reaped %d, removed %d, orphans %d\n", rep.reaped, rep.removed, rep.orphans);
+    printf ("reaped %d, removed %d, orphans %d, layers %d\n", rep.reaped, rep.removed, rep.orphans, rep.layers);
   return 0;
 }
 

@@ -271,8 +271,8 @@ resolve_prefix (const sbx_store *st, const char *hex, char **ret_id, sbx_error *
   return 0;
 }
 
-int
-sbx_image_resolve (const sbx_store *st, const char *ref, sbx_image **ret, sbx_error **err)
+static int
+resolve (const sbx_store *st, const char *ref, bool usable, sbx_image **ret, sbx_error **err)
 {
   _cleanup_free_ char *id = NULL;
   const char *hex = hex_of (ref);
@@ -280,7 +280,7 @@ sbx_image_resolve (const sbx_store *st, const char *ref, sbx_image **ret, sbx_er
     id = xstrdup (ref);
   else if (name_is_valid (ref) && sbx_tag_lookup (st, ref, &id, NULL) == 0)
     ;
-  else if (strcmp (ref, "busybox") == 0)
+  else if (usable && strcmp (ref, "busybox") == 0)
     {
       if (sbx_image_builtin_busybox (st, &id, err) < 0)
         return -1;
@@ -296,7 +296,7 @@ sbx_image_resolve (const sbx_store *st, const char *ref, sbx_image **ret, sbx_er
     return sbx_error_set (err, SBX_E_NOT_FOUND, 0, "image `%s` not found", ref);
   if (sbx_image_load (st, id, ret, err) < 0)
     return -1;
-  for (size_t i = 0; (*ret)->layers[i]; i++)
+  for (size_t i = 0; usable && (*ret)->layers[i]; i++)
     if (!sbx_layer_exists (st->root, (*ret)->layers[i]))
       {
         sbx_error_set (err, SBX_E_NOT_FOUND, 0, "image `%s`: layer %s is missing", ref, (*ret)->layers[i]);
@@ -305,4 +305,16 @@ sbx_image_resolve (const sbx_store *st, const char *ref, sbx_image **ret, sbx_er
         return -1;
       }
   return 0;
+}
+
+int
+sbx_image_resolve (const sbx_store *st, const char *ref, sbx_image **ret, sbx_error **err)
+{
+  return resolve (st, ref, true, ret, err);
+}
+
+int
+sbx_image_resolve_existing (const sbx_store *st, const char *ref, sbx_image **ret, sbx_error **err)
+{
+  return resolve (st, ref, false, ret, err);
 }

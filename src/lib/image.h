@@ -35,6 +35,8 @@ int sbx_image_store (const sbx_store *st, sbx_image *img, sbx_error **err);
 /* REF: a tag, a full id ("sha256:HEX" or HEX) or a unique prefix of at
  * least 12 hex chars. `busybox` is built on first use. NOT_FOUND otherwise. */
 int sbx_image_resolve (const sbx_store *st, const char *ref, sbx_image **ret, sbx_error **err);
+/* The same without making the built-in image or checking its layers. */
+int sbx_image_resolve_existing (const sbx_store *st, const char *ref, sbx_image **ret, sbx_error **err);
 int sbx_image_load (const sbx_store *st, const char *id, sbx_image **ret, sbx_error **err);
 /* Every image id in the store (strv). */
 int sbx_image_list (const sbx_store *st, char ***ret_ids, sbx_error **err);

@@ -3,6 +3,7 @@
 #include "lifecycle.h"
 #include "cgroup.h"
 #include "image.h"
+#include "layer.h"
 #include "monitor.h"
 #include "runtime.h"
 #include "client.h"
@@ -84,6 +85,11 @@ int
 sbx_sandbox_create (const sbx_store *st, sbx_sandbox_opts *opts, sbx_sandbox **ret, sbx_error **err)
 {
   if (validate_opts (opts, err) < 0)
+    return -1;
+  /* Its layers stay referenced from here on: by this resolution until the
+   * record names them (the record is saved before the lock goes). */
+  _cleanup_close_ int layers_lock = sbx_store_layers_lock (st, LOCK_SH, err);
+  if (layers_lock < 0)
     return -1;
   _cleanup_image_ sbx_image *img = NULL;
   if (sbx_image_resolve (st, opts->image_ref ? opts->image_ref : "busybox", &img, err) < 0)
@@ -311,6 +317,110 @@ sbx_gc (const sbx_store *st, sbx_gc_report *ret, sbx_error **err)
   gc_orphan_cgroups (st, &rep);
   gc_leftovers (st);
   gc_layer_tmp (st);
+  int nl = sbx_layers_gc (st, NULL);
+  rep.layers = nl > 0 ? nl : 0;
   *ret = rep;
+  return 0;
+}
+
+static void
+add_refs (char ***refs, char *const *layers)
+{
+  for (size_t i = 0; layers && layers[i]; i++)
+    strv_push (refs, layers[i]);
+}
+
+int
+sbx_layers_gc (const sbx_store *st, sbx_error **err)
+{
+  _cleanup_close_ int lk = sbx_store_layers_lock (st, LOCK_EX | LOCK_NB, NULL);
+  if (lk < 0)
+    return 0; /* an import, build or create is under way: next time */
+  _cleanup_strv_ char **refs = xmalloc0 (sizeof (char *));
+  _cleanup_strv_ char **images = NULL, **sandboxes = NULL;
+  if (sbx_image_list (st, &images, err) < 0 || sbx_sandbox_list (st, &sandboxes, err) < 0)
+    return -1;
+  for (size_t i = 0; images[i]; i++)
+    {
+      _cleanup_image_ sbx_image *img = NULL;
+      if (sbx_image_load (st, images[i], &img, NULL) < 0)
+        return 0; /* an image we cannot read might need any layer */
+      add_refs (&refs, img->layers);
+    }
+  for (size_t i = 0; sandboxes[i]; i++)
+    {
+      _cleanup_sandbox_ sbx_sandbox *sb = NULL;
+      if (sbx_sandbox_get (st, sandboxes[i], &sb, NULL) < 0)
+        return 0;
+      add_refs (&refs, sb->layers);
+    }
+  _cleanup_free_ char *dir = sbx_store_path (st, "layers/sha256");
+  DIR *d = opendir (dir);
+  if (d == NULL)
+    return 0;
+  int removed = 0;
+  struct dirent *de;
+  while ((de = readdir (d)) != NULL)
+    {
+      if (de->d_name[0] == '.')
+        continue;
+      _cleanup_free_ char *digest = xasprintf ("sha256:%s", de->d_name);
+      bool used = false;
+      for (size_t i = 0; refs[i] && !used; i++)
+        used = strcmp (refs[i], digest) == 0 || strcmp (refs[i], de->d_name) == 0;
+      if (!used && sbx_layer_remove (st->root, digest, NULL) == 0)
+        removed++;
+    }
+  closedir (d);
+  return removed;
+}
+
+int
+sbx_image_remove (const sbx_store *st, const char *ref, bool force, char **ret_id, bool *ret_untagged,
+                  sbx_error **err)
+{
+  *ret_untagged = false;
+  _cleanup_image_ sbx_image *img = NULL;
+  _cleanup_free_ char *tagged = NULL;
+  if (sbx_tag_lookup (st, ref, &tagged, NULL) == 0)
+    {
+      if (sbx_image_load (st, tagged, &img, err) < 0)
+        return -1;
+    }
+  else if (sbx_image_resolve_existing (st, ref, &img, err) < 0)
+    return -1;
+  _cleanup_strv_ char **tags = NULL;
+  if (sbx_tags_of (st, img->id, &tags, err) < 0)
+    return -1;
+  *ret_id = xstrdup (img->id);
+  if (tagged && strv_len (tags) > 1)
+    {
+      *ret_untagged = true;
+      return sbx_tag_set (st, ref, NULL, err);
+    }
+  _cleanup_strv_ char **ids = NULL;
+  if (sbx_sandbox_list (st, &ids, err) < 0)
+    return -1;
+  _cleanup_free_ char *users = xstrdup ("");
+  for (size_t i = 0; ids[i]; i++)
+    {
+      _cleanup_sandbox_ sbx_sandbox *sb = NULL;
+      if (sbx_sandbox_get (st, ids[i], &sb, NULL) == 0 && sb->image_id && strcmp (sb->image_id, img->id) == 0)
+        {
+          char *u = xasprintf ("%s%s%s", users, users[0] ? ", " : "", sb->id);
+          free (users);
+          users = u;
+        }
+    }
+  if (users[0] && !force)
+    return sbx_error_set (err, SBX_E_BUSY, 0, "image %s is used by sandbox %s (remove them first, or --force)",
+                          img->id, users);
+  for (size_t i = 0; tags[i]; i++)
+    if (sbx_tag_set (st, tags[i], NULL, err) < 0)
+      return -1;
+  _cleanup_free_ char *path = sbx_store_path (st, "images/%s.json", img->id + 7);
+  if (unlink (path) < 0 && errno != ENOENT)
+    return sbx_error_errno (err, errno, "remove `%s`", path);
+  sbx_layers_gc (st, NULL);
   return 0;
 }

@@ -24,8 +24,20 @@ typedef struct sbx_gc_report {
   int reaped;       /* sandboxes whose monitor was lost */
   int removed;      /* ended sandboxes removed */
   int orphans;      /* runtime containers / cgroups with no sandbox */
-  int layers;       /* unreferenced layers removed (future) */
+  int layers;       /* unreferenced layers removed */
 } sbx_gc_report;
 int sbx_gc (const sbx_store *st, sbx_gc_report *ret, sbx_error **err);
+
+/* Removes the layers that no image and no sandbox record names; skipped
+ * (0) while an import, build or create holds the layer lock. Returns the
+ * count removed. */
+int sbx_layers_gc (const sbx_store *st, sbx_error **err);
+
+/* rmi: REF's image, unless REF is one of several tags of it (then only
+ * that tag goes: *ret_untagged). An image that a sandbox (running or
+ * ended, not removed) was made from is BUSY unless FORCE; its layers then
+ * stay until that sandbox is removed. */
+int sbx_image_remove (const sbx_store *st, const char *ref, bool force, char **ret_id, bool *ret_untagged,
+                      sbx_error **err);
 
 #endif

@@ -217,6 +217,13 @@ sbx_store_top_layer (const sbx_store *st, const char *init_path, char **ret_path
 }
 
 int
+sbx_store_layers_lock (const sbx_store *st, int op, sbx_error **err)
+{
+  _cleanup_free_ char *path = sbx_store_path (st, "layers.lock");
+  return lock_path (path, op, err);
+}
+
+int
 sbx_store_cgroup_hold (const sbx_store *st, sbx_error **err)
 {
   _cleanup_free_ char *path = sbx_store_path (st, "cgroup.lock");

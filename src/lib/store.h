@@ -38,6 +38,11 @@ char *sbx_store_cgroup_path (const sbx_store *st, const char *id);
  * made its own child there; whoever removes the parent when it looks empty
  * must get it exclusively first, or a runtime between mkdir and use finds
  * its parent gone. */
+/* The layer lock: held shared by whoever is about to reference layers
+ * (import, build, create: from making or resolving them to recording the
+ * image or sandbox that names them), exclusively to collect unreferenced
+ * ones. OP: LOCK_SH or LOCK_EX, optionally | LOCK_NB. Returns the fd. */
+int sbx_store_layers_lock (const sbx_store *st, int op, sbx_error **err);
 int sbx_store_cgroup_hold (const sbx_store *st, sbx_error **err);
 /* Removes "/sbx-TAG" if it is empty and no sandbox is being set up. */
 void sbx_store_cgroup_release_parent (const sbx_store *st);
