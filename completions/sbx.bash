@@ -5,7 +5,7 @@
 # The option lists mirror `sbx COMMAND --help`; tests/integration/docs.bats
 # checks them against it.
 
-_sbx_commands='create run exec run-code ps proc fs cp ls status wait terminate rm logs ttl stats images import info gc version'
+_sbx_commands='create run exec run-code ps proc fs cp ls status wait terminate rm logs ttl stats images import tag rmi info gc version'
 _sbx_global_opts='--root --run-root --json --version -h --help'
 _sbx_fs_verbs='read write upload download ls stat mkdir rm rmdir find replace watch'
 
@@ -24,6 +24,7 @@ _sbx_opts() {
 	terminate) echo '--rm' ;;
 	rm) echo '-f --force' ;;
 	import) echo '-t --tag' ;;
+	rmi) echo '-f --force' ;;
 	esac
 }
 
@@ -220,6 +221,10 @@ _sbx() {
 	if [[ $cmd == import ]] && ((nargs == 0)); then
 		compopt -o filenames 2>/dev/null
 		mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+	fi
+	# tag: the image, then its new name (an existing tag moves); rmi: images.
+	if [[ $cmd == rmi ]] || { [[ $cmd == tag ]] && ((nargs < 2)); }; then
+		mapfile -t COMPREPLY < <(compgen -W "$(_sbx_images)" -- "$cur")
 	fi
 } &&
 	complete -F _sbx sbx

@@ -171,6 +171,8 @@ complete -c sbx -n __sbx_no_command -a ttl -d "Set a running sandbox's hard life
 complete -c sbx -n __sbx_no_command -a stats -d 'Count sandboxes by state'
 complete -c sbx -n __sbx_no_command -a images -d 'List images'
 complete -c sbx -n __sbx_no_command -a import -d 'Import a rootfs tarball as an image'
+complete -c sbx -n __sbx_no_command -a tag -d 'Give an image another name (a tag)'
+complete -c sbx -n __sbx_no_command -a rmi -d 'Remove images (or one of several tags)'
 complete -c sbx -n __sbx_no_command -a info -d 'Report what this host supports'
 complete -c sbx -n __sbx_no_command -a gc -d 'Reap lost sandboxes, remove ended ones and orphaned host resources'
 complete -c sbx -n __sbx_no_command -a version -d 'Print the version'
@@ -207,7 +209,7 @@ complete -c sbx -n '__sbx_opts_for exec' -l cwd -x -d 'Working directory (absolu
 complete -c sbx -n '__sbx_opts_for exec' -l user -x -d 'Run as this numeric user (UID[:GID])'
 complete -c sbx -n '__sbx_opts_for exec' -l timeout -x -d 'Kill the command after SECONDS; exit status 124'
 
-# run-code, proc, fs, ls, wait, terminate, rm, import
+# run-code, proc, fs, ls, wait, terminate, rm, import, rmi
 complete -c sbx -n '__sbx_opts_for run-code' -s l -l lang -x -a 'python sh bash node' -d 'The interpreter'
 complete -c sbx -n '__sbx_opts_for run-code' -s e -l env -x -d 'Set an environment variable (KEY=VALUE)'
 complete -c sbx -n '__sbx_opts_for run-code' -l cwd -x -d 'Working directory (absolute)'
@@ -225,9 +227,10 @@ complete -c sbx -n '__sbx_opts_for wait' -l timeout -x -d 'Give up after SECONDS
 complete -c sbx -n '__sbx_opts_for terminate' -l rm -d 'Also remove the sandbox and its files'
 complete -c sbx -n '__sbx_opts_for rm' -s f -l force -d 'Terminate running sandboxes first'
 complete -c sbx -n '__sbx_opts_for import' -s t -l tag -x -a '(__sbx_images)' -d 'Tag the imported image NAME'
+complete -c sbx -n '__sbx_opts_for rmi' -s f -l force -d 'Remove even if sandboxes were made from it'
 
 # Operands: sandboxes, the pid and action of proc, the verb and host files
-# of fs, the operands of cp, and the tarball of import
+# of fs, the operands of cp, the tarball of import, and images for tag and rmi
 complete -c sbx -n '__sbx_operand 0 exec run-code ps proc fs status wait logs ttl' -a '(__sbx_sandboxes)' -d Sandbox
 complete -c sbx -n '__sbx_operand 1 proc' -a '(__sbx_pids)' -d Process
 complete -c sbx -n '__sbx_operand 2 proc' -a 'status wait kill logs' -d Action
@@ -247,3 +250,6 @@ complete -c sbx -n __sbx_fs_host_file -F
 complete -c sbx -n __sbx_cp_host -F -a '(__sbx_cp_refs)'
 complete -c sbx -n '__sbx_operand any terminate rm' -a '(__sbx_sandboxes)' -d Sandbox
 complete -c sbx -n '__sbx_operand 0 import' -F
+complete -c sbx -n '__sbx_operand 0 tag' -a '(__sbx_images)' -d Image
+complete -c sbx -n '__sbx_operand 1 tag' -a '(__sbx_images)' -d 'New tag'
+complete -c sbx -n '__sbx_operand any rmi' -a '(__sbx_images)' -d Image
