@@ -231,6 +231,10 @@ sbx_image_builtin_busybox (const sbx_store *st, char **ret_id, sbx_error **err)
   _cleanup_close_ int lk = lock_path (lockp, LOCK_EX, err);
   if (lk < 0)
     return -1;
+  /* Its layer is unreferenced until the image is stored: no collection. */
+  _cleanup_close_ int layers_lock = sbx_store_layers_lock (st, LOCK_SH, err);
+  if (layers_lock < 0)
+    return -1;
   _cleanup_free_ char *digest = NULL;
   uint64_t size = 0;
   if (sbx_layer_make_busybox (st->root, &digest, &size, err) < 0)
