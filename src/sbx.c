@@ -18,6 +18,7 @@ int cmd_fs (sbx_cli *, int, char **, sbx_error **);
 int cmd_cp (sbx_cli *, int, char **, sbx_error **);
 int cmd_rmi (sbx_cli *, int, char **, sbx_error **);
 int cmd_tag (sbx_cli *, int, char **, sbx_error **);
+int cmd_build (sbx_cli *, int, char **, sbx_error **);
 int cmd_ls (sbx_cli *, int, char **, sbx_error **);
 int cmd_status (sbx_cli *, int, char **, sbx_error **);
 int cmd_wait (sbx_cli *, int, char **, sbx_error **);
@@ -33,7 +34,7 @@ int cmd_gc (sbx_cli *, int, char **, sbx_error **);
 int cmd_version (sbx_cli *, int, char **, sbx_error **);
 
 extern const cli_opt sbx_run_code_cli_opts[], sbx_ps_cli_opts[], sbx_proc_cli_opts[], sbx_fs_cli_opts[],
-    sbx_cp_cli_opts[], sbx_rmi_opts[];
+    sbx_cp_cli_opts[], sbx_rmi_opts[], sbx_build_cli_opts[];
 extern const cli_opt sbx_create_opts[], sbx_run_opts[], sbx_exec_cli_opts[], sbx_ls_opts[], sbx_wait_opts[],
     sbx_rm_opts[], sbx_terminate_opts[], sbx_import_opts[], sbx_none_opts[], sbx_logs_opts[];
 
@@ -62,6 +63,9 @@ const sbx_command sbx_commands[] = {
   { "stats", cmd_stats, NULL, "Count sandboxes by state.", sbx_none_opts },
   { "images", cmd_images, NULL, "List images.", sbx_none_opts },
   { "import", cmd_import, "FILE", "Import a rootfs tarball (tar, .gz, .xz, .zst) as an image.", sbx_import_opts },
+  { "build", cmd_build, "[CONTEXT]",
+    "Build a blueprint (JSON, see sbx-blueprint(5)) into an image, step by step, from the cache where it can.",
+    sbx_build_cli_opts },
   { "tag", cmd_tag, "IMAGE NAME", "Give an image another name (a tag); a tag moves to the new image.", sbx_none_opts },
   { "rmi", cmd_rmi, "IMAGE...", "Remove images (or one of several tags); refused while a sandbox uses one.",
     sbx_rmi_opts },

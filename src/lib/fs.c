@@ -484,6 +484,18 @@ sbx_fs_mkdir (int root, const char *path, bool parents, sbx_error **err)
 }
 
 int
+sbx_fs_symlink (int root, const char *path, const char *target, sbx_error **err)
+{
+  _cleanup_close_ int dir = -1;
+  _cleanup_free_ char *name = NULL;
+  if (fs_parent (root, path, &dir, &name, err) < 0)
+    return -1;
+  if (symlinkat (target, dir, name) < 0)
+    return fs_error (err, errno, "symlink", path);
+  return 0;
+}
+
+int
 sbx_fs_rm (int root, const char *path, sbx_error **err)
 {
   _cleanup_close_ int dir = -1;

@@ -80,6 +80,8 @@ int sbx_fs_list (int root, const char *path, const char *cursor, size_t limit, s
                  char **ret_next, sbx_error **err);
 
 int sbx_fs_mkdir (int root, const char *path, bool parents, sbx_error **err);
+/* A symlink at PATH (which must not exist) pointing to TARGET, as given. */
+int sbx_fs_symlink (int root, const char *path, const char *target, sbx_error **err);
 /* Removes a file, symlink or other non-directory. */
 int sbx_fs_rm (int root, const char *path, sbx_error **err);
 /* Removes an empty directory, or with RECURSIVE a whole tree. */

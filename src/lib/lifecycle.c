@@ -75,7 +75,7 @@ make_record (const sbx_store *st, sbx_sandbox *sb, int *ret_lock, sbx_error **er
 static void
 fill_from_image (sbx_sandbox *sb, const sbx_image *img)
 {
-  sb->image_id = xstrdup (img->id);
+  sb->image_id = img->id ? xstrdup (img->id) : NULL;
   sb->layers = strv_dup (img->layers);
   sb->image_env = strv_dup (img->env);
   sb->image_workdir = xstrdup (img->workdir && img->workdir[0] ? img->workdir : "/");
@@ -84,6 +84,13 @@ fill_from_image (sbx_sandbox *sb, const sbx_image *img)
 int
 sbx_sandbox_create (const sbx_store *st, sbx_sandbox_opts *opts, sbx_sandbox **ret, sbx_error **err)
 {
+  return sbx_sandbox_create_from (st, opts, NULL, ret, err);
+}
+
+int
+sbx_sandbox_create_from (const sbx_store *st, sbx_sandbox_opts *opts, const sbx_image *image, sbx_sandbox **ret,
+                         sbx_error **err)
+{
   if (validate_opts (opts, err) < 0)
     return -1;
   /* Its layers stay referenced from here on: by this resolution until the
@@ -91,9 +98,12 @@ sbx_sandbox_create (const sbx_store *st, sbx_sandbox_opts *opts, sbx_sandbox **r
   _cleanup_close_ int layers_lock = sbx_store_layers_lock (st, LOCK_SH, err);
   if (layers_lock < 0)
     return -1;
-  _cleanup_image_ sbx_image *img = NULL;
-  if (sbx_image_resolve (st, opts->image_ref ? opts->image_ref : "busybox", &img, err) < 0)
+  _cleanup_image_ sbx_image *resolved = NULL;
+  const sbx_image *img = image;
+  if (img == NULL && sbx_image_resolve (st, opts->image_ref ? opts->image_ref : "busybox", &resolved, err) < 0)
     return -1;
+  if (img == NULL)
+    img = resolved;
   /* Refused here, before anything exists, rather than by the monitor. */
   sbx_runtime *rt = NULL;
   if (sbx_runtime_find (st, opts->runtime, &rt, err) < 0)

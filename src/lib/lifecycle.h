@@ -11,6 +11,11 @@
 /* Validates OPTS (taking ownership of its fields on success), creates the
  * sandbox and returns it running. On any error nothing is left behind. */
 int sbx_sandbox_create (const sbx_store *st, sbx_sandbox_opts *opts, sbx_sandbox **ret, sbx_error **err);
+/* The same from IMAGE (layers and config; its id may be NULL: an image
+ * being built) rather than OPTS->image_ref. */
+struct sbx_image;
+int sbx_sandbox_create_from (const sbx_store *st, sbx_sandbox_opts *opts, const struct sbx_image *image,
+                             sbx_sandbox **ret, sbx_error **err);
 /* Asks the monitor to end the sandbox and waits until it has (TIMEOUT_MS,
  * -1 forever). A sandbox whose monitor is gone is reaped instead. */
 int sbx_sandbox_terminate (const sbx_store *st, const char *id, int64_t timeout_ms, sbx_error **err);

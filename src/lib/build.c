@@ -1,0 +1,888 @@
+/* sbx build (see build.h). */
+#include "config.h"
+#include "build.h"
+#include "archive-dl.h"
+#include "client.h"
+#include "fs.h"
+#include "image.h"
+#include "json.h"
+#include "layer.h"
+#include "lifecycle.h"
+#include "sandbox.h"
+#include "sha256.h"
+#include "util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#define BUILD_KEY_VERSION "sbx-build-v1"
+#define TREE_DEPTH_MAX 256
+
+/* --- a directory tree as a tar ------------------------------------------------ */
+
+typedef struct tar_out {
+  struct archive *a;
+  int fd;
+  bool upper, skip_special;
+  /* hard links: (dev, ino) of files with several links -> their first path */
+  struct { dev_t dev; ino_t ino; char *path; } *links;
+  size_t nlinks;
+} tar_out;
+
+static la_ssize_t
+fd_sink (struct archive *a, void *data, const void *buf, size_t len)
+{
+  tar_out *t = data;
+  int r = write_all (t->fd, buf, len);
+  if (r < 0)
+    {
+      sbx_ar.archive_set_error (a, -r, "write the layer");
+      return -1;
+    }
+  return (la_ssize_t) len;
+}
+
+static int
+tar_fail (sbx_error **err, struct archive *a, const char *what)
+{
+  return sbx_error_set (err, SBX_E_INTERNAL, sbx_ar.archive_errno (a), "%s: %s", what,
+                        sbx_ar.archive_error_string (a) ? sbx_ar.archive_error_string (a) : "archive error");
+}
+
+static int
+tar_header (tar_out *t, const char *path, const struct stat *st, mode_t type, int64_t size, const char *symlink,
+            const char *hardlink, sbx_error **err)
+{
+  struct archive_entry *e = sbx_ar.archive_entry_new ();
+  sbx_ar.archive_entry_set_pathname (e, path);
+  sbx_ar.archive_entry_set_filetype (e, type);
+  sbx_ar.archive_entry_set_perm (e, st ? st->st_mode & 07777 : 0644);
+  sbx_ar.archive_entry_set_uid (e, st ? st->st_uid : 0);
+  sbx_ar.archive_entry_set_gid (e, st ? st->st_gid : 0);
+  sbx_ar.archive_entry_set_mtime (e, st ? st->st_mtim.tv_sec : 0, st ? st->st_mtim.tv_nsec : 0);
+  sbx_ar.archive_entry_set_size (e, size);
+  if (symlink)
+    sbx_ar.archive_entry_set_symlink (e, symlink);
+  if (hardlink)
+    sbx_ar.archive_entry_set_hardlink (e, hardlink);
+  int r = sbx_ar.archive_write_header (t->a, e) == ARCHIVE_OK ? 0 : tar_fail (err, t->a, path);
+  sbx_ar.archive_entry_free (e);
+  return r;
+}
+
+static int
+tar_data (tar_out *t, int fd, int64_t size, const char *path, sbx_error **err)
+{
+  static char buf[1 << 16];
+  int64_t done = 0;
+  while (done < size)
+    {
+      ssize_t n = read (fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, n < 0 ? errno : 0, "`%s` changed while it was read", path);
+      if (n > size - done)
+        n = (ssize_t) (size - done);
+      if (sbx_ar.archive_write_data (t->a, buf, (size_t) n) != n)
+        return tar_fail (err, t->a, path);
+      done += n;
+    }
+  return 0;
+}
+
+static int
+cmp_str (const void *a, const void *b)
+{
+  return strcmp (*(char *const *) a, *(char *const *) b);
+}
+
+static int tar_tree (tar_out *t, int dfd, const char *prefix, int depth, sbx_error **err);
+
+/* One entry NAME of directory DFD, archived as PATH. */
+static int
+tar_entry (tar_out *t, int dfd, const char *name, const char *path, int depth, sbx_error **err)
+{
+  struct stat st;
+  if (fstatat (dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    return sbx_error_errno (err, errno, "stat `%s`", path);
+  if (S_ISDIR (st.st_mode))
+    {
+      if (depth >= TREE_DEPTH_MAX)
+        return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "`%s`: nested deeper than %d", path, TREE_DEPTH_MAX);
+      int sub = openat (dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (sub < 0)
+        return sbx_error_errno (err, errno, "open `%s`", path);
+      _cleanup_free_ char *dpath = xasprintf ("%s/", path);
+      int r = tar_header (t, dpath, &st, AE_IFDIR, 0, NULL, NULL, err);
+      char v[2];
+      if (r == 0 && t->upper && fgetxattr (sub, "trusted.overlay.opaque", v, sizeof v) == 1 && v[0] == 'y')
+        {
+          /* Opaque: nothing below shows through, as OCI says it. */
+          _cleanup_free_ char *opq = xasprintf ("%s/.wh..wh..opq", path);
+          r = tar_header (t, opq, NULL, AE_IFREG, 0, NULL, NULL, err);
+        }
+      if (r == 0)
+        r = tar_tree (t, sub, path, depth + 1, err);
+      else
+        close (sub);
+      return r;
+    }
+  if (S_ISLNK (st.st_mode))
+    {
+      char target[4096];
+      ssize_t n = readlinkat (dfd, name, target, sizeof target - 1);
+      if (n < 0)
+        return sbx_error_errno (err, errno, "readlink `%s`", path);
+      target[n] = '\0';
+      return tar_header (t, path, &st, AE_IFLNK, 0, target, NULL, err);
+    }
+  if (S_ISCHR (st.st_mode) && t->upper && major (st.st_rdev) == 0 && minor (st.st_rdev) == 0)
+    {
+      /* An overlay whiteout: the OCI form is an empty .wh.NAME. */
+      const char *slash = strrchr (path, '/');
+      _cleanup_free_ char *wh = slash ? xasprintf ("%.*s/.wh.%s", (int) (slash - path), path, slash + 1)
+                                      : xasprintf (".wh.%s", path);
+      return tar_header (t, wh, NULL, AE_IFREG, 0, NULL, NULL, err);
+    }
+  if (!S_ISREG (st.st_mode))
+    {
+      if (t->skip_special)
+        return 0;
+      return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
+                            "`%s` is a device, FIFO or socket: a layer holds files, directories and links only", path);
+    }
+  if (st.st_nlink > 1)
+    {
+      for (size_t i = 0; i < t->nlinks; i++)
+        if (t->links[i].dev == st.st_dev && t->links[i].ino == st.st_ino)
+          return tar_header (t, path, &st, AE_IFREG, 0, NULL, t->links[i].path, err);
+      t->links = xrealloc (t->links, (t->nlinks + 1) * sizeof *t->links);
+      t->links[t->nlinks].dev = st.st_dev;
+      t->links[t->nlinks].ino = st.st_ino;
+      t->links[t->nlinks++].path = xstrdup (path);
+    }
+  _cleanup_close_ int fd = openat (dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  struct stat st2;
+  if (fd < 0 || fstat (fd, &st2) < 0 || st2.st_ino != st.st_ino || !S_ISREG (st2.st_mode))
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, fd < 0 ? errno : 0, "`%s` changed while it was read", path);
+  if (tar_header (t, path, &st, AE_IFREG, st.st_size, NULL, NULL, err) < 0)
+    return -1;
+  return tar_data (t, fd, st.st_size, path, err);
+}
+
+/* Every entry of directory DFD (owned, closed here), sorted by name. */
+static int
+tar_tree (tar_out *t, int dfd, const char *prefix, int depth, sbx_error **err)
+{
+  DIR *d = fdopendir (dfd);
+  if (d == NULL)
+    {
+      close (dfd);
+      return sbx_error_errno (err, errno, "opendir `%s`", prefix);
+    }
+  char **names = NULL;
+  size_t n = 0;
+  struct dirent *de;
+  while ((de = readdir (d)) != NULL)
+    {
+      if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0)
+        continue;
+      names = xrealloc (names, (n + 1) * sizeof *names);
+      names[n++] = xstrdup (de->d_name);
+    }
+  qsort (names, n, sizeof *names, cmp_str);
+  int r = 0;
+  for (size_t i = 0; i < n; i++)
+    {
+      if (r == 0)
+        {
+          _cleanup_free_ char *path = prefix[0] ? xasprintf ("%s/%s", prefix, names[i]) : xstrdup (names[i]);
+          r = tar_entry (t, dirfd (d), names[i], path, depth, err);
+        }
+      free (names[i]);
+    }
+  free (names);
+  closedir (d);
+  return r;
+}
+
+int
+sbx_tar_from_dir (int dirfd_, int outfd, bool upper, bool skip_special, sbx_error **err)
+{
+  if (sbx_archive_load (err) < 0)
+    return -1;
+  tar_out t = { .fd = outfd, .upper = upper, .skip_special = skip_special };
+  t.a = sbx_ar.archive_write_new ();
+  sbx_ar.archive_write_set_format_pax_restricted (t.a);
+  sbx_ar.archive_write_add_filter_none (t.a);
+  int r = 0;
+  if (sbx_ar.archive_write_open (t.a, &t, NULL, fd_sink, NULL) != ARCHIVE_OK)
+    r = tar_fail (err, t.a, "write the layer");
+  int dfd = r == 0 ? dup (dirfd_) : -1;
+  if (r == 0 && dfd < 0)
+    r = sbx_error_errno (err, errno, "dup");
+  if (r == 0)
+    r = tar_tree (&t, dfd, "", 0, err);
+  if (r == 0 && sbx_ar.archive_write_close (t.a) != ARCHIVE_OK)
+    r = tar_fail (err, t.a, "write the layer");
+  sbx_ar.archive_write_free (t.a);
+  for (size_t i = 0; i < t.nlinks; i++)
+    free (t.links[i].path);
+  free (t.links);
+  return r;
+}
+
+/* --- the build ------------------------------------------------------------- */
+
+typedef struct build {
+  const sbx_store *st;
+  const sbx_build_opts *o;
+  sbx_image *img; /* the image so far; id NULL once a step changed it */
+  char key[65];
+} build;
+
+static void
+key_next (build *b, const char *part, const char *extra)
+{
+  sha256_ctx c;
+  sha256_init (&c);
+  sha256_update (&c, b->key, strlen (b->key));
+  sha256_update (&c, "\n", 1);
+  sha256_update (&c, part, strlen (part));
+  sha256_update (&c, "\n", 1);
+  if (extra)
+    sha256_update (&c, extra, strlen (extra));
+  sha256_ctx_hex_final (&c, b->key);
+}
+
+static char *
+cache_path (build *b)
+{
+  return sbx_store_path (b->st, "build-cache/%s", b->key);
+}
+
+/* The layer a cached step made ("DIGEST SIZE"), if it is still in the
+ * store (gc may have collected it since). */
+static char *
+cache_get (build *b, uint64_t *ret_size)
+{
+  if (b->o->no_cache)
+    return NULL;
+  _cleanup_free_ char *p = cache_path (b), *text = NULL;
+  if (read_file (p, 160, &text, NULL, NULL) < 0)
+    return NULL;
+  char digest[80];
+  unsigned long long size;
+  if (sscanf (text, "%79s %llu", digest, &size) != 2 || strncmp (digest, "sha256:", 7) != 0
+      || !sbx_layer_exists (b->st->root, digest))
+    return NULL;
+  *ret_size = size;
+  return xstrdup (digest);
+}
+
+static void
+cache_put (build *b, const char *digest, uint64_t size)
+{
+  _cleanup_free_ char *dir = sbx_store_path (b->st, "build-cache");
+  mkdir (dir, 0700);
+  _cleanup_free_ char *p = cache_path (b);
+  _cleanup_free_ char *text = xasprintf ("%s %llu\n", digest, (unsigned long long) size);
+  write_file_atomic (p, text, strlen (text), 0600, NULL);
+}
+
+static void
+add_layer (build *b, const char *digest, uint64_t size)
+{
+  strv_push (&b->img->layers, digest);
+  b->img->size += size;
+  free (b->img->id);
+  b->img->id = NULL;
+}
+
+/* The environment in effect, later entries winning. */
+static void
+env_set (char ***env, const char *entry)
+{
+  size_t kl = (size_t) (strchr (entry, '=') - entry);
+  for (size_t i = 0; (*env)[i]; i++)
+    if (strncmp ((*env)[i], entry, kl + 1) == 0)
+      {
+        free ((*env)[i]);
+        (*env)[i] = xstrdup (entry);
+        return;
+      }
+  strv_push (env, entry);
+}
+
+/* What a command step depends on besides itself: env and workdir. */
+static char *
+exec_context (const build *b)
+{
+  _cleanup_yajl_gen_ yajl_gen g = j_new (false);
+  j_map (g);
+  j_kstrv (g, "env", b->img->env);
+  j_kstr (g, "workdir", b->img->workdir);
+  j_endmap (g);
+  return j_take (g, NULL);
+}
+
+/* --- files from the build context ------------------------------------------ */
+
+static int
+open_beneath (int dir, const char *path, int flags)
+{
+  struct open_how how = { .flags = (uint64_t) (flags | O_CLOEXEC),
+                          .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS };
+  long fd = syscall (SYS_openat2, dir, path, &how, sizeof how);
+  return fd < 0 ? -errno : (int) fd;
+}
+
+/* The directory holding context path SRC, opened beneath the context with
+ * no symlink on the way (-1 for the context itself: *ret_pd stays -1), and
+ * SRC's last component in *ret_base (allocated). The last component is
+ * not followed by the callers. */
+static int
+open_src_parent (int ctx, const char *src, int *ret_pd, char **ret_base, sbx_error **err)
+{
+  _cleanup_free_ char *p = xstrdup (src);
+  size_t l = strlen (p);
+  while (l > 1 && p[l - 1] == '/')
+    p[--l] = '\0';
+  char *slash = strrchr (p, '/');
+  *ret_pd = -1;
+  if (slash)
+    {
+      *slash = '\0';
+      int pd = open_beneath (ctx, p, O_RDONLY | O_DIRECTORY);
+      if (pd < 0)
+        return sbx_error_set (err, pd == -ENOENT ? SBX_E_NOT_FOUND : SBX_E_INVALID_ARGUMENT, -pd,
+                              "files: `%s` in the build context (a path through a symlink is not followed)", src);
+      *ret_pd = pd;
+    }
+  *ret_base = xstrdup (slash ? slash + 1 : p);
+  return 0;
+}
+
+/* Hashes (name, type, mode, content) of the tree at NAME of DFD into C. */
+static int
+hash_tree (sha256_ctx *c, int dfd, const char *name, const char *rel, int depth, sbx_error **err)
+{
+  struct stat st;
+  if (fstatat (dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    return sbx_error_set (err, errno == ENOENT ? SBX_E_NOT_FOUND : SBX_E_INTERNAL, errno, "context `%s`", rel);
+  char head[64];
+  snprintf (head, sizeof head, "\n%o ", (unsigned) st.st_mode);
+  sha256_update (c, head, strlen (head));
+  sha256_update (c, rel, strlen (rel) + 1);
+  if (S_ISLNK (st.st_mode))
+    {
+      char target[4096];
+      ssize_t n = readlinkat (dfd, name, target, sizeof target);
+      if (n > 0)
+        sha256_update (c, target, (size_t) n);
+      return 0;
+    }
+  if (S_ISREG (st.st_mode))
+    {
+      _cleanup_close_ int fd = openat (dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+      if (fd < 0)
+        return sbx_error_errno (err, errno, "read context `%s`", rel);
+      static char buf[1 << 16];
+      ssize_t n;
+      while ((n = read (fd, buf, sizeof buf)) > 0)
+        sha256_update (c, buf, (size_t) n);
+      return n < 0 ? sbx_error_errno (err, errno, "read context `%s`", rel) : 0;
+    }
+  if (!S_ISDIR (st.st_mode))
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "context `%s`: not a file, directory or symlink", rel);
+  if (depth > TREE_DEPTH_MAX)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "context `%s`: nested too deep", rel);
+  int sub = openat (dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  DIR *d = sub >= 0 ? fdopendir (sub) : NULL;
+  if (d == NULL)
+    {
+      if (sub >= 0)
+        close (sub);
+      return sbx_error_errno (err, errno, "open context `%s`", rel);
+    }
+  char **names = NULL;
+  size_t n = 0;
+  struct dirent *de;
+  while ((de = readdir (d)) != NULL)
+    if (strcmp (de->d_name, ".") != 0 && strcmp (de->d_name, "..") != 0)
+      {
+        names = xrealloc (names, (n + 1) * sizeof *names);
+        names[n++] = xstrdup (de->d_name);
+      }
+  qsort (names, n, sizeof *names, cmp_str);
+  int r = 0;
+  for (size_t i = 0; i < n; i++)
+    {
+      if (r == 0)
+        {
+          _cleanup_free_ char *sr = xasprintf ("%s/%s", rel, names[i]);
+          r = hash_tree (c, dirfd (d), names[i], sr, depth + 1, err);
+        }
+      free (names[i]);
+    }
+  free (names);
+  closedir (d);
+  return r;
+}
+
+/* The digest of everything a `files` step copies, for its cache key. */
+static int
+files_digest (const build *b, const sbx_bp_step *s, char **ret, sbx_error **err)
+{
+  if (b->o->context == NULL)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "a `files` step needs a build context directory");
+  _cleanup_close_ int ctx = open (b->o->context, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (ctx < 0)
+    return sbx_error_set (err, SBX_E_NOT_FOUND, errno, "build context `%s`", b->o->context);
+  sha256_ctx c;
+  sha256_init (&c);
+  for (size_t i = 0; i < s->nfiles; i++)
+    {
+      /* The source itself must lie beneath the context, whatever links
+       * lead elsewhere. */
+      _cleanup_close_ int pd = -1;
+      _cleanup_free_ char *base = NULL;
+      if (open_src_parent (ctx, s->files[i].src, &pd, &base, err) < 0
+          || hash_tree (&c, pd >= 0 ? pd : ctx, base, s->files[i].src, 0, err) < 0)
+        return -1;
+    }
+  char hex[65];
+  sha256_ctx_hex_final (&c, hex);
+  *ret = xstrdup (hex);
+  return 0;
+}
+
+/* Copies NAME of DFD (the context) to DEST under ROOT (the sandbox's merged
+ * root, through the file API: symlinks in the image resolve inside it). */
+static int
+copy_in (int root, int dfd, const char *name, const char *dest, int mode, int depth, sbx_error **err)
+{
+  struct stat st;
+  if (fstatat (dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    return sbx_error_errno (err, errno, "context `%s`", name);
+  if (S_ISLNK (st.st_mode))
+    {
+      char target[4096];
+      ssize_t n = readlinkat (dfd, name, target, sizeof target - 1);
+      if (n < 0)
+        return sbx_error_errno (err, errno, "readlink `%s`", name);
+      target[n] = '\0';
+      sbx_error *e = NULL;
+      if (sbx_fs_rm (root, dest, &e) < 0)
+        sbx_error_free (e);
+      return sbx_fs_symlink (root, dest, target, err);
+    }
+  if (S_ISREG (st.st_mode))
+    {
+      _cleanup_close_ int in = openat (dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+      if (in < 0)
+        return sbx_error_errno (err, errno, "read context `%s`", name);
+      sbx_fs_writer w;
+      if (sbx_fs_write_begin (root, dest, mode >= 0 ? (mode_t) mode : st.st_mode & 07777, false, &w, err) < 0)
+        return -1;
+      if (sbx_fs_copy (in, w.fd, err) < 0)
+        {
+          sbx_fs_write_abort (&w);
+          return -1;
+        }
+      return sbx_fs_write_commit (&w, err);
+    }
+  if (!S_ISDIR (st.st_mode))
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "context `%s`: not a file, directory or symlink", name);
+  if (depth > TREE_DEPTH_MAX)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "context `%s`: nested too deep", name);
+  if (sbx_fs_mkdir (root, dest, true, err) < 0)
+    return -1;
+  int sub = openat (dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  DIR *d = sub >= 0 ? fdopendir (sub) : NULL;
+  if (d == NULL)
+    {
+      if (sub >= 0)
+        close (sub);
+      return sbx_error_errno (err, errno, "open context `%s`", name);
+    }
+  int r = 0;
+  struct dirent *de;
+  while (r == 0 && (de = readdir (d)) != NULL)
+    {
+      if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0)
+        continue;
+      size_t l = strlen (dest);
+      _cleanup_free_ char *sub_dest = xasprintf ("%s%s%s", dest, l && dest[l - 1] == '/' ? "" : "/", de->d_name);
+      r = copy_in (root, dirfd (d), de->d_name, sub_dest, mode, depth + 1, err);
+    }
+  closedir (d);
+  return r;
+}
+
+static int
+files_step (const build *b, const sbx_bp_step *s, const char *id, sbx_error **err)
+{
+  _cleanup_close_ int root = -1, ctx = -1;
+  if (sbx_client_rootfd (b->st, id, &root, err) < 0)
+    return -1;
+  ctx = open (b->o->context, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (ctx < 0)
+    return sbx_error_errno (err, errno, "build context `%s`", b->o->context);
+  for (size_t i = 0; i < s->nfiles; i++)
+    {
+      const sbx_bp_file *f = &s->files[i];
+      /* The source's parent, beneath the context; then the source itself
+       * without following it. */
+      _cleanup_close_ int pd = -1;
+      _cleanup_free_ char *base = NULL;
+      if (open_src_parent (ctx, f->src, &pd, &base, err) < 0)
+        return -1;
+      /* A file copied to a directory path (dest ending in /) keeps its name. */
+      _cleanup_free_ char *dest = NULL;
+      size_t dl = strlen (f->dest);
+      struct stat st;
+      if (f->dest[dl - 1] == '/' && fstatat (pd >= 0 ? pd : ctx, base, &st, AT_SYMLINK_NOFOLLOW) == 0
+          && !S_ISDIR (st.st_mode))
+        {
+          dest = xasprintf ("%s%s", f->dest, base);
+          _cleanup_free_ char *dir = xstrndup (f->dest, dl);
+          if (sbx_fs_mkdir (root, dir, true, err) < 0)
+            return -1;
+        }
+      else
+        {
+          dest = xstrdup (f->dest);
+          _cleanup_free_ char *parent = xstrdup (f->dest);
+          char *ps = strrchr (parent, '/');
+          if (ps && ps != parent)
+            {
+              *ps = '\0';
+              if (sbx_fs_mkdir (root, parent, true, err) < 0)
+                return -1;
+            }
+        }
+      if (copy_in (root, pd >= 0 ? pd : ctx, base, dest, f->mode, 0, err) < 0)
+        return sbx_error_wrap (err, "files: `%s` -> `%s`", f->src, f->dest);
+    }
+  return 0;
+}
+
+/* --- commands in the build sandbox ------------------------------------------- */
+
+static void
+push3 (char ***v, const char *a, const char *b, const char *c)
+{
+  strv_push (v, a);
+  strv_push (v, b);
+  strv_push (v, c);
+}
+
+/* The shell commands a step runs, each `sh -c` in turn. Package names
+ * were checked against their grammar when the blueprint was parsed. */
+static char **
+step_commands (const sbx_bp_step *s)
+{
+  char **cmds = xmalloc0 (sizeof (char *));
+  _cleanup_free_ char *joined = NULL;
+  if (s->kind == SBX_STEP_APT_PACKAGES || s->kind == SBX_STEP_PYTHON_PACKAGES)
+    {
+      joined = xstrdup ("");
+      for (size_t i = 0; s->list[i]; i++)
+        {
+          char *j = xasprintf ("%s '%s'", joined, s->list[i]);
+          free (joined);
+          joined = j;
+        }
+    }
+  switch (s->kind)
+    {
+    case SBX_STEP_RUN:
+      for (size_t i = 0; s->list[i]; i++)
+        strv_push (&cmds, s->list[i]);
+      break;
+    case SBX_STEP_APT_PACKAGES:
+      {
+        _cleanup_free_ char *c = xasprintf ("apt-get install -y --no-install-recommends%s", joined);
+        push3 (&cmds, "command -v apt-get >/dev/null || { echo 'apt_packages needs a Debian base (debian:SUITE)' >&2; exit 2; }",
+               "apt-get update", c);
+        strv_push (&cmds, "rm -rf /var/lib/apt/lists/*");
+        break;
+      }
+    case SBX_STEP_PYTHON_VERSION:
+      {
+        _cleanup_free_ char *c = xasprintf (
+            "apt-cache show python%s >/dev/null 2>&1 || { echo 'python_version %s: no package python%s in this base' >&2; "
+            "exit 2; }; apt-get install -y --no-install-recommends python%s python3-pip python3-venv",
+            s->str, s->str, s->str, s->str);
+        push3 (&cmds, "command -v apt-get >/dev/null || { echo 'python_version needs a Debian base (debian:SUITE)' >&2; exit 2; }",
+               "apt-get update", c);
+        _cleanup_free_ char *l = xasprintf ("ln -sf python%s /usr/bin/python3 && ln -sf python%s /usr/bin/python", s->str,
+                                            s->str);
+        strv_push (&cmds, l);
+        strv_push (&cmds, "rm -rf /var/lib/apt/lists/*");
+        break;
+      }
+    case SBX_STEP_PYTHON_PACKAGES:
+      {
+        _cleanup_free_ char *c = xasprintf (
+            "command -v python3 >/dev/null || { echo 'python_packages needs python3 in the image' >&2; exit 2; }; "
+            "python3 -m pip install --no-cache-dir --break-system-packages%s || python3 -m pip install --no-cache-dir%s",
+            joined, joined);
+        strv_push (&cmds, c);
+        break;
+      }
+    case SBX_STEP_WITH_DOCKER:
+      if (s->flag)
+        {
+          push3 (&cmds, "command -v apt-get >/dev/null || { echo 'with_docker needs a Debian base (debian:SUITE)' >&2; exit 2; }",
+                 "apt-get update", "apt-get install -y --no-install-recommends docker.io");
+          strv_push (&cmds, "rm -rf /var/lib/apt/lists/*");
+        }
+      break;
+    default:
+      break;
+    }
+  return cmds;
+}
+
+/* A build sandbox from the image so far, with the step's environment. */
+static int
+sandbox_up (build *b, char **ret_id, sbx_error **err)
+{
+  sbx_sandbox_opts o = { 0 };
+  o.runtime = xstrdup (b->o->runtime ? b->o->runtime : "runsc");
+  o.keep_warm = -1;
+  o.timeout = SBX_TIMEOUT_MAX;
+  o.pids = 4096;
+  o.env = xmalloc0 (sizeof (char *));
+  _cleanup_sandbox_ sbx_sandbox *sb = NULL;
+  int r = sbx_sandbox_create_from (b->st, &o, b->img, &sb, err);
+  sbx_sandbox_opts_clear (&o);
+  if (r < 0)
+    return sbx_error_wrap (err, "start a build sandbox");
+  *ret_id = xstrdup (sb->id);
+  return 0;
+}
+
+static void
+sandbox_down (build *b, const char *id)
+{
+  sbx_sandbox_terminate (b->st, id, 30000, NULL);
+  sbx_sandbox_remove (b->st, id, NULL);
+}
+
+/* What the sandbox wrote, as a layer. */
+static int
+layer_of (build *b, const char *id, char **ret_digest, uint64_t *ret_size, sbx_error **err)
+{
+  _cleanup_free_ char *upper = sbx_store_path (b->st, "sandboxes/%s/upper", id);
+  _cleanup_close_ int ufd = open (upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (ufd < 0)
+    return sbx_error_errno (err, errno, "open `%s`", upper);
+  _cleanup_free_ char *rnd = random_hex (8);
+  _cleanup_free_ char *tmpdir = sbx_store_path (b->st, "layers/tmp");
+  mkdir_p (tmpdir, 0700, NULL);
+  _cleanup_free_ char *tar = xasprintf ("%s/build-%s.tar", tmpdir, rnd);
+  _cleanup_close_ int tfd = open (tar, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (tfd < 0)
+    return sbx_error_errno (err, errno, "create `%s`", tar);
+  int r = sbx_tar_from_dir (ufd, tfd, true, false, err);
+  if (r == 0)
+    r = sbx_layer_import_tar (b->st->root, tar, ret_digest, ret_size, err);
+  unlink (tar);
+  return r;
+}
+
+static int
+run_step (build *b, const sbx_bp_step *s, size_t idx, char **ret_digest, uint64_t *ret_size, sbx_error **err)
+{
+  _cleanup_free_ char *id = NULL;
+  if (sandbox_up (b, &id, err) < 0)
+    return -1;
+  int r = 0;
+  /* The working directory exists for the commands, as a Dockerfile's
+   * WORKDIR makes it. */
+  if (b->img->workdir && strcmp (b->img->workdir, "/") != 0)
+    {
+      _cleanup_close_ int root = -1;
+      if ((r = sbx_client_rootfd (b->st, id, &root, err)) == 0)
+        r = sbx_fs_mkdir (root, b->img->workdir, true, err);
+    }
+  if (r < 0)
+    ;
+  else if (s->kind == SBX_STEP_FILES)
+    r = files_step (b, s, id, err);
+  else
+    {
+      _cleanup_strv_ char **cmds = step_commands (s);
+      for (size_t i = 0; cmds[i] && r == 0; i++)
+        {
+          char *argv[] = { (char *) "/bin/sh", (char *) "-c", cmds[i], NULL };
+          char *env[] = { (char *) "DEBIAN_FRONTEND=noninteractive", NULL };
+          sbx_exec_opts eo = { .argv = argv, .env = env, .cwd = b->img->workdir };
+          int status = 0;
+          r = sbx_client_exec (b->st, id, &eo, -1, b->o->out_fd, b->o->out_fd, &status, err);
+          if (r == 0 && status != 0)
+            r = sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "step %zu (%s) failed: `%.200s` exited with status %d",
+                               idx + 1, sbx_step_name (s->kind), cmds[i], status);
+        }
+    }
+  /* Ended before its files are read: nothing writes to them any more. */
+  if (sbx_sandbox_terminate (b->st, id, 30000, r == 0 ? err : NULL) < 0 && r == 0)
+    r = -1;
+  if (r == 0)
+    r = layer_of (b, id, ret_digest, ret_size, err);
+  sandbox_down (b, id);
+  return r;
+}
+
+/* --- the base -------------------------------------------------------------- */
+
+/* debian:SUITE: debootstrap (with its default mirror) into a directory of
+ * the store, then that tree as a layer. The distribution's packages and
+ * scripts run on the host here, as debootstrap always does; nothing of a
+ * user's blueprint does. */
+static int
+debian_base (build *b, const char *suite, sbx_error **err)
+{
+  key_next (b, "debootstrap --variant=minbase", suite);
+  uint64_t size = 0;
+  _cleanup_free_ char *digest = cache_get (b, &size);
+  if (digest == NULL)
+    {
+      _cleanup_free_ char *rnd = random_hex (8);
+      _cleanup_free_ char *tmpdir = sbx_store_path (b->st, "layers/tmp");
+      mkdir_p (tmpdir, 0700, NULL);
+      _cleanup_free_ char *dir = xasprintf ("%s/debootstrap-%s", tmpdir, rnd);
+      _cleanup_free_ char *tar = xasprintf ("%s.tar", dir);
+      if (mkdir (dir, 0755) < 0)
+        return sbx_error_errno (err, errno, "mkdir `%s`", dir);
+      pid_t pid = fork ();
+      if (pid == 0)
+        {
+          dup2 (b->o->out_fd, 1);
+          dup2 (b->o->out_fd, 2);
+          execlp ("debootstrap", "debootstrap", "--variant=minbase", suite, dir, (char *) NULL);
+          _exit (127);
+        }
+      int status = 0;
+      if (pid > 0)
+        while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
+          ;
+      int r = 0;
+      if (pid < 0 || !WIFEXITED (status) || WEXITSTATUS (status) != 0)
+        r = sbx_error_set (err, WIFEXITED (status) && WEXITSTATUS (status) == 127 ? SBX_E_NOT_FOUND : SBX_E_INVALID_ARGUMENT,
+                           0, "debootstrap of `%s` failed (is debootstrap installed? is `%s` a suite?)", suite, suite);
+      _cleanup_close_ int dfd = r == 0 ? open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+      _cleanup_close_ int tfd = r == 0 ? open (tar, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : -1;
+      if (r == 0 && (dfd < 0 || tfd < 0))
+        r = sbx_error_errno (err, errno, "debootstrap output");
+      /* Its /dev nodes are left out: sbx's top layer has /dev. */
+      if (r == 0)
+        r = sbx_tar_from_dir (dfd, tfd, false, true, err);
+      if (r == 0)
+        r = sbx_layer_import_tar (b->st->root, tar, &digest, &size, err);
+      unlink (tar);
+      rm_rf (dir, NULL);
+      if (r < 0)
+        return -1;
+      cache_put (b, digest, size);
+    }
+  b->img->layers = xmalloc0 (sizeof (char *));
+  b->img->env = xmalloc0 (sizeof (char *));
+  strv_push (&b->img->env, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+  b->img->workdir = xstrdup ("/");
+  add_layer (b, digest, size);
+  return 0;
+}
+
+int
+sbx_build (const sbx_store *st, const sbx_blueprint *bp, const sbx_build_opts *o, char **ret_id, sbx_error **err)
+{
+  build b = { .st = st, .o = o };
+  strcpy (b.key, BUILD_KEY_VERSION);
+  /* New layers are unreferenced until the image is stored. */
+  _cleanup_close_ int layers_lock = sbx_store_layers_lock (st, LOCK_SH, err);
+  if (layers_lock < 0)
+    return -1;
+  _cleanup_image_ sbx_image *img = NULL;
+  if (strncmp (bp->base, "debian:", 7) == 0)
+    {
+      img = xmalloc0 (sizeof *img);
+      b.img = img;
+      if (o->progress)
+        o->progress (o->data, 0, bp->nsteps, bp->base, false);
+      if (debian_base (&b, bp->base + 7, err) < 0)
+        return sbx_error_wrap (err, "base `%s`", bp->base);
+    }
+  else
+    {
+      if (sbx_image_resolve (st, bp->base, &img, err) < 0)
+        return sbx_error_wrap (err, "base `%s`", bp->base);
+      b.img = img;
+      key_next (&b, "base", img->id);
+    }
+  if (img->env == NULL)
+    img->env = xmalloc0 (sizeof (char *));
+  for (size_t i = 0; i < bp->nsteps; i++)
+    {
+      const sbx_bp_step *s = &bp->steps[i];
+      _cleanup_free_ char *extra = NULL;
+      switch (s->kind)
+        {
+        case SBX_STEP_ENV:
+          for (size_t k = 0; s->list[k]; k++)
+            env_set (&img->env, s->list[k]);
+          break;
+        case SBX_STEP_WORKDIR:
+          free (img->workdir);
+          img->workdir = xstrdup (s->str);
+          break;
+        case SBX_STEP_CMD:
+          strv_free (img->cmd);
+          img->cmd = strv_dup (s->list);
+          break;
+        case SBX_STEP_FILES:
+          if (files_digest (&b, s, &extra, err) < 0)
+            return sbx_error_wrap (err, "step %zu (files)", i + 1);
+          break;
+        default:
+          extra = exec_context (&b);
+        }
+      key_next (&b, s->canon, extra);
+      if (!sbx_step_makes_layer (s->kind))
+        {
+          if (o->progress)
+            o->progress (o->data, i + 1, bp->nsteps, s->canon, true);
+          continue;
+        }
+      uint64_t size = 0;
+      _cleanup_free_ char *digest = cache_get (&b, &size);
+      if (o->progress)
+        o->progress (o->data, i + 1, bp->nsteps, s->canon, digest != NULL);
+      if (digest == NULL)
+        {
+          if (run_step (&b, s, i, &digest, &size, err) < 0)
+            return -1;
+          cache_put (&b, digest, size);
+        }
+      add_layer (&b, digest, size);
+    }
+  img->created = 0;
+  if (sbx_image_store (st, img, err) < 0)
+    return -1;
+  *ret_id = xstrdup (img->id);
+  return 0;
+}

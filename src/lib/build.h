@@ -1,0 +1,40 @@
+/* sbx build: a blueprint into layers, with a cache (DESIGN.md section 3).
+ *
+ * Each step that changes files runs in a build sandbox made from the image
+ * so far; what it wrote (the sandbox's overlay upper dir, whiteouts and
+ * opaque directories included) becomes one layer. The cache maps the hash
+ * of (the parent's key, the canonical step, what it depends on: the
+ * environment and working directory in effect, the digests of copied files)
+ * to the layer it made, in ROOT/build-cache/KEY. */
+#ifndef SBX_BUILD_H
+#define SBX_BUILD_H
+
+#include <stdbool.h>
+
+#include "blueprint.h"
+#include "error.h"
+#include "store.h"
+
+typedef struct sbx_build_opts {
+  const char *context; /* the host directory `files` steps copy from (NULL: none) */
+  const char *runtime; /* of the build sandboxes */
+  bool no_cache;
+  int out_fd;          /* where the steps' own output goes */
+  /* Progress: one call per step (cached or not) and when it ends. */
+  void (*progress) (void *data, size_t step, size_t nsteps, const char *what, bool cached);
+  void *data;
+} sbx_build_opts;
+
+/* Builds BP; *ret_id: the image's id. A failed step leaves no layer, no
+ * cache entry and no image; its output went to OUT_FD. */
+int sbx_build (const sbx_store *st, const sbx_blueprint *bp, const sbx_build_opts *o, char **ret_id, sbx_error **err);
+
+/* Writes the tree of DIRFD into a tar at OUTFD: sorted, owner, mode and
+ * mtime kept, symlinks as links, hard links as links to the first path seen,
+ * never following anything. UPPER: the tree is an overlay upper dir, whose
+ * whiteouts (0/0 character devices) and opaque directories become OCI
+ * whiteouts. Devices, FIFOs and sockets are INVALID_ARGUMENT, unless
+ * SKIP_SPECIAL (then they are left out). */
+int sbx_tar_from_dir (int dirfd, int outfd, bool upper, bool skip_special, sbx_error **err);
+
+#endif

@@ -1,0 +1,156 @@
+#!/usr/bin/env bats
+# sbx build: blueprints into layers, the cache, failed steps, bad blueprints.
+
+load ../helpers/common
+
+layer_count () {
+  find "$SBX_ROOT/layers/sha256" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l
+}
+
+# A build context with a five-step blueprint.
+make_context () {
+  CTX=$BATS_TEST_TMPDIR/ctx
+  mkdir -p "$CTX/app/sub"
+  printf 'print("hi")\n' >"$CTX/app/main.py"
+  printf 'nested\n' >"$CTX/app/sub/n.txt"
+  ln -s main.py "$CTX/app/link.py"
+  printf 'secret-ish\n' >"$CTX/top.txt"
+  cat >"$CTX/blueprint.json" <<'JSON'
+{
+  "base": "busybox",
+  "steps": [
+    { "env": { "GREETING": "hello" } },
+    { "workdir": "/srv/app" },
+    { "run": ["echo $GREETING > greeting", "mkdir -p /opt/x && echo made > /opt/x/f", "rm /etc/hostname"] },
+    { "files": [ { "src": "app", "dest": "/srv/app" }, { "src": "top.txt", "dest": "/etc/", "mode": "0600" } ] },
+    { "cmd": ["sh", "-c", "cat greeting"] }
+  ]
+}
+JSON
+}
+
+build_case () {
+  local rt=$1 id
+  require_runtime "$rt"
+  make_context
+  run --separate-stderr sbx --json build --runtime "$rt" --tag app "$CTX"
+  expect_status 0
+  expect_eq "$(jget 'd["steps"]')" 5 "steps"
+  id=$(jget 'd["id"]')
+  # What the image holds.
+  run --separate-stderr sbx run --runtime runc --image app -- sh -c \
+    'pwd; cat greeting /opt/x/f; stat -c %a /etc/top.txt; readlink link.py; cat sub/n.txt; test -e /etc/hostname || echo no-hostname; echo $GREETING'
+  expect_status 0
+  expect_eq "$output" "/srv/app
+hello
+made
+600
+main.py
+nested
+no-hostname
+hello" "the built image"
+  expect_eq "$(sbx --json images | jpipe '[i["layers"] for i in d if "app" in i["tags"]][0].__len__()')" 3 \
+    "layers: base, run, files"
+}
+
+@test "build: a five-step blueprint (env, workdir, run, files, cmd) [runc]" { build_case runc; }
+@test "build: a five-step blueprint (env, workdir, run, files, cmd) [runsc]" { build_case runsc; }
+
+@test "build: the second build comes from the cache; a changed step rebuilds from there on" {
+  require_runtime runc
+  local first n
+  make_context
+  first=$(sbx build --runtime runc "$CTX" 2>/dev/null)
+  n=$(layer_count)
+  run --separate-stderr sbx --json build --runtime runc "$CTX"
+  expect_status 0
+  expect_eq "$(jget 'd["id"]')" "$first" "same image"
+  expect_eq "$(jget 'd["cached"]')" 5 "every step cached"
+  expect_eq "$(layer_count)" "$n" "no new layer"
+  # A file in the context changes: the files step and what follows run again.
+  printf 'print("changed")\n' >"$CTX/app/main.py"
+  run --separate-stderr sbx build --runtime runc "$CTX"
+  expect_status 0
+  expect_contains "$stderr" "step 3/5 cached"
+  expect_contains "$stderr" "step 4/5 run"
+  [ "$output" != "$first" ] || fail "a changed file made the same image"
+  expect_eq "$(sbx run --runtime runc --image "$output" -- cat /srv/app/main.py)" 'print("changed")' "new content"
+  # --no-cache runs every step.
+  run --separate-stderr sbx build --no-cache --runtime runc "$CTX"
+  expect_status 0
+  expect_contains "$stderr" "step 3/5 run"
+  expect_eq "$(sbx ls -q | wc -l)" 1 "only the sandbox of run is left (no build sandbox)"
+}
+
+@test "build: a failed step shows its output and leaves no layer, no tag, no sandbox" {
+  require_runtime runc
+  local n
+  mkdir -p "$BATS_TEST_TMPDIR/ctx"
+  sbx tag busybox base-only
+  n=$(layer_count)
+  cat >"$BATS_TEST_TMPDIR/ctx/blueprint.json" <<'JSON'
+{ "base": "busybox", "steps": [ { "run": "echo made > /file; echo visible-output; echo to-stderr >&2; exit 3" } ] }
+JSON
+  run --separate-stderr sbx --json build --runtime runc --tag broken "$BATS_TEST_TMPDIR/ctx"
+  expect_status 125
+  expect_eq "$(jget 'd["error"]["code"]')" INVALID_ARGUMENT "code"
+  expect_contains "$(jget 'd["error"]["message"]')" "exited with status 3"
+  expect_contains "$stderr" visible-output
+  expect_contains "$stderr" to-stderr
+  expect_eq "$(layer_count)" "$n" "layers"
+  expect_error NOT_FOUND create --image broken
+  expect_eq "$(sbx ls -q | wc -l)" 0 "sandboxes left"
+  # A step that needs a Debian base says so.
+  printf '{"base":"busybox","steps":[{"apt_packages":["curl"]}]}' >"$BATS_TEST_TMPDIR/ctx/blueprint.json"
+  run --separate-stderr sbx build --runtime runc "$BATS_TEST_TMPDIR/ctx"
+  expect_status 125
+  expect_contains "$stderr" "needs a Debian base"
+}
+
+@test "build: bad blueprints are errors naming the key; nothing is built" {
+  local d=$BATS_TEST_TMPDIR/bp n
+  mkdir -p "$d"
+  sbx tag busybox base-only
+  n=$(layer_count)
+  bad () {
+    printf '%s' "$1" >"$d/blueprint.json"
+    expect_error INVALID_ARGUMENT build --runtime runc "$d" || return 1
+    expect_contains "$output" "$2" || return 1
+  }
+  bad 'not json' 'blueprint'
+  bad '[]' 'expected an object'
+  bad '{"steps":[]}' 'base'
+  bad '{"base":"busybox","extra":1}' 'unknown key `extra`'
+  bad '{"base":"busybox","steps":[{"frobnicate":1}]}' 'steps[0].frobnicate'
+  bad '{"base":"busybox","steps":[{"run":"a","env":{}}]}' 'exactly one key'
+  bad '{"base":"busybox","steps":[{"run":5}]}' 'steps[0].run'
+  bad '{"base":"busybox","steps":[{"apt_packages":["-o=APT::x"]}]}' 'steps[0].apt_packages[0]'
+  bad '{"base":"busybox","steps":[{"python_packages":["--index-url=http://x"]}]}' 'steps[0].python_packages[0]'
+  bad '{"base":"busybox","steps":[{"python_version":"2.7"}]}' 'steps[0].python_version'
+  bad '{"base":"busybox","steps":[{"files":[{"src":"../etc/passwd","dest":"/x"}]}]}' 'steps[0].files[0].src'
+  bad '{"base":"busybox","steps":[{"files":[{"src":"a","dest":"x"}]}]}' 'steps[0].files[0].dest'
+  bad '{"base":"busybox","steps":[{"files":[{"src":"a","dest":"/x","mode":"999"}]}]}' 'steps[0].files[0].mode'
+  bad '{"base":"busybox","steps":[{"files":[{"src":"a","dest":"/x","owner":"me"}]}]}' 'steps[0].files[0].owner'
+  bad '{"base":"busybox","steps":[{"env":{"1BAD":"x"}}]}' 'steps[0].env.1BAD'
+  bad '{"base":"busybox","steps":[{"workdir":"rel"}]}' 'steps[0].workdir'
+  bad '{"base":"busybox","steps":[{"with_docker":"yes"}]}' 'steps[0].with_docker'
+  bad '{"base":"not a base!"}' 'base'
+  expect_error NOT_FOUND build --runtime runc "$d/nowhere"
+  expect_error INVALID_ARGUMENT build --runtime kata "$d"
+  expect_eq "$(layer_count)" "$n" "layers"
+}
+
+@test "build: a files step never reads outside its context" {
+  require_runtime runc
+  local d=$BATS_TEST_TMPDIR/ctx
+  mkdir -p "$d"
+  ln -s /etc "$d/hostetc"
+  printf '{"base":"busybox","steps":[{"files":[{"src":"hostetc/passwd","dest":"/x"}]}]}' >"$d/blueprint.json"
+  expect_error INVALID_ARGUMENT build --runtime runc "$d"
+  # A link itself is copied as a link, not followed.
+  printf '{"base":"busybox","steps":[{"files":[{"src":"hostetc","dest":"/hostetc"}]}]}' >"$d/blueprint.json"
+  run --separate-stderr sbx build --runtime runc "$d"
+  expect_status 0
+  expect_eq "$(sbx run --runtime runc --image "$output" -- readlink /hostetc)" /etc "the link"
+  expect_eq "$(sbx run --runtime runc --image "$output" -- sh -c 'test -L /hostetc && echo link')" link "kept a link"
+}
