@@ -1,22 +1,33 @@
-/* Image commands: images, import, tag, rmi. */
+/* Image commands: images, import, export, tag, rmi. */
 #include "config.h"
 #include "cli.h"
 #include "image.h"
 #include "json.h"
 #include "layer.h"
 #include "lifecycle.h"
+#include "oci.h"
 #include "util.h"
 
 #include <getopt.h>
 #include <string.h>
 #include <sys/file.h>
 
-enum { O_TAG = 't' };
+enum { O_TAG = 't', O_COMPRESSION = 256 };
 
 const cli_opt sbx_import_opts[] = {
   { "tag", O_TAG, required_argument, "NAME", "tag the imported image NAME" },
   { NULL },
 };
+
+/* After a failed import: layers it installed before the failure (only a
+ * failed rename can leave any) are unreferenced; collect them once the
+ * lock is ours alone. */
+static void
+import_cleanup (const sbx_store *st, int *layers_lock)
+{
+  closep (layers_lock);
+  sbx_layers_gc (st, NULL);
+}
 
 int
 cmd_import (sbx_cli *cli, int argc, char **argv, sbx_error **err)
@@ -34,35 +45,108 @@ cmd_import (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   if (key < 0)
     return -1;
   if (optind + 1 != argc)
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "import: usage: sbx import [--tag NAME] FILE");
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "import: usage: sbx import [--tag NAME] FILE|DIR");
   if (tag && !name_is_valid (tag))
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid tag `%s`", tag);
   const char *file = argv[optind];
   sbx_store *st;
   if (cli_store (cli, &st, err) < 0)
     return -1;
-  _cleanup_free_ char *digest = NULL;
-  uint64_t size = 0;
+  _cleanup_image_ sbx_image *img = NULL;
+  sbx_import_kind kind;
   _cleanup_close_ int layers_lock = sbx_store_layers_lock (st, LOCK_SH, err);
-  if (layers_lock < 0 || sbx_layer_import_tar (st->root, file, &digest, &size, err) < 0)
+  if (layers_lock < 0)
     return -1;
-  _cleanup_image_ sbx_image *img = xmalloc0 (sizeof *img);
-  img->layers = xmalloc0 (sizeof (char *));
-  strv_push (&img->layers, digest);
-  img->env = xmalloc0 (sizeof (char *));
-  strv_push (&img->env, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
-  img->workdir = xstrdup ("/");
-  img->size = size;
-  if (sbx_image_store (st, img, err) < 0 || (tag && sbx_tag_set (st, tag, img->id, err) < 0))
-    return -1;
+  if (sbx_oci_import (st->root, file, &img, &kind, err) < 0 || sbx_image_store (st, img, err) < 0
+      || (tag && sbx_tag_set (st, tag, img->id, err) < 0))
+    {
+      import_cleanup (st, &layers_lock);
+      return -1;
+    }
   if (cli->json)
     {
       yajl_gen g = cli_json_begin ();
       j_map (g);
       j_kstr (g, "id", img->id);
       j_kstr (g, "tag", tag);
-      j_kstr (g, "layer", digest);
+      j_kstr (g, "kind", sbx_import_kind_name (kind));
+      j_kstr (g, "layer", img->layers[strv_len (img->layers) - 1]);
+      j_kstrv (g, "layers", img->layers);
+      j_kint (g, "size", (long long) img->size);
+      j_endmap (g);
+      cli_json_end (g);
+    }
+  else
+    printf ("%s\n", img->id);
+  return 0;
+}
+
+const cli_opt sbx_export_opts[] = {
+  { "compression", O_COMPRESSION, required_argument, "gzip|none",
+    "how the layers are stored in the archive (default gzip)" },
+  { NULL },
+};
+
+/* The ref.name of an export: the tag the image was named by, else its
+ * first tag, else "latest". */
+static char *
+export_ref_name (const sbx_store *st, const char *ref, const sbx_image *img)
+{
+  _cleanup_strv_ char **tags = NULL;
+  if (sbx_tags_of (st, img->id, &tags, NULL) < 0 || tags[0] == NULL)
+    return xstrdup ("latest");
+  for (size_t i = 0; tags[i]; i++)
+    if (strcmp (tags[i], ref) == 0)
+      return xstrdup (ref);
+  return xstrdup (tags[0]);
+}
+
+int
+cmd_export (sbx_cli *cli, int argc, char **argv, sbx_error **err)
+{
+  sbx_oci_compression comp = SBX_OCI_GZIP;
+  cli_parser p;
+  cli_parser_init (&p, cli, cli_find ("export"), argc, argv);
+  int key;
+  const char *arg;
+  while ((key = cli_next (&p, &arg, err)) > 0 && key != 'h')
+    {
+      if (strcmp (arg, "gzip") == 0)
+        comp = SBX_OCI_GZIP;
+      else if (strcmp (arg, "none") == 0)
+        comp = SBX_OCI_UNCOMPRESSED;
+      else
+        {
+          key = sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "export: --compression is gzip or none, not `%s`", arg);
+          break;
+        }
+    }
+  cli_parser_done (&p);
+  if (key != 0)
+    return key < 0 ? -1 : 0;
+  if (argc - optind != 2)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "export: usage: sbx export [--compression gzip|none] IMAGE FILE");
+  const char *ref = argv[optind], *file = argv[optind + 1];
+  sbx_store *st;
+  _cleanup_image_ sbx_image *img = NULL;
+  uint64_t size = 0;
+  if (cli_store (cli, &st, err) < 0)
+    return -1;
+  /* Held from resolving the image to the last layer read: gc leaves them. */
+  _cleanup_close_ int layers_lock = sbx_store_layers_lock (st, LOCK_SH, err);
+  if (layers_lock < 0 || sbx_image_resolve (st, ref, &img, err) < 0)
+    return -1;
+  _cleanup_free_ char *ref_name = export_ref_name (st, ref, img);
+  if (sbx_oci_export (st->root, img, ref_name, comp, file, &size, err) < 0)
+    return -1;
+  if (cli->json)
+    {
+      yajl_gen g = cli_json_begin ();
+      j_map (g);
+      j_kstr (g, "id", img->id);
+      j_kstr (g, "file", file);
       j_kint (g, "size", (long long) size);
+      j_kstr (g, "ref_name", ref_name);
       j_endmap (g);
       cli_json_end (g);
     }

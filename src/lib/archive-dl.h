@@ -19,6 +19,7 @@
   X (archive_entry_hardlink) \
   X (archive_entry_new) \
   X (archive_entry_pathname) \
+  X (archive_entry_rdev) \
   X (archive_entry_set_filetype) \
   X (archive_entry_set_gid) \
   X (archive_entry_set_hardlink) \
@@ -31,6 +32,7 @@
   X (archive_entry_set_symlink) \
   X (archive_entry_set_uid) \
   X (archive_entry_size) \
+  X (archive_entry_symlink) \
   X (archive_entry_xattr_add_entry) \
   X (archive_entry_xattr_clear) \
   X (archive_entry_xattr_next) \
@@ -42,6 +44,7 @@
   X (archive_read_header_position) \
   X (archive_read_new) \
   X (archive_read_next_header) \
+  X (archive_read_open) \
   X (archive_read_open_fd) \
   X (archive_read_support_filter_gzip) \
   X (archive_read_support_filter_xz) \
@@ -49,6 +52,7 @@
   X (archive_read_support_format_raw) \
   X (archive_read_support_format_tar) \
   X (archive_set_error) \
+  X (archive_write_add_filter_gzip) \
   X (archive_write_add_filter_none) \
   X (archive_write_close) \
   X (archive_write_data) \
@@ -60,7 +64,10 @@
   X (archive_write_header) \
   X (archive_write_new) \
   X (archive_write_open) \
-  X (archive_write_set_format_pax_restricted)
+  X (archive_write_set_bytes_in_last_block) \
+  X (archive_write_set_filter_option) \
+  X (archive_write_set_format_pax_restricted) \
+  X (archive_write_set_format_raw)
 
 struct sbx_archive_api {
 #define X(f) __typeof__ (f) *f;
@@ -72,5 +79,14 @@ extern struct sbx_archive_api sbx_ar;
 
 /* Loads libarchive once; INTERNAL naming the package when it is missing. */
 int sbx_archive_load (sbx_error **err);
+
+/* Lets reader A undo gzip, xz and zstd, with libarchive's own code only: for
+ * the others it would run an external program on untrusted input. */
+int sbx_archive_read_filters (struct archive *a, sbx_error **err);
+
+/* A libarchive failure of A while doing WHAT: the host running out of
+ * something is INTERNAL, anything else (a corrupt stream, an entry that
+ * cannot be created as asked) is the archive's fault and INVALID_ARGUMENT. */
+int sbx_archive_fail (sbx_error **err, struct archive *a, const char *what);
 
 #endif

@@ -111,28 +111,11 @@ printable (const char *s)
   return printable_n (s, 200);
 }
 
-/* ---- errors from libarchive ---- */
-
 static bool
 errno_is_resource (int e)
 {
   return e == ENOSPC || e == EDQUOT || e == EIO || e == ENOMEM || e == EROFS || e == EMFILE
          || e == ENFILE;
-}
-
-/* A libarchive failure: the host running out of something is INTERNAL, anything
- * else (a corrupt stream, an entry that cannot be created as asked) is the
- * archive's fault and INVALID_ARGUMENT. */
-static int
-archive_fail (sbx_error **err, struct archive *a, const char *what)
-{
-  int e = sbx_ar.archive_errno (a);
-  const char *msg = sbx_ar.archive_error_string (a);
-  if (e > 0 && errno_is_resource (e))
-    return sbx_error_set (err, SBX_E_INTERNAL, e, "%s", what);
-  /* libarchive's messages quote entry names. */
-  _cleanup_free_ char *clean = printable_n (msg ? msg : "archive error", 600);
-  return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s: %s", what, clean);
 }
 
 /* ---- the store's directories ---- */
@@ -150,29 +133,20 @@ ensure_layer_dirs (const char *root, sbx_error **err)
   return 0;
 }
 
-/* A layer being made: ROOT/layers/tmp/RANDOM with rootfs/ and layer.tar. Until
- * it is installed, going out of scope removes it. Its directory is flocked
- * while in use (by the extracting child too), so a temp dir whose lock is free
- * is debris of a killed process that gc may remove. */
-typedef struct tmp_layer {
-  char *path;
-  int dfd;
-} tmp_layer;
-#define TMP_LAYER_INIT { .path = NULL, .dfd = -1 }
-
-static void
-tmp_layer_cleanup (tmp_layer *t)
+void
+sbx_workdir_cleanup (sbx_workdir *w)
 {
-  if (t->dfd >= 0)
-    close (t->dfd);
-  if (t->path)
-    rm_rf (t->path, NULL);
-  free (t->path);
+  if (w->dfd >= 0)
+    close (w->dfd);
+  w->dfd = -1;
+  if (w->path)
+    rm_rf (w->path, NULL);
+  free (w->path);
+  w->path = NULL;
 }
-#define _cleanup_tmp_layer_ __attribute__ ((cleanup (tmp_layer_cleanup)))
 
-static int
-tmp_layer_new (const char *root, tmp_layer *t, sbx_error **err)
+int
+sbx_workdir_new (const char *root, sbx_workdir *w, sbx_error **err)
 {
   if (ensure_layer_dirs (root, err) < 0)
     return -1;
@@ -180,12 +154,27 @@ tmp_layer_new (const char *root, tmp_layer *t, sbx_error **err)
   _cleanup_free_ char *path = xasprintf ("%s/layers/tmp/%s", root, rnd);
   if (mkdir (path, 0700) < 0)
     return sbx_error_errno (err, errno, "mkdir `%s`", path);
-  t->path = steal_pointer (&path);
-  t->dfd = open (t->path, O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (t->dfd < 0)
-    return sbx_error_errno (err, errno, "open `%s`", t->path);
-  if (flock (t->dfd, LOCK_EX | LOCK_NB) < 0)
-    return sbx_error_errno (err, errno, "lock `%s`", t->path);
+  w->path = steal_pointer (&path);
+  w->dfd = open (w->path, O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (w->dfd < 0)
+    return sbx_error_errno (err, errno, "open `%s`", w->path);
+  if (flock (w->dfd, LOCK_EX | LOCK_NB) < 0)
+    return sbx_error_errno (err, errno, "lock `%s`", w->path);
+  return 0;
+}
+
+/* A layer being made: a work directory with rootfs/ and layer.tar. Until it
+ * is installed, going out of scope removes it. The lock on the directory is
+ * held by the extracting child too. */
+typedef sbx_workdir tmp_layer;
+#define TMP_LAYER_INIT SBX_WORKDIR_INIT
+#define _cleanup_tmp_layer_ _cleanup_workdir_
+
+static int
+tmp_layer_new (const char *root, tmp_layer *t, sbx_error **err)
+{
+  if (sbx_workdir_new (root, t, err) < 0)
+    return -1;
   if (mkdirat (t->dfd, "rootfs", 0755) < 0)
     return sbx_error_errno (err, errno, "mkdir `%s/rootfs`", t->path);
   return 0;
@@ -214,25 +203,6 @@ tmp_layer_install (const char *root, tmp_layer *t, const char *hex, sbx_error **
 
 /* ---- pass 1: decompress and hash ---- */
 
-/* Only decompressors built into libarchive: for the others it would run an
- * external program on untrusted input. */
-static int
-support_filters (struct archive *a, sbx_error **err)
-{
-  const struct {
-    const char *name;
-    int (*fn) (struct archive *);
-  } filters[] = {
-    { "gzip", sbx_ar.archive_read_support_filter_gzip },
-    { "xz", sbx_ar.archive_read_support_filter_xz },
-    { "zstd", sbx_ar.archive_read_support_filter_zstd },
-  };
-  for (size_t i = 0; i < ARRAY_SIZE (filters); i++)
-    if (filters[i].fn (a) != ARCHIVE_OK)
-      return sbx_error_set (err, SBX_E_INTERNAL, 0, "libarchive has no built-in %s support", filters[i].name);
-  return 0;
-}
-
 static int
 copy_hashing (struct archive *a, int outfd, sha256_ctx *sha, uint64_t *ret_len, sbx_error **err)
 {
@@ -246,7 +216,7 @@ copy_hashing (struct archive *a, int outfd, sha256_ctx *sha, uint64_t *ret_len, 
       if (r == ARCHIVE_EOF)
         break;
       if (r != ARCHIVE_OK)
-        return archive_fail (err, a, "decompress");
+        return sbx_archive_fail (err, a, "decompress");
       if (off < 0 || (uint64_t) off != len)
         return sbx_error_set (err, SBX_E_INTERNAL, 0, "decompress: unexpected hole in the stream");
       int w = write_all (outfd, buf, n);
@@ -259,25 +229,75 @@ copy_hashing (struct archive *a, int outfd, sha256_ctx *sha, uint64_t *ret_len, 
   return 0;
 }
 
-/* Writes the uncompressed stream of INFD to T's layer.tar; HEX is its sha256. */
+/* The input of pass 1 as it comes, hashed on the way: an OCI blob's digest
+ * is that of its compressed bytes. */
+typedef struct raw_source {
+  int fd;
+  sha256_ctx sha;
+  uint64_t len;
+  char *buf;
+} raw_source;
+
+static la_ssize_t
+raw_source_read (struct archive *a, void *data, const void **ret_buf)
+{
+  raw_source *s = data;
+  ssize_t n;
+  do
+    n = read (s->fd, s->buf, IO_BLOCK);
+  while (n < 0 && errno == EINTR);
+  if (n < 0)
+    {
+      sbx_ar.archive_set_error (a, errno, "read");
+      return -1;
+    }
+  sha256_update (&s->sha, s->buf, (size_t) n);
+  s->len += (uint64_t) n;
+  *ret_buf = s->buf;
+  return n;
+}
+
+/* Whatever follows the end of the compressed stream is part of the blob. */
 static int
-write_plain_tar (int infd, tmp_layer *t, char hex[65], sbx_error **err)
+raw_source_drain (raw_source *s, sbx_error **err)
+{
+  for (;;)
+    {
+      ssize_t n = read (s->fd, s->buf, IO_BLOCK);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0)
+        return sbx_error_errno (err, errno, "read");
+      if (n == 0)
+        return 0;
+      sha256_update (&s->sha, s->buf, (size_t) n);
+      s->len += (uint64_t) n;
+    }
+}
+
+/* Writes the uncompressed stream of INFD to T's layer.tar; HEX is its sha256,
+ * BLOB_HEX and *BLOB_LEN those of INFD's bytes. */
+static int
+write_plain_tar (int infd, tmp_layer *t, char hex[65], char blob_hex[65], uint64_t *blob_len, sbx_error **err)
 {
   _cleanup_close_ int outfd = openat (t->dfd, "layer.tar", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (outfd < 0)
     return sbx_error_errno (err, errno, "create layer.tar");
+  _cleanup_free_ char *buf = xmalloc (IO_BLOCK);
+  raw_source src = { .fd = infd, .buf = buf };
+  sha256_init (&src.sha);
   _cleanup_archive_read_ struct archive *a = sbx_ar.archive_read_new ();
-  if (support_filters (a, err) < 0)
+  if (sbx_archive_read_filters (a, err) < 0)
     return -1;
   sbx_ar.archive_read_support_format_raw (a);
-  if (sbx_ar.archive_read_open_fd (a, infd, IO_BLOCK) != ARCHIVE_OK)
-    return archive_fail (err, a, "read");
+  if (sbx_ar.archive_read_open (a, &src, NULL, raw_source_read, NULL) != ARCHIVE_OK)
+    return sbx_archive_fail (err, a, "read");
   struct archive_entry *e;
   int r = sbx_ar.archive_read_next_header (a, &e);
   if (r == ARCHIVE_EOF)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "empty archive");
   if (r != ARCHIVE_OK)
-    return archive_fail (err, a, "read");
+    return sbx_archive_fail (err, a, "read");
   sha256_ctx sha;
   uint64_t len = 0;
   sha256_init (&sha);
@@ -285,7 +305,11 @@ write_plain_tar (int infd, tmp_layer *t, char hex[65], sbx_error **err)
     return -1;
   if (len == 0)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "empty archive");
+  if (raw_source_drain (&src, err) < 0)
+    return -1;
   sha256_ctx_hex_final (&sha, hex);
+  sha256_ctx_hex_final (&src.sha, blob_hex);
+  *blob_len = src.len;
   return 0;
 }
 
@@ -467,7 +491,7 @@ open_tar_reader (int fd, sbx_error **err)
   sbx_ar.archive_read_support_format_tar (a);
   if (lseek (fd, 0, SEEK_SET) < 0 || sbx_ar.archive_read_open_fd (a, fd, IO_BLOCK) != ARCHIVE_OK)
     {
-      archive_fail (err, a, "read tar");
+      sbx_archive_fail (err, a, "read tar");
       sbx_ar.archive_read_free (a);
       return NULL;
     }
@@ -486,9 +510,9 @@ copy_entry_data (struct archive *ar, struct archive *aw, sbx_error **err)
       if (r == ARCHIVE_EOF)
         return 0;
       if (r != ARCHIVE_OK)
-        return archive_fail (err, ar, "read");
+        return sbx_archive_fail (err, ar, "read");
       if (sbx_ar.archive_write_data_block (aw, buf, n, off) < ARCHIVE_OK)
-        return archive_fail (err, aw, "write");
+        return sbx_archive_fail (err, aw, "write");
     }
 }
 
@@ -497,11 +521,11 @@ write_entry (struct archive *ar, struct archive *aw, struct archive_entry *e, sb
 {
   filter_xattrs (e);
   if (sbx_ar.archive_write_header (aw, e) != ARCHIVE_OK)
-    return archive_fail (err, aw, "create");
+    return sbx_archive_fail (err, aw, "create");
   if (sbx_ar.archive_entry_filetype (e) == AE_IFREG && copy_entry_data (ar, aw, err) < 0)
     return -1;
   if (sbx_ar.archive_write_finish_entry (aw) != ARCHIVE_OK)
-    return archive_fail (err, aw, "finish");
+    return sbx_archive_fail (err, aw, "finish");
   return 0;
 }
 
@@ -608,14 +632,14 @@ extract_here (int tarfd, uint64_t *ret_size, sbx_error **err)
         break;
       /* A warning is a name that does not convert to the locale: still bytes. */
       if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
-        return archive_fail (err, ar, "read");
+        return sbx_archive_fail (err, ar, "read");
       if (extract_entry (ar, aw, e, &opaque, &size, err) < 0)
         return -1;
     }
   if (check_end_marker (ar, tarfd, err) < 0)
     return -1;
   if (sbx_ar.archive_write_close (aw) != ARCHIVE_OK)
-    return archive_fail (err, aw, "finish extraction");
+    return sbx_archive_fail (err, aw, "finish extraction");
   if (apply_opaque (opaque, err) < 0)
     return -1;
   *ret_size = size;
@@ -732,7 +756,7 @@ tar_size (int tarfd, uint64_t *ret_size, sbx_error **err)
       if (r == ARCHIVE_EOF)
         break;
       if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
-        return archive_fail (err, ar, "read");
+        return sbx_archive_fail (err, ar, "read");
       if (classify_entry (e, &path, NULL) == ENTRY_WRITE && entry_counts_in_size (e))
         size += (uint64_t) sbx_ar.archive_entry_size (e);
     }
@@ -740,33 +764,123 @@ tar_size (int tarfd, uint64_t *ret_size, sbx_error **err)
   return 0;
 }
 
-/* The tail shared by import and busybox: T's layer.tar is complete and HEX
- * names it. Reuses the layer if it exists, else extracts and installs T. */
+/* T's layer.tar is complete and HEX names it: extracts it into T's rootfs,
+ * unless the store has that layer already (*ret_reuse). */
+static int
+extract_layer (const char *root, tmp_layer *t, const char *hex, bool *ret_reuse, uint64_t *ret_size,
+               sbx_error **err)
+{
+  _cleanup_free_ char *digest = xasprintf (DIGEST_PREFIX "%s", hex);
+  _cleanup_close_ int tarfd = openat (t->dfd, "layer.tar", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (tarfd < 0)
+    return sbx_error_errno (err, errno, "open layer.tar");
+  *ret_reuse = sbx_layer_exists (root, digest);
+  if (*ret_reuse)
+    return tar_size (tarfd, ret_size, err);
+  _cleanup_close_ int rootfd = openat (t->dfd, "rootfs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (rootfd < 0)
+    return sbx_error_errno (err, errno, "open rootfs");
+  return extract_isolated (rootfd, tarfd, ret_size, err);
+}
+
+/* The tail of the busybox layer: extracts and installs T, or reuses the
+ * layer the store has. */
 static int
 finish_layer (const char *root, tmp_layer *t, const char *hex, char **ret_digest, uint64_t *ret_size,
               sbx_error **err)
 {
-  _cleanup_free_ char *digest = xasprintf (DIGEST_PREFIX "%s", hex);
-  _cleanup_close_ int tarfd = openat (t->dfd, "layer.tar", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  bool reuse;
   uint64_t size = 0;
-  if (tarfd < 0)
-    return sbx_error_errno (err, errno, "open layer.tar");
-  if (sbx_layer_exists (root, digest))
-    {
-      if (tar_size (tarfd, &size, err) < 0)
-        return -1;
-    }
-  else
-    {
-      _cleanup_close_ int rootfd = openat (t->dfd, "rootfs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-      if (rootfd < 0)
-        return sbx_error_errno (err, errno, "open rootfs");
-      if (extract_isolated (rootfd, tarfd, &size, err) < 0)
-        return -1;
-      if (tmp_layer_install (root, t, hex, err) < 0)
-        return -1;
-    }
-  *ret_digest = steal_pointer (&digest);
+  if (extract_layer (root, t, hex, &reuse, &size, err) < 0 || (!reuse && tmp_layer_install (root, t, hex, err) < 0))
+    return -1;
+  *ret_digest = xasprintf (DIGEST_PREFIX "%s", hex);
+  *ret_size = size;
+  return 0;
+}
+
+/* ---- staged imports ---- */
+
+struct sbx_layer_staged {
+  tmp_layer t;
+  char *digest;
+  char *blob_digest;
+  uint64_t blob_size;
+  uint64_t size;
+  bool extracted;
+  bool reuse;
+};
+
+void
+sbx_layer_staged_free (sbx_layer_staged *s)
+{
+  if (s == NULL)
+    return;
+  sbx_workdir_cleanup (&s->t);
+  free (s->digest);
+  free (s->blob_digest);
+  free (s);
+}
+
+int
+sbx_layer_stage (const char *root, int fd, sbx_layer_staged **ret, sbx_error **err)
+{
+  if (sbx_archive_load (err) < 0)
+    return -1;
+  _cleanup_layer_staged_ sbx_layer_staged *s = xmalloc0 (sizeof *s);
+  s->t = (tmp_layer) TMP_LAYER_INIT;
+  char hex[65], blob_hex[65];
+  if (tmp_layer_new (root, &s->t, err) < 0 || write_plain_tar (fd, &s->t, hex, blob_hex, &s->blob_size, err) < 0)
+    return -1;
+  s->digest = xasprintf (DIGEST_PREFIX "%s", hex);
+  s->blob_digest = xasprintf (DIGEST_PREFIX "%s", blob_hex);
+  *ret = steal_pointer (&s);
+  return 0;
+}
+
+const char *
+sbx_layer_staged_digest (const sbx_layer_staged *s)
+{
+  return s->digest;
+}
+
+const char *
+sbx_layer_staged_blob (const sbx_layer_staged *s, uint64_t *ret_size)
+{
+  if (ret_size)
+    *ret_size = s->blob_size;
+  return s->blob_digest;
+}
+
+int
+sbx_layer_staged_extract (const char *root, sbx_layer_staged *s, sbx_error **err)
+{
+  if (extract_layer (root, &s->t, digest_hex (s->digest), &s->reuse, &s->size, err) < 0)
+    return -1;
+  s->extracted = true;
+  return 0;
+}
+
+int
+sbx_layer_staged_install (const char *root, sbx_layer_staged *s, uint64_t *ret_size, sbx_error **err)
+{
+  if (!s->extracted)
+    return sbx_error_set (err, SBX_E_INTERNAL, 0, "layer %s: installed before it was extracted", s->digest);
+  if (!s->reuse && tmp_layer_install (root, &s->t, digest_hex (s->digest), err) < 0)
+    return -1;
+  if (ret_size)
+    *ret_size = s->size;
+  return 0;
+}
+
+int
+sbx_layer_import_fd (const char *root, int fd, char **ret_digest, uint64_t *ret_size, sbx_error **err)
+{
+  _cleanup_layer_staged_ sbx_layer_staged *s = NULL;
+  uint64_t size = 0;
+  if (sbx_layer_stage (root, fd, &s, err) < 0 || sbx_layer_staged_extract (root, s, err) < 0
+      || sbx_layer_staged_install (root, s, &size, err) < 0)
+    return -1;
+  *ret_digest = xstrdup (s->digest);
   *ret_size = size;
   return 0;
 }
@@ -775,12 +889,8 @@ int
 sbx_layer_import_tar (const char *root, const char *tarpath, char **ret_digest, uint64_t *ret_size,
                       sbx_error **err)
 {
-  if (sbx_archive_load (err) < 0)
-    return -1;
-  _cleanup_tmp_layer_ tmp_layer t = TMP_LAYER_INIT;
   _cleanup_close_ int infd = open (tarpath, O_RDONLY | O_CLOEXEC);
   struct stat st;
-  char hex[65];
   if (infd < 0)
     sbx_error_set (err, errno == ENOENT ? SBX_E_NOT_FOUND : SBX_E_INTERNAL, errno, "open");
   else if (fstat (infd, &st) < 0)
@@ -789,8 +899,7 @@ sbx_layer_import_tar (const char *root, const char *tarpath, char **ret_digest, 
     sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "is a directory");
   else if (S_ISREG (st.st_mode) && st.st_size == 0)
     sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "empty archive");
-  else if (tmp_layer_new (root, &t, err) == 0 && write_plain_tar (infd, &t, hex, err) == 0
-           && finish_layer (root, &t, hex, ret_digest, ret_size, err) == 0)
+  else if (sbx_layer_import_fd (root, infd, ret_digest, ret_size, err) == 0)
     return 0;
   return sbx_error_wrap (err, "import `%s`", tarpath);
 }
@@ -1095,7 +1204,7 @@ write_fd_data (struct archive *a, int fd, int64_t size, sbx_error **err)
       if (n > size - done)
         n = (ssize_t) (size - done);
       if (sbx_ar.archive_write_data (a, buf, (size_t) n) != n)
-        return archive_fail (err, a, "write bin/busybox");
+        return sbx_archive_fail (err, a, "write bin/busybox");
       done += n;
     }
   return 0;
@@ -1124,9 +1233,9 @@ write_bb_entry (struct archive *a, const bb_entry *b, int binfd, sbx_error **err
     }
   sbx_ar.archive_entry_set_size (e, size);
   if (sbx_ar.archive_write_header (a, e) != ARCHIVE_OK)
-    return archive_fail (err, a, b->path);
+    return sbx_archive_fail (err, a, b->path);
   if (b->content && sbx_ar.archive_write_data (a, b->content, (size_t) size) != size)
-    return archive_fail (err, a, b->path);
+    return sbx_archive_fail (err, a, b->path);
   if (S_ISREG (b->mode) && !b->content)
     return write_fd_data (a, binfd, size, err);
   return 0;
@@ -1146,12 +1255,12 @@ write_bb_tar (const bb_tree *t, int binfd, tmp_layer *tl, char hex[65], sbx_erro
   sbx_ar.archive_write_set_format_pax_restricted (a);
   sbx_ar.archive_write_add_filter_none (a);
   if (sbx_ar.archive_write_open (a, &sink, NULL, tar_sink_write, NULL) != ARCHIVE_OK)
-    return archive_fail (err, a, "write layer.tar");
+    return sbx_archive_fail (err, a, "write layer.tar");
   for (size_t i = 0; i < t->n; i++)
     if (write_bb_entry (a, &t->v[i], binfd, err) < 0)
       return -1;
   if (sbx_ar.archive_write_close (a) != ARCHIVE_OK)
-    return archive_fail (err, a, "write layer.tar");
+    return sbx_archive_fail (err, a, "write layer.tar");
   sha256_ctx_hex_final (&sink.sha, hex);
   return 0;
 }
@@ -1174,4 +1283,198 @@ sbx_layer_make_busybox (const char *root, char **ret_digest, uint64_t *ret_size,
            && finish_layer (root, &t, hex, ret_digest, ret_size, err) == 0)
     return 0;
   return sbx_error_wrap (err, "busybox layer");
+}
+
+/* ---- layers on their way out (OCI export) ---- */
+
+/* Whether the tar in TARFD holds overlay whiteouts (0:0 character devices):
+ * import keeps the stream it was given, with its OCI whiteouts, and refuses
+ * devices, so only another producer of layer.tar could have written them. */
+static int
+tar_has_overlay_whiteouts (int tarfd, bool *ret, sbx_error **err)
+{
+  _cleanup_archive_read_ struct archive *ar = open_tar_reader (tarfd, err);
+  if (ar == NULL)
+    return -1;
+  *ret = false;
+  for (;;)
+    {
+      struct archive_entry *e;
+      int r = sbx_ar.archive_read_next_header (ar, &e);
+      if (r == ARCHIVE_EOF)
+        return 0;
+      if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
+        return sbx_archive_fail (err, ar, "read layer.tar");
+      if (sbx_ar.archive_entry_filetype (e) == AE_IFCHR && sbx_ar.archive_entry_rdev (e) == 0)
+        *ret = true;
+    }
+}
+
+/* Removes the overlay opaque mark from E's xattrs; true when it had it. */
+static bool
+take_opaque_xattr (struct archive_entry *e)
+{
+  if (sbx_ar.archive_entry_xattr_reset (e) <= 0)
+    return false;
+  _cleanup_archive_entry_ struct archive_entry *kept = sbx_ar.archive_entry_new ();
+  const char *name;
+  const void *value;
+  size_t size;
+  bool opaque = false;
+  while (sbx_ar.archive_entry_xattr_next (e, &name, &value, &size) == ARCHIVE_OK)
+    if (strcmp (name, OPAQUE_XATTR) == 0)
+      opaque = true;
+    else
+      sbx_ar.archive_entry_xattr_add_entry (kept, name, value, size);
+  if (!opaque)
+    return false;
+  sbx_ar.archive_entry_xattr_clear (e);
+  sbx_ar.archive_entry_xattr_reset (kept);
+  while (sbx_ar.archive_entry_xattr_next (kept, &name, &value, &size) == ARCHIVE_OK)
+    sbx_ar.archive_entry_xattr_add_entry (e, name, value, size);
+  return true;
+}
+
+/* E becomes the empty regular file NAME: an OCI whiteout. */
+static void
+make_oci_marker (struct archive_entry *e, const char *name)
+{
+  sbx_ar.archive_entry_set_filetype (e, AE_IFREG);
+  sbx_ar.archive_entry_set_perm (e, 0644);
+  sbx_ar.archive_entry_set_rdev (e, 0);
+  sbx_ar.archive_entry_set_size (e, 0);
+  sbx_ar.archive_entry_set_hardlink (e, NULL);
+  sbx_ar.archive_entry_set_symlink (e, NULL);
+  sbx_ar.archive_entry_xattr_clear (e);
+  sbx_ar.archive_entry_set_pathname (e, name);
+}
+
+/* Copies an entry's data, holes written as zeros (a tar writer takes data
+ * in order). */
+static int
+copy_entry_data_dense (struct archive *ar, struct archive *aw, sbx_error **err)
+{
+  static const char zeros[4096];
+  uint64_t pos = 0;
+  for (;;)
+    {
+      const void *buf;
+      size_t n;
+      la_int64_t off;
+      int r = sbx_ar.archive_read_data_block (ar, &buf, &n, &off);
+      if (r == ARCHIVE_EOF)
+        return 0;
+      if (r != ARCHIVE_OK || off < 0 || (uint64_t) off < pos)
+        return sbx_archive_fail (err, ar, "read layer.tar");
+      while (pos < (uint64_t) off)
+        {
+          size_t z = (uint64_t) off - pos < sizeof zeros ? (size_t) ((uint64_t) off - pos) : sizeof zeros;
+          if (sbx_ar.archive_write_data (aw, zeros, z) != (la_ssize_t) z)
+            return sbx_archive_fail (err, aw, "write");
+          pos += z;
+        }
+      if (n > 0 && sbx_ar.archive_write_data (aw, buf, n) != (la_ssize_t) n)
+        return sbx_archive_fail (err, aw, "write");
+      pos += n;
+    }
+}
+
+static int
+write_oci_entry (struct archive *ar, struct archive *aw, struct archive_entry *e, sbx_error **err)
+{
+  const char *p = sbx_ar.archive_entry_pathname (e);
+  if (check_path (p, "path", err) < 0)
+    return -1;
+  size_t dirlen;
+  _cleanup_free_ char *base = NULL;
+  split_path (p, &dirlen, &base);
+  _cleanup_free_ char *dir = xstrndup (p, dirlen);
+  mode_t type = sbx_ar.archive_entry_filetype (e);
+  if (type == AE_IFCHR && sbx_ar.archive_entry_rdev (e) == 0)
+    {
+      _cleanup_free_ char *wh = xasprintf ("%s" WH_PREFIX "%s", dir, base);
+      make_oci_marker (e, wh);
+      if (sbx_ar.archive_write_header (aw, e) != ARCHIVE_OK)
+        return sbx_archive_fail (err, aw, "write");
+      return 0;
+    }
+  bool opaque = type == AE_IFDIR && take_opaque_xattr (e);
+  if (sbx_ar.archive_write_header (aw, e) != ARCHIVE_OK)
+    return sbx_archive_fail (err, aw, "write");
+  if (type == AE_IFREG && sbx_ar.archive_entry_size (e) > 0 && copy_entry_data_dense (ar, aw, err) < 0)
+    return -1;
+  if (!opaque)
+    return 0;
+  _cleanup_free_ char *marker = path_is_top (p) ? xstrdup (WH_OPAQUE) : xasprintf ("%s%s/" WH_OPAQUE, dir, base);
+  _cleanup_archive_entry_ struct archive_entry *m = sbx_ar.archive_entry_new ();
+  make_oci_marker (m, marker);
+  sbx_ar.archive_entry_set_mtime (m, 0, 0);
+  if (sbx_ar.archive_write_header (aw, m) != ARCHIVE_OK)
+    return sbx_archive_fail (err, aw, "write");
+  return 0;
+}
+
+/* Copies the tar in TARFD to OUTFD with overlay whiteouts in OCI form. */
+static int
+convert_to_oci (int tarfd, int outfd, sbx_error **err)
+{
+  _cleanup_archive_read_ struct archive *ar = open_tar_reader (tarfd, err);
+  if (ar == NULL)
+    return -1;
+  tar_sink sink = { .fd = outfd };
+  sha256_init (&sink.sha);
+  _cleanup_archive_write_ struct archive *aw = sbx_ar.archive_write_new ();
+  sbx_ar.archive_write_set_format_pax_restricted (aw);
+  sbx_ar.archive_write_add_filter_none (aw);
+  if (sbx_ar.archive_write_open (aw, &sink, NULL, tar_sink_write, NULL) != ARCHIVE_OK)
+    return sbx_archive_fail (err, aw, "write");
+  for (;;)
+    {
+      struct archive_entry *e;
+      int r = sbx_ar.archive_read_next_header (ar, &e);
+      if (r == ARCHIVE_EOF)
+        break;
+      if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
+        return sbx_archive_fail (err, ar, "read layer.tar");
+      _cleanup_free_ char *name = printable (sbx_ar.archive_entry_pathname (e));
+      if (write_oci_entry (ar, aw, e, err) < 0)
+        return sbx_error_wrap (err, "entry `%s`", name);
+    }
+  if (sbx_ar.archive_write_close (aw) != ARCHIVE_OK)
+    return sbx_archive_fail (err, aw, "write");
+  return 0;
+}
+
+int
+sbx_layer_open_oci_tar (const char *root, const char *digest, int workfd, int *ret_fd, bool *ret_converted,
+                        sbx_error **err)
+{
+  if (sbx_archive_load (err) < 0)
+    return -1;
+  _cleanup_free_ char *dir = sbx_layer_dir (root, digest);
+  if (dir == NULL)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid layer digest");
+  _cleanup_free_ char *tar = xasprintf ("%s/layer.tar", dir);
+  _cleanup_close_ int fd = open (tar, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0)
+    return sbx_error_set (err, errno == ENOENT ? SBX_E_NOT_FOUND : SBX_E_INTERNAL, errno, "layer %s: open layer.tar",
+                          digest);
+  bool overlay;
+  if (tar_has_overlay_whiteouts (fd, &overlay, err) < 0)
+    return sbx_error_wrap (err, "layer %s", digest);
+  if (overlay)
+    {
+      _cleanup_close_ int out = openat (workfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+      if (out < 0)
+        return sbx_error_errno (err, errno, "layer %s: temp file", digest);
+      if (convert_to_oci (fd, out, err) < 0)
+        return sbx_error_wrap (err, "layer %s", digest);
+      close (fd);
+      fd = steal_fd (&out);
+    }
+  if (lseek (fd, 0, SEEK_SET) < 0)
+    return sbx_error_errno (err, errno, "layer %s: seek", digest);
+  *ret_fd = steal_fd (&fd);
+  *ret_converted = overlay;
+  return 0;
 }

@@ -38,6 +38,50 @@ archive_write_freep (struct archive **a)
  * of the sizes of the regular files in it. */
 int sbx_layer_import_tar (const char *root, const char *tarpath, char **ret_digest, uint64_t *ret_size,
                           sbx_error **err);
+/* The same from an open file (or pipe) FD, read to its end. */
+int sbx_layer_import_fd (const char *root, int fd, char **ret_digest, uint64_t *ret_size, sbx_error **err);
+
+/* An import in steps, so that a caller making several layers (an OCI image)
+ * can check each one's digests before anything enters the store and install
+ * them together: stage (decompress into a work directory, hashing both
+ * streams), extract (in the chrooted child), install (rename into place).
+ * Freeing a staged layer that was not installed removes its directory. */
+typedef struct sbx_layer_staged sbx_layer_staged;
+int sbx_layer_stage (const char *root, int fd, sbx_layer_staged **ret, sbx_error **err);
+/* "sha256:HEX" of the uncompressed tar: the layer's name, an OCI diff_id. */
+const char *sbx_layer_staged_digest (const sbx_layer_staged *s);
+/* "sha256:HEX" and size of the bytes FD gave, as they were: an OCI blob. */
+const char *sbx_layer_staged_blob (const sbx_layer_staged *s, uint64_t *ret_size);
+int sbx_layer_staged_extract (const char *root, sbx_layer_staged *s, sbx_error **err);
+/* *ret_size as for sbx_layer_import_tar. */
+int sbx_layer_staged_install (const char *root, sbx_layer_staged *s, uint64_t *ret_size, sbx_error **err);
+void sbx_layer_staged_free (sbx_layer_staged *s);
+static inline void
+sbx_layer_staged_freep (sbx_layer_staged **s)
+{
+  sbx_layer_staged_free (*s);
+}
+#define _cleanup_layer_staged_ __attribute__ ((cleanup (sbx_layer_staged_freep)))
+
+/* The tar of layer DIGEST as an OCI image carries it, open for reading in
+ * *ret_fd: its layer.tar, the stream that was imported with its OCI whiteouts,
+ * or (*ret_converted) an unnamed file in directory WORKFD where a layer.tar
+ * held overlay whiteouts (0:0 character devices, then also opaque xattrs),
+ * which become `.wh.NAME` and `.wh..wh..opq` entries. */
+int sbx_layer_open_oci_tar (const char *root, const char *digest, int workfd, int *ret_fd, bool *ret_converted,
+                            sbx_error **err);
+
+/* A work directory ROOT/layers/tmp/RANDOM, flocked while open: gc removes
+ * only unlocked ones (debris of a killed process). sbx_workdir_cleanup
+ * removes it. */
+typedef struct sbx_workdir {
+  char *path;
+  int dfd;
+} sbx_workdir;
+#define SBX_WORKDIR_INIT { .path = NULL, .dfd = -1 }
+int sbx_workdir_new (const char *root, sbx_workdir *w, sbx_error **err);
+void sbx_workdir_cleanup (sbx_workdir *w);
+#define _cleanup_workdir_ __attribute__ ((cleanup (sbx_workdir_cleanup)))
 
 /* The built-in busybox layer, made from the host's static busybox (/bin/busybox
  * or $SBX_BUSYBOX): the binary, one symlink per applet and a minimal /etc. The
