@@ -5,7 +5,7 @@
 # The option lists mirror `sbx COMMAND --help`; tests/integration/docs.bats
 # checks them against it.
 
-_sbx_commands='create run exec run-code ps proc fs cp ls status wait terminate rm logs ttl stats images import tag rmi info gc version'
+_sbx_commands='create run exec run-code ps proc fs cp ls status wait terminate rm logs ttl stats images import build tag rmi info gc version'
 _sbx_global_opts='--root --run-root --json --version -h --help'
 _sbx_fs_verbs='read write upload download ls stat mkdir rm rmdir find replace watch'
 
@@ -24,6 +24,7 @@ _sbx_opts() {
 	terminate) echo '--rm' ;;
 	rm) echo '-f --force' ;;
 	import) echo '-t --tag' ;;
+	build) echo '-f --file -t --tag --no-cache --runtime' ;;
 	rmi) echo '-f --force' ;;
 	esac
 }
@@ -37,6 +38,7 @@ _sbx_opts_with_arg() {
 	fs) echo '--limit --cursor --name' ;;
 	wait) echo '--timeout' ;;
 	import) echo '-t --tag' ;;
+	build) echo '-f --file -t --tag --runtime' ;;
 	esac
 }
 
@@ -145,6 +147,11 @@ _sbx() {
 	if _sbx_in_list "$prev" "$(_sbx_opts_with_arg "$cmd")"; then
 		case $prev in
 		--image) mapfile -t COMPREPLY < <(compgen -W "$(_sbx_images)" -- "$cur") ;;
+		-f | --file)
+			# build: the blueprint, a host file (- for stdin)
+			compopt -o filenames 2>/dev/null
+			mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+			;;
 		--runtime) mapfile -t COMPREPLY < <(compgen -W 'runsc runc' -- "$cur") ;;
 		--keep-warm) mapfile -t COMPREPLY < <(compgen -W '-1 60 600 3600' -- "$cur") ;;
 		-s | --signal) mapfile -t COMPREPLY < <(compgen -W 'HUP INT QUIT KILL USR1 USR2 ALRM TERM CONT STOP' -- "$cur") ;;
@@ -221,6 +228,11 @@ _sbx() {
 	if [[ $cmd == import ]] && ((nargs == 0)); then
 		compopt -o filenames 2>/dev/null
 		mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+	fi
+	# build: the context, a host directory.
+	if [[ $cmd == build ]] && ((nargs == 0)); then
+		compopt -o filenames 2>/dev/null
+		mapfile -t COMPREPLY < <(compgen -d -- "$cur")
 	fi
 	# tag: the image, then its new name (an existing tag moves); rmi: images.
 	if [[ $cmd == rmi ]] || { [[ $cmd == tag ]] && ((nargs < 2)); }; then

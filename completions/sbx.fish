@@ -17,6 +17,8 @@ function __sbx_opts_with_arg
             printf '%s\n' --timeout
         case import
             printf '%s\n' -t --tag
+        case build
+            printf '%s\n' -f --file -t --tag --runtime
     end
 end
 
@@ -171,6 +173,7 @@ complete -c sbx -n __sbx_no_command -a ttl -d "Set a running sandbox's hard life
 complete -c sbx -n __sbx_no_command -a stats -d 'Count sandboxes by state'
 complete -c sbx -n __sbx_no_command -a images -d 'List images'
 complete -c sbx -n __sbx_no_command -a import -d 'Import a rootfs tarball as an image'
+complete -c sbx -n __sbx_no_command -a build -d 'Build a blueprint (JSON, see sbx-blueprint(5)) into an image'
 complete -c sbx -n __sbx_no_command -a tag -d 'Give an image another name (a tag)'
 complete -c sbx -n __sbx_no_command -a rmi -d 'Remove images (or one of several tags)'
 complete -c sbx -n __sbx_no_command -a info -d 'Report what this host supports'
@@ -229,8 +232,15 @@ complete -c sbx -n '__sbx_opts_for rm' -s f -l force -d 'Terminate running sandb
 complete -c sbx -n '__sbx_opts_for import' -s t -l tag -x -a '(__sbx_images)' -d 'Tag the imported image NAME'
 complete -c sbx -n '__sbx_opts_for rmi' -s f -l force -d 'Remove even if sandboxes were made from it'
 
+# build
+complete -c sbx -n '__sbx_opts_for build' -s f -l file -r -F -d 'The blueprint (default CONTEXT/blueprint.json; - for stdin)'
+complete -c sbx -n '__sbx_opts_for build' -s t -l tag -x -a '(__sbx_images)' -d 'Tag the image NAME'
+complete -c sbx -n '__sbx_opts_for build' -l no-cache -d 'Run every step again, whatever the cache holds'
+complete -c sbx -n '__sbx_opts_for build' -l runtime -x -a 'runsc runc' -d 'Runtime of the build sandboxes'
+
 # Operands: sandboxes, the pid and action of proc, the verb and host files
-# of fs, the operands of cp, the tarball of import, and images for tag and rmi
+# of fs, the operands of cp, the tarball of import, the context directory of
+# build, and images for tag and rmi
 complete -c sbx -n '__sbx_operand 0 exec run-code ps proc fs status wait logs ttl' -a '(__sbx_sandboxes)' -d Sandbox
 complete -c sbx -n '__sbx_operand 1 proc' -a '(__sbx_pids)' -d Process
 complete -c sbx -n '__sbx_operand 2 proc' -a 'status wait kill logs' -d Action
@@ -250,6 +260,7 @@ complete -c sbx -n __sbx_fs_host_file -F
 complete -c sbx -n __sbx_cp_host -F -a '(__sbx_cp_refs)'
 complete -c sbx -n '__sbx_operand any terminate rm' -a '(__sbx_sandboxes)' -d Sandbox
 complete -c sbx -n '__sbx_operand 0 import' -F
+complete -c sbx -n '__sbx_operand 0 build' -x -a '(__fish_complete_directories)' -d Context
 complete -c sbx -n '__sbx_operand 0 tag' -a '(__sbx_images)' -d Image
 complete -c sbx -n '__sbx_operand 1 tag' -a '(__sbx_images)' -d 'New tag'
 complete -c sbx -n '__sbx_operand any rmi' -a '(__sbx_images)' -d Image
