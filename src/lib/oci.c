@@ -401,11 +401,12 @@ sbx_oci_parse_index (const char *text, size_t len, sbx_oci_index **ret, sbx_erro
     return -1;
   _cleanup_oci_index_ sbx_oci_index *x = xmalloc0 (sizeof *x);
   x->manifests = xmalloc0 ((arr->u.array.len + 1) * sizeof *x->manifests);
-  for (size_t i = 0; i < arr->u.array.len; i++, x->n++)
+  for (size_t i = 0; i < arr->u.array.len; i++)
     {
       _cleanup_free_ char *what = xasprintf ("index entry %zu", i + 1);
       if (parse_desc (arr->u.array.values[i], what, &x->manifests[i], err) < 0)
         return -1;
+      x->n++;
     }
   *ret = steal_pointer (&x);
   return 0;
@@ -428,11 +429,12 @@ sbx_oci_parse_manifest (const char *text, size_t len, sbx_oci_manifest **ret, sb
       return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "not a container image: its config is `%s`", name);
     }
   m->layers = xmalloc0 ((arr->u.array.len + 1) * sizeof *m->layers);
-  for (size_t i = 0; i < arr->u.array.len; i++, m->n_layers++)
+  for (size_t i = 0; i < arr->u.array.len; i++)
     {
       _cleanup_free_ char *what = xasprintf ("manifest layer %zu", i + 1);
       if (parse_desc (arr->u.array.values[i], what, &m->layers[i], err) < 0)
         return -1;
+      m->n_layers++;
       if (m->layers[i].media_type && !mt_is_layer (m->layers[i].media_type))
         {
           _cleanup_free_ char *name = printable (m->layers[i].media_type);
@@ -1371,17 +1373,30 @@ typedef struct out_blob {
 } out_blob;
 
 static void
-out_blobs_free (out_blob *v, size_t n)
+out_blob_clear (out_blob *b)
 {
-  for (size_t i = 0; v && i < n; i++)
-    {
-      if (v[i].fd >= 0)
-        close (v[i].fd);
-      free (v[i].data);
-      free (v[i].diff_id);
-    }
-  free (v);
+  if (b->fd >= 0)
+    close (b->fd);
+  b->fd = -1;
+  free (b->data);
+  free (b->diff_id);
+  b->data = b->diff_id = NULL;
 }
+#define _cleanup_out_blob_ __attribute__ ((cleanup (out_blob_clear)))
+
+typedef struct out_blobs {
+  out_blob *v;
+  size_t n;
+} out_blobs;
+
+static void
+out_blobs_free (out_blobs *l)
+{
+  for (size_t i = 0; i < l->n; i++)
+    out_blob_clear (&l->v[i]);
+  free (l->v);
+}
+#define _cleanup_out_blobs_ __attribute__ ((cleanup (out_blobs_free)))
 
 static void
 out_blob_doc (out_blob *b, char *data, size_t len)
@@ -1734,38 +1749,34 @@ sbx_oci_export (const char *root, const sbx_image *img, const char *ref_name, sb
                 const char *path, uint64_t *ret_size, sbx_error **err)
 {
   size_t n = strv_len (img->layers);
+  if (n == 0)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "export to `%s`: the image has no layers", path);
+  if (sbx_archive_load (err) < 0)
+    return -1;
   _cleanup_workdir_ sbx_workdir w = SBX_WORKDIR_INIT;
+  _cleanup_out_blobs_ out_blobs layers = { .v = xmalloc0 (n * sizeof (out_blob)) };
+  _cleanup_out_blob_ out_blob config = { .fd = -1 };
+  _cleanup_out_blob_ out_blob manifest = { .fd = -1 };
   _cleanup_tmp_file_ tmp_file out = { .path = NULL, .fd = -1 };
-  out_blob *layers = xmalloc0 ((n + 1) * sizeof *layers);
-  out_blob docs[2] = { { .fd = -1 }, { .fd = -1 } }; /* config, manifest */
   _cleanup_free_ char *index = NULL;
   size_t len, index_len;
-  int r = -1;
-  for (size_t i = 0; i <= n; i++)
-    layers[i].fd = -1;
-  if (n == 0)
-    sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "the image has no layers");
-  else if (sbx_archive_load (err) == 0 && sbx_workdir_new (root, &w, err) == 0)
+  if (sbx_workdir_new (root, &w, err) < 0)
+    return sbx_error_wrap (err, "export to `%s`", path);
+  for (size_t i = 0; i < n; i++)
     {
-      r = 0;
-      for (size_t i = 0; i < n && r == 0; i++)
-        r = layer_blob (root, img->layers[i], comp, w.dfd, &layers[i], err);
+      layers.v[i].fd = -1;
+      layers.n = i + 1;
+      if (layer_blob (root, img->layers[i], comp, w.dfd, &layers.v[i], err) < 0)
+        return sbx_error_wrap (err, "export to `%s`", path);
     }
-  if (r == 0)
-    {
-      char *cfg = config_doc (img, layers, n, &len);
-      out_blob_doc (&docs[0], cfg, len);
-      char *man = manifest_doc (&docs[0], layers, n, comp, &len);
-      out_blob_doc (&docs[1], man, len);
-      index = index_doc (&docs[1], ref_name, &index_len);
-      r = tmp_file_open (path, &out, err);
-    }
-  if (r == 0)
-    r = write_oci_archive (out.fd, layers, n, &docs[0], &docs[1], index, index_len, img->created, err);
-  if (r == 0)
-    r = tmp_file_commit (&out, path, ret_size, err);
-  out_blobs_free (layers, n);
-  free (docs[0].data);
-  free (docs[1].data);
-  return r < 0 ? sbx_error_wrap (err, "export to `%s`", path) : 0;
+  char *doc = config_doc (img, layers.v, n, &len);
+  out_blob_doc (&config, doc, len);
+  doc = manifest_doc (&config, layers.v, n, comp, &len);
+  out_blob_doc (&manifest, doc, len);
+  index = index_doc (&manifest, ref_name, &index_len);
+  if (tmp_file_open (path, &out, err) < 0
+      || write_oci_archive (out.fd, layers.v, n, &config, &manifest, index, index_len, img->created, err) < 0
+      || tmp_file_commit (&out, path, ret_size, err) < 0)
+    return sbx_error_wrap (err, "export to `%s`", path);
+  return 0;
 }
