@@ -16,7 +16,7 @@
 
 enum {
   O_IMAGE = 256, O_NAME, O_CPU, O_MEMORY, O_PIDS, O_RUNTIME, O_BLOCK_NET, O_KEEP_WARM, O_TIMEOUT, O_ENV, O_CWD,
-  O_RM, O_FORCE, O_ALL, O_QUIET,
+  O_RM, O_FORCE, O_ALL, O_QUIET, O_ON_IDLE,
 };
 
 #define CREATE_OPTS                                                                                             \
@@ -29,6 +29,7 @@ enum {
   { "block-network", O_BLOCK_NET, no_argument, NULL, "no network but loopback (today every sandbox has loopback only)" },                               \
   { "keep-warm", O_KEEP_WARM, required_argument, "SECONDS", "idle lifetime (default 600, -1: until terminated)" }, \
   { "timeout", O_TIMEOUT, required_argument, "SECONDS", "hard lifetime (default 3600, at most 86400)" },       \
+  { "on-idle", O_ON_IDLE, required_argument, "ACTION", "when the keep-warm time runs out: terminate (default) or pause" }, \
   { "env", 'e', required_argument, "KEY=VALUE", "set an environment variable for every command (repeatable)" },                 \
   { "cwd", O_CWD, required_argument, "DIR", "working directory for every command (absolute)" }
 
@@ -122,6 +123,11 @@ create_opt (sbx_sandbox_opts *o, int key, const char *arg, sbx_error **err)
       return 1;
     case O_TIMEOUT:
       return cli_int ("timeout", arg, 1, SBX_TIMEOUT_MAX, &o->timeout, err) < 0 ? -1 : 1;
+    case O_ON_IDLE:
+      if (strcmp (arg, "pause") != 0 && strcmp (arg, "terminate") != 0)
+        return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "--on-idle: `%s` is not pause or terminate", arg);
+      o->on_idle_pause = strcmp (arg, "pause") == 0;
+      return 1;
     default:
       return 0;
     }
@@ -276,8 +282,8 @@ print_status_human (const sbx_sandbox *sb)
   printf ("id:         %s\n", sb->id);
   if (sb->opts.name)
     printf ("name:       %s\n", sb->opts.name);
-  printf ("state:      %s%s%s%s\n", sbx_state_name (sb->state), sb->reason ? " (" : "", sb->reason ? sb->reason : "",
-          sb->reason ? ")" : "");
+  printf ("state:      %s%s%s%s%s\n", sbx_state_name (sb->state), sb->paused ? " (paused)" : "",
+          sb->reason ? " (" : "", sb->reason ? sb->reason : "", sb->reason ? ")" : "");
   if (sb->error)
     printf ("error:      %s\n", sb->error);
   printf ("image:      %s\nruntime:    %s\n", sb->image_id ? sb->image_id : "-", sb->opts.runtime);
@@ -560,6 +566,60 @@ cmd_ttl (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   else
     printf ("%s deadline %s\n", id, d);
   return 0;
+}
+
+/* pause, resume: the runtime's freeze of the whole sandbox. */
+static int
+pause_resume (sbx_cli *cli, const char *verb, int argc, char **argv, sbx_error **err)
+{
+  int first, r = simple_parse (cli, verb, argc, argv, 1, -1, &first, NULL, NULL, err);
+  if (r != 0)
+    return r < 0 ? -1 : 0;
+  sbx_store *st;
+  if (cli_store (cli, &st, err) < 0)
+    return -1;
+  yajl_gen g = cli->json ? cli_json_begin () : NULL;
+  if (g)
+    j_arr (g);
+  _cleanup_free_ char *req = xasprintf ("{\"op\":\"%s\"}", verb);
+  for (int i = first; i < argc; i++)
+    {
+      _cleanup_free_ char *id = NULL;
+      _cleanup_yajl_val_ yajl_val v = NULL;
+      if (cli_sandbox_id (cli, argv[i], &id, err) < 0 || sbx_client_call (st, id, req, &v, err) < 0)
+        {
+          if (g)
+            yajl_gen_free (g);
+          return -1;
+        }
+      if (g)
+        {
+          j_map (g);
+          j_kstr (g, "id", id);
+          j_kbool (g, "paused", strcmp (verb, "pause") == 0);
+          j_endmap (g);
+        }
+      else
+        printf ("%s\n", id);
+    }
+  if (g)
+    {
+      j_endarr (g);
+      cli_json_end (g);
+    }
+  return 0;
+}
+
+int
+cmd_pause (sbx_cli *cli, int argc, char **argv, sbx_error **err)
+{
+  return pause_resume (cli, "pause", argc, argv, err);
+}
+
+int
+cmd_resume (sbx_cli *cli, int argc, char **argv, sbx_error **err)
+{
+  return pause_resume (cli, "resume", argc, argv, err);
 }
 
 int

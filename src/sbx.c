@@ -19,6 +19,9 @@ int cmd_cp (sbx_cli *, int, char **, sbx_error **);
 int cmd_rmi (sbx_cli *, int, char **, sbx_error **);
 int cmd_tag (sbx_cli *, int, char **, sbx_error **);
 int cmd_build (sbx_cli *, int, char **, sbx_error **);
+int cmd_pause (sbx_cli *, int, char **, sbx_error **);
+int cmd_resume (sbx_cli *, int, char **, sbx_error **);
+int cmd_commit (sbx_cli *, int, char **, sbx_error **);
 int cmd_ls (sbx_cli *, int, char **, sbx_error **);
 int cmd_status (sbx_cli *, int, char **, sbx_error **);
 int cmd_wait (sbx_cli *, int, char **, sbx_error **);
@@ -29,14 +32,16 @@ int cmd_ttl (sbx_cli *, int, char **, sbx_error **);
 int cmd_stats (sbx_cli *, int, char **, sbx_error **);
 int cmd_images (sbx_cli *, int, char **, sbx_error **);
 int cmd_import (sbx_cli *, int, char **, sbx_error **);
+int cmd_export (sbx_cli *, int, char **, sbx_error **);
 int cmd_info (sbx_cli *, int, char **, sbx_error **);
 int cmd_gc (sbx_cli *, int, char **, sbx_error **);
 int cmd_version (sbx_cli *, int, char **, sbx_error **);
 
 extern const cli_opt sbx_run_code_cli_opts[], sbx_ps_cli_opts[], sbx_proc_cli_opts[], sbx_fs_cli_opts[],
-    sbx_cp_cli_opts[], sbx_rmi_opts[], sbx_build_cli_opts[];
+    sbx_cp_cli_opts[], sbx_rmi_opts[], sbx_build_cli_opts[], sbx_commit_cli_opts[];
 extern const cli_opt sbx_create_opts[], sbx_run_opts[], sbx_exec_cli_opts[], sbx_ls_opts[], sbx_wait_opts[],
     sbx_rm_opts[], sbx_terminate_opts[], sbx_import_opts[], sbx_none_opts[], sbx_logs_opts[];
+extern const cli_opt sbx_export_opts[];
 
 const sbx_command sbx_commands[] = {
   { "create", cmd_create, NULL, "Create a sandbox and print its id.", sbx_create_opts },
@@ -59,10 +64,19 @@ const sbx_command sbx_commands[] = {
   { "terminate", cmd_terminate, "ID...", "End sandboxes; their files stay until `sbx rm`.", sbx_terminate_opts },
   { "rm", cmd_rm, "ID...", "Remove ended sandboxes and their files.", sbx_rm_opts },
   { "logs", cmd_logs, "ID", "Print a sandbox's log (runtime and lifecycle events).", sbx_logs_opts },
+  { "pause", cmd_pause, "ID...", "Freeze running sandboxes (the runtime's pause); their idle clock stops.",
+    sbx_none_opts },
+  { "resume", cmd_resume, "ID...", "Thaw paused sandboxes.", sbx_none_opts },
+  { "commit", cmd_commit, "ID", "Save a sandbox's files (its image plus everything written since) as a new image.",
+    sbx_commit_cli_opts },
   { "ttl", cmd_ttl, "ID SECONDS", "Set a running sandbox's hard lifetime to SECONDS from now.", sbx_none_opts },
   { "stats", cmd_stats, NULL, "Count sandboxes by state.", sbx_none_opts },
   { "images", cmd_images, NULL, "List images.", sbx_none_opts },
-  { "import", cmd_import, "FILE", "Import a rootfs tarball (tar, .gz, .xz, .zst) as an image.", sbx_import_opts },
+  { "import", cmd_import, "FILE|DIR",
+    "Import an image: a rootfs tarball (tar, .gz, .xz, .zst), an OCI layout or archive, or a docker save archive.",
+    sbx_import_opts },
+  { "export", cmd_export, "IMAGE FILE", "Write an image as an OCI archive that podman and docker load.",
+    sbx_export_opts },
   { "build", cmd_build, "[CONTEXT]",
     "Build a blueprint (JSON, see sbx-blueprint(5)) into an image, step by step, from the cache where it can.",
     sbx_build_cli_opts },

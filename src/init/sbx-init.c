@@ -1462,10 +1462,26 @@ setup_signals (struct agent *a)
 }
 
 int
-main (void)
+main (int argc, char **argv)
 {
   struct agent *a = &agent_storage;
   uint32_t hello[2] = { SBX_PROTO_VERSION, (uint32_t) getpid () };
+
+  /* `/.sbx/init --sync`: flushes the sandbox's writes to its files (sbx
+   * commit runs it; under gVisor written data may sit in the sandbox's own
+   * page cache until then). Any other use is the agent, PID 1. */
+  if (argc == 2 && strcmp (argv[1], "--sync") == 0)
+    {
+      sync ();
+      return 0;
+    }
+  if (getpid () != 1)
+    {
+      static const char msg[] = "sbx-init: the sandbox's PID 1 (only --sync may be run by hand)\n";
+      if (write (2, msg, sizeof msg - 1) < 0)
+        return 2;
+      return 2;
+    }
 
   prctl (PR_SET_DUMPABLE, 0, 0, 0, 0);
   signal (SIGPIPE, SIG_IGN);

@@ -200,11 +200,9 @@ parse_files (yajl_val v, const char *where, sbx_bp_step *s, sbx_error **err)
             }
           else if (strcmp (key, "mode") == 0)
             {
-              int64_t m;
-              if (!YAJL_IS_STRING (val) || !matches (STR (val), "^0?[0-7]{3,4}$")
-                  || parse_int64 (STR (val), 0, 07777, &m) < 0)
+              /* Octal digits only (the grammar): at most 07777. */
+              if (!YAJL_IS_STRING (val) || !matches (STR (val), "^0?[0-7]{3,4}$"))
                 return bad (err, wk, "expected an octal string such as \"0644\"");
-              /* parse_int64 read it as decimal digits: read it again as octal */
               bf->mode = (int) strtol (STR (val), NULL, 8);
             }
           else

@@ -683,16 +683,15 @@ sandbox_down (build *b, const char *id)
   sbx_sandbox_remove (b->st, id, NULL);
 }
 
-/* What the sandbox wrote, as a layer. */
-static int
-layer_of (build *b, const char *id, char **ret_digest, uint64_t *ret_size, sbx_error **err)
+int
+sbx_layer_from_upper (const sbx_store *st, const char *id, char **ret_digest, uint64_t *ret_size, sbx_error **err)
 {
-  _cleanup_free_ char *upper = sbx_store_path (b->st, "sandboxes/%s/upper", id);
+  _cleanup_free_ char *upper = sbx_store_path (st, "sandboxes/%s/upper", id);
   _cleanup_close_ int ufd = open (upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (ufd < 0)
     return sbx_error_errno (err, errno, "open `%s`", upper);
   _cleanup_free_ char *rnd = random_hex (8);
-  _cleanup_free_ char *tmpdir = sbx_store_path (b->st, "layers/tmp");
+  _cleanup_free_ char *tmpdir = sbx_store_path (st, "layers/tmp");
   mkdir_p (tmpdir, 0700, NULL);
   _cleanup_free_ char *tar = xasprintf ("%s/build-%s.tar", tmpdir, rnd);
   _cleanup_close_ int tfd = open (tar, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -700,7 +699,7 @@ layer_of (build *b, const char *id, char **ret_digest, uint64_t *ret_size, sbx_e
     return sbx_error_errno (err, errno, "create `%s`", tar);
   int r = sbx_tar_from_dir (ufd, tfd, true, false, err);
   if (r == 0)
-    r = sbx_layer_import_tar (b->st->root, tar, ret_digest, ret_size, err);
+    r = sbx_layer_import_tar (st->root, tar, ret_digest, ret_size, err);
   unlink (tar);
   return r;
 }
@@ -743,7 +742,7 @@ run_step (build *b, const sbx_bp_step *s, size_t idx, char **ret_digest, uint64_
   if (sbx_sandbox_terminate (b->st, id, 30000, r == 0 ? err : NULL) < 0 && r == 0)
     r = -1;
   if (r == 0)
-    r = layer_of (b, id, ret_digest, ret_size, err);
+    r = sbx_layer_from_upper (b->st, id, ret_digest, ret_size, err);
   sandbox_down (b, id);
   return r;
 }
@@ -836,6 +835,9 @@ sbx_build (const sbx_store *st, const sbx_blueprint *bp, const sbx_build_opts *o
     }
   if (img->env == NULL)
     img->env = xmalloc0 (sizeof (char *));
+  /* A workdir set after the last step that ran commands does not exist
+   * yet: it gets a layer of its own at the end, as a Dockerfile's would. */
+  bool workdir_pending = false;
   for (size_t i = 0; i < bp->nsteps; i++)
     {
       const sbx_bp_step *s = &bp->steps[i];
@@ -849,6 +851,7 @@ sbx_build (const sbx_store *st, const sbx_blueprint *bp, const sbx_build_opts *o
         case SBX_STEP_WORKDIR:
           free (img->workdir);
           img->workdir = xstrdup (s->str);
+          workdir_pending = strcmp (s->str, "/") != 0;
           break;
         case SBX_STEP_CMD:
           strv_free (img->cmd);
@@ -875,6 +878,24 @@ sbx_build (const sbx_store *st, const sbx_blueprint *bp, const sbx_build_opts *o
       if (digest == NULL)
         {
           if (run_step (&b, s, i, &digest, &size, err) < 0)
+            return -1;
+          cache_put (&b, digest, size);
+        }
+      add_layer (&b, digest, size);
+      workdir_pending = false;
+    }
+  if (workdir_pending)
+    {
+      static char *mk_list[] = { (char *) "true", NULL };
+      static const sbx_bp_step mk = { .kind = SBX_STEP_RUN, .list = mk_list,
+                                      .canon = (char *) "{\"workdir-made\":true}" };
+      _cleanup_free_ char *extra = exec_context (&b);
+      key_next (&b, mk.canon, extra);
+      uint64_t size = 0;
+      _cleanup_free_ char *digest = cache_get (&b, &size);
+      if (digest == NULL)
+        {
+          if (run_step (&b, &mk, bp->nsteps, &digest, &size, err) < 0)
             return -1;
           cache_put (&b, digest, size);
         }

@@ -10,6 +10,7 @@
 #define SBX_BUILD_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "blueprint.h"
 #include "error.h"
@@ -36,5 +37,10 @@ int sbx_build (const sbx_store *st, const sbx_blueprint *bp, const sbx_build_opt
  * whiteouts. Devices, FIFOs and sockets are INVALID_ARGUMENT, unless
  * SKIP_SPECIAL (then they are left out). */
 int sbx_tar_from_dir (int dirfd, int outfd, bool upper, bool skip_special, sbx_error **err);
+
+/* What sandbox ID wrote (its upper dir) as a layer. The caller makes sure
+ * nothing writes there meanwhile (ended, or paused). */
+int sbx_layer_from_upper (const sbx_store *st, const char *id, char **ret_digest, uint64_t *ret_size,
+                          sbx_error **err);
 
 #endif

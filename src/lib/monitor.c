@@ -273,10 +273,40 @@ save_state (struct mon *m)
 }
 
 static void
+touch (struct mon *m)
+{
+  m->last_activity = now_ms_monotonic ();
+}
+
+/* The runtime's pause or resume of the whole sandbox. */
+static int
+set_paused (struct mon *m, bool pause, sbx_error **err)
+{
+  if (m->sb->paused == pause)
+    return 0;
+  const char *args[] = { m->sb->id, NULL };
+  _cleanup_free_ char *errtext = NULL;
+  int st = sbx_runtime_call (m->rt, pause ? "pause" : "resume", args, &errtext, err);
+  if (st < 0)
+    return -1;
+  if (st != 0)
+    return sbx_error_set (err, SBX_E_INTERNAL, 0, "%s %s failed: %s", m->rt->name, pause ? "pause" : "resume",
+                          errtext ? errtext : "");
+  m->sb->paused = pause;
+  mlog (m, pause ? "paused" : "resumed");
+  save_state (m);
+  touch (m);
+  return 0;
+}
+
+static void
 begin_shutdown (struct mon *m, sbx_state final, const char *reason)
 {
   if (m->shutting_down)
     return;
+  /* A frozen sandbox cannot act on its end: thaw it first. */
+  if (m->sb->paused && set_paused (m, false, NULL) < 0)
+    mlog (m, "could not resume the paused sandbox to end it");
   m->shutting_down = true;
   m->end_state = final;
   m->end_reason = reason;
@@ -315,11 +345,6 @@ client_free (struct mon *m, size_t i)
   m->clients[i] = m->clients[--m->nclients];
 }
 
-static void
-touch (struct mon *m)
-{
-  m->last_activity = now_ms_monotonic ();
-}
 
 /* --- the process table ------------------------------------------------- */
 
@@ -749,6 +774,8 @@ handle_request (struct mon *m, struct client *c, const unsigned char *p, size_t 
   touch (m);
   if (m->shutting_down && strcmp (op, "wait") != 0)
     reply_error (c, SBX_E_SANDBOX_NOT_RUNNING, "the sandbox is terminating");
+  else if (m->sb->paused && (strcmp (op, "exec") == 0 || strcmp (op, "proc_kill") == 0))
+    reply_error (c, SBX_E_SANDBOX_NOT_RUNNING, "the sandbox is paused (sbx resume)");
   else if (strcmp (op, "exec") == 0)
     {
       if (handle_exec (m, c, req, &err) < 0)
@@ -763,6 +790,16 @@ handle_request (struct mon *m, struct client *c, const unsigned char *p, size_t 
     handle_ttl (m, c, req);
   else if (strcmp (op, "wait") == 0)
     ; /* answered by EOF when the monitor exits */
+  else if (strcmp (op, "pause") == 0 || strcmp (op, "resume") == 0)
+    {
+      if (set_paused (m, strcmp (op, "pause") == 0, &err) < 0)
+        reply_error (c, err->code, err->msg);
+      else
+        {
+          reply_json (c, m->sb->paused ? "{\"paused\":true}" : "{\"paused\":false}");
+          c->closing = true;
+        }
+    }
   else if (strcmp (op, "rootfd") == 0)
     handle_rootfd (m, c);
   else if (strcmp (op, "ps") == 0)
@@ -980,7 +1017,7 @@ poll_timeout (struct mon *m)
   uint64_t next = m->deadline;
   if (m->shutting_down)
     next = m->shutdown_deadline;
-  else if (m->sb->opts.keep_warm >= 0 && m->active_execs == 0)
+  else if (m->sb->opts.keep_warm >= 0 && m->active_execs == 0 && !m->sb->paused)
     {
       uint64_t idle = m->last_activity + (uint64_t) m->sb->opts.keep_warm * 1000;
       if (idle < next)
@@ -1004,9 +1041,15 @@ check_timers (struct mon *m)
     return;
   if (now >= m->deadline)
     begin_shutdown (m, SBX_STATE_TERMINATED, SBX_REASON_TIMEOUT);
-  else if (m->sb->opts.keep_warm >= 0 && m->active_execs == 0
+  else if (m->sb->opts.keep_warm >= 0 && m->active_execs == 0 && !m->sb->paused
            && now >= m->last_activity + (uint64_t) m->sb->opts.keep_warm * 1000)
-    begin_shutdown (m, SBX_STATE_TERMINATED, SBX_REASON_KEEP_WARM);
+    {
+      /* --on-idle pause: frozen until resumed (its idle clock stops); the
+       * hard timeout still ends it. */
+      if (m->sb->opts.on_idle_pause && set_paused (m, true, NULL) == 0)
+        return;
+      begin_shutdown (m, SBX_STATE_TERMINATED, SBX_REASON_KEEP_WARM);
+    }
 }
 
 /* Drains every exited child (we are a subreaper: orphans of the runtime land

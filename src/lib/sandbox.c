@@ -102,6 +102,7 @@ gen_opts (yajl_gen g, const sbx_sandbox_opts *o)
   j_kint (g, "pids", o->pids);
   j_kbool (g, "block_network", o->block_network);
   j_kint (g, "keep_warm", o->keep_warm);
+  j_kstr (g, "on_idle", o->on_idle_pause ? "pause" : "terminate");
   j_kint (g, "timeout", o->timeout);
   j_kstrv (g, "env", o->env);
   j_kstr (g, "cwd", o->cwd);
@@ -123,6 +124,7 @@ gen_record (yajl_gen g, const sbx_sandbox *sb, bool full)
   j_kint (g, "ended_at", sb->ended_at);
   j_kint (g, "deadline", sb->deadline);
   j_kint (g, "keep_warm_until", sb->keep_warm_until);
+  j_kbool (g, "paused", sb->paused);
   j_kint (g, "oom_kills", sb->oom_kills);
   j_kint (g, "pids_limit_hits", sb->pids_limit_hits);
   j_kint (g, "memory_peak", sb->memory_peak);
@@ -182,6 +184,10 @@ parse_opts (yajl_val o, sbx_sandbox_opts *opts, sbx_error **err)
       || j_get_int (o, "timeout", false, &opts->timeout, err) < 0
       || j_get_bool (o, "block_network", false, &opts->block_network, err) < 0)
     return -1;
+  const char *on_idle = NULL;
+  if (j_get_str (o, "on_idle", false, &on_idle, err) < 0)
+    return -1;
+  opts->on_idle_pause = on_idle && strcmp (on_idle, "pause") == 0;
   return 0;
 }
 
@@ -207,7 +213,8 @@ parse_record (yajl_val v, sbx_sandbox *sb, sbx_error **err)
       || j_get_int (v, "oom_kills", false, &sb->oom_kills, err) < 0
       || j_get_int (v, "pids_limit_hits", false, &sb->pids_limit_hits, err) < 0
       || j_get_int (v, "memory_peak", false, &sb->memory_peak, err) < 0
-      || j_get_int (v, "monitor_pid", false, &pid, err) < 0)
+      || j_get_int (v, "monitor_pid", false, &pid, err) < 0
+      || j_get_bool (v, "paused", false, &sb->paused, err) < 0)
     return -1;
   sb->monitor_pid = (pid_t) pid;
   return parse_opts (j_get (v, "options"), &sb->opts, err);

@@ -43,6 +43,7 @@ typedef struct sbx_sandbox_opts {
   int64_t pids;
   bool block_network;
   int64_t keep_warm; /* seconds, -1 = until terminated */
+  bool on_idle_pause; /* keep-warm expiry pauses rather than terminates */
   int64_t timeout;   /* seconds */
   char **env;
   char *cwd;
@@ -62,6 +63,7 @@ typedef struct sbx_sandbox {
   int64_t deadline; /* unix time of the hard timeout */
   int64_t keep_warm_until; /* informational, written on activity */
   pid_t monitor_pid;
+  bool paused; /* running, frozen by sbx pause (or --on-idle pause) */
   int64_t oom_kills;
   int64_t pids_limit_hits;
   int64_t memory_peak;

@@ -154,3 +154,17 @@ JSON
   expect_eq "$(sbx run --runtime runc --image "$output" -- readlink /hostetc)" /etc "the link"
   expect_eq "$(sbx run --runtime runc --image "$output" -- sh -c 'test -L /hostetc && echo link')" link "kept a link"
 }
+
+@test "build: file modes up to 07777, and a workdir set last is made" {
+  require_runtime runc
+  local d=$BATS_TEST_TMPDIR/ctx id
+  mkdir -p "$d"
+  printf 'x\n' >"$d/tool"
+  printf '{"base":"busybox","steps":[{"files":[{"src":"tool","dest":"/usr/local/bin/","mode":"4755"}]},{"workdir":"/late/dir"}]}' \
+    >"$d/blueprint.json"
+  run --separate-stderr sbx build --runtime runc "$d"
+  expect_status 0
+  id=$output
+  expect_eq "$(sbx run --runtime runc --image "$id" -- sh -c 'pwd; stat -c %a /usr/local/bin/tool')" "/late/dir
+4755" "workdir and mode"
+}
