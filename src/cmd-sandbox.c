@@ -6,13 +6,17 @@
 #include "client.h"
 #include "json.h"
 #include "lifecycle.h"
+#include "runtime.h"
 #include "sandbox.h"
 #include "util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 enum {
   O_IMAGE = 256, O_NAME, O_CPU, O_MEMORY, O_PIDS, O_RUNTIME, O_BLOCK_NET, O_KEEP_WARM, O_TIMEOUT, O_ENV, O_CWD,
@@ -622,12 +626,150 @@ cmd_resume (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   return pause_resume (cli, "resume", argc, argv, err);
 }
 
+/* Bytes the tree at DIRFD takes on disk (blocks), never following links. */
+static int64_t
+disk_usage (int dirfd_, int depth)
+{
+  int64_t total = 0;
+  int fd = dup (dirfd_);
+  DIR *d = fd >= 0 ? fdopendir (fd) : NULL;
+  if (d == NULL)
+    {
+      if (fd >= 0)
+        close (fd);
+      return 0;
+    }
+  struct dirent *de;
+  while ((de = readdir (d)) != NULL)
+    {
+      struct stat st;
+      if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0
+          || fstatat (dirfd (d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        continue;
+      total += (int64_t) st.st_blocks * 512;
+      if (S_ISDIR (st.st_mode) && depth < 256)
+        {
+          _cleanup_close_ int sub = openat (dirfd (d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+          if (sub >= 0)
+            total += disk_usage (sub, depth + 1);
+        }
+    }
+  closedir (d);
+  return total;
+}
+
+/* Bytes in and out of the interfaces (but loopback) of PID's network
+ * namespace. */
+static void
+net_bytes (pid_t pid, int64_t *rx, int64_t *tx)
+{
+  *rx = *tx = 0;
+  _cleanup_free_ char *path = xasprintf ("/proc/%d/net/dev", (int) pid), *text = NULL;
+  if (pid <= 0 || read_file (path, 1 << 20, &text, NULL, NULL) < 0)
+    return;
+  for (char *line = strtok (text, "\n"); line; line = strtok (NULL, "\n"))
+    {
+      char name[64];
+      long long r, t, skip;
+      if (sscanf (line, " %63[^:]: %lld %lld %lld %lld %lld %lld %lld %lld %lld", name, &r, &skip, &skip, &skip, &skip,
+                  &skip, &skip, &skip, &t) == 10
+          && strcmp (name, "lo") != 0)
+        {
+          *rx += r;
+          *tx += t;
+        }
+    }
+}
+
+/* The pid the runtime reports for the container (its init under runc, the
+ * sandbox process under runsc): its network namespace is the sandbox's. */
+static pid_t
+container_pid (const sbx_store *st, const sbx_sandbox *sb)
+{
+  _cleanup_runtime_ sbx_runtime *rt = NULL;
+  if (sbx_runtime_find (st, sb->opts.runtime, &rt, NULL) < 0)
+    return 0;
+  const char *args[] = { sb->id, NULL };
+  _cleanup_strv_ char **argv = sbx_runtime_argv (rt, "state", args);
+  _cleanup_free_ char *out = NULL;
+  int status = -1;
+  if (sbx_spawn_capture (argv, 1 << 20, &out, NULL, &status, NULL) < 0 || status != 0)
+    return 0;
+  _cleanup_yajl_val_ yajl_val v = NULL;
+  int64_t pid = 0;
+  if (j_parse (out, strlen (out), 1 << 20, "state", &v, NULL) == 0)
+    j_get_int (v, "pid", false, &pid, NULL);
+  return (pid_t) pid;
+}
+
+/* sbx stats ID: what one sandbox uses now. */
+static int
+stats_one (sbx_cli *cli, const char *ref, sbx_error **err)
+{
+  sbx_store *st;
+  _cleanup_sandbox_ sbx_sandbox *sb = NULL;
+  if (load_sandbox (cli, ref, &st, &sb, err) < 0)
+    return -1;
+  bool running = sb->state == SBX_STATE_RUNNING;
+  sbx_cgroup_stats cs = { 0 };
+  if (running)
+    {
+      _cleanup_free_ char *cg = sbx_store_cgroup_path (st, sb->id);
+      sbx_cgroup_stats_read (cg, &cs);
+    }
+  _cleanup_free_ char *upper = sbx_store_path (st, "sandboxes/%s/upper", sb->id);
+  _cleanup_close_ int ufd = open (upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  int64_t disk = ufd >= 0 ? disk_usage (ufd, 0) : 0, rx = 0, tx = 0;
+  if (running)
+    net_bytes (container_pid (st, sb), &rx, &tx);
+  int64_t peak = cs.memory_peak > sb->memory_peak ? cs.memory_peak : sb->memory_peak;
+  if (cli->json)
+    {
+      yajl_gen g = cli_json_begin ();
+      j_map (g);
+      j_kstr (g, "id", sb->id);
+      j_kstr (g, "state", sbx_state_name (sb->state));
+      j_kbool (g, "paused", sb->paused);
+      /* What only a running sandbox has is null once it has ended. */
+      if (running)
+        {
+          j_kint (g, "cpu_time_ms", cs.cpu_usage_ns / 1000000);
+          j_kint (g, "memory", cs.memory_current);
+          j_kint (g, "pids", cs.pids_current);
+        }
+      else
+        {
+          static const char *const gone[] = { "cpu_time_ms", "memory", "pids" };
+          for (size_t i = 0; i < ARRAY_SIZE (gone); i++)
+            {
+              j_str (g, gone[i]);
+              j_null (g);
+            }
+        }
+      j_kint (g, "memory_peak", peak);
+      j_kint (g, "disk", disk);
+      j_kint (g, "net_rx_bytes", rx);
+      j_kint (g, "net_tx_bytes", tx);
+      j_endmap (g);
+      cli_json_end (g);
+      return 0;
+    }
+  printf ("id:          %s\nstate:       %s%s\ncpu:         %.3f s\nmemory:      %.1f MiB (peak %.1f MiB)\n"
+          "pids:        %lld\ndisk:        %.1f MiB written\nnetwork:     %lld bytes in, %lld bytes out\n",
+          sb->id, sbx_state_name (sb->state), sb->paused ? " (paused)" : "", (double) cs.cpu_usage_ns / 1e9,
+          (double) cs.memory_current / 1048576.0, (double) peak / 1048576.0, (long long) cs.pids_current,
+          (double) disk / 1048576.0, (long long) rx, (long long) tx);
+  return 0;
+}
+
 int
 cmd_stats (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
-  int first, r = simple_parse (cli, "stats", argc, argv, 0, 0, &first, NULL, NULL, err);
+  int first, r = simple_parse (cli, "stats", argc, argv, 0, 1, &first, NULL, NULL, err);
   if (r != 0)
     return r < 0 ? -1 : 0;
+  if (first < argc)
+    return stats_one (cli, argv[first], err);
   sbx_store *st;
   _cleanup_strv_ char **ids = NULL;
   if (cli_store (cli, &st, err) < 0 || sbx_sandbox_list (st, &ids, err) < 0)

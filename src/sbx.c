@@ -70,7 +70,7 @@ const sbx_command sbx_commands[] = {
   { "commit", cmd_commit, "ID", "Save a sandbox's files (its image plus everything written since) as a new image.",
     sbx_commit_cli_opts },
   { "ttl", cmd_ttl, "ID SECONDS", "Set a running sandbox's hard lifetime to SECONDS from now.", sbx_none_opts },
-  { "stats", cmd_stats, NULL, "Count sandboxes by state.", sbx_none_opts },
+  { "stats", cmd_stats, "[ID]", "Count sandboxes by state; with ID, what that sandbox uses now.", sbx_none_opts },
   { "images", cmd_images, NULL, "List images.", sbx_none_opts },
   { "import", cmd_import, "FILE|DIR",
     "Import an image: a rootfs tarball (tar, .gz, .xz, .zst), an OCI layout or archive, or a docker save archive.",

@@ -65,6 +65,8 @@ sbx_cgroup_stats_read (const char *rel, sbx_cgroup_stats *ret)
   KEEP_MAX (ret->pids_limit_hits, child.pids_limit_hits);
   KEEP_MAX (ret->memory_peak, child.memory_peak);
   KEEP_MAX (ret->pids_peak, child.pids_peak);
+  KEEP_MAX (ret->cpu_usage_ns, child.cpu_usage_ns);
+  KEEP_MAX (ret->memory_current, child.memory_current);
 }
 
 static void
@@ -85,6 +87,8 @@ read_one (const char *rel, sbx_cgroup_stats *ret)
       ret->pids_current = read_int (pc);
       _cleanup_free_ char *pp = xasprintf (CG_ROOT "%s/pids.peak", rel);
       ret->pids_peak = read_int (pp);
+      _cleanup_free_ char *cs = xasprintf (CG_ROOT "%s/cpu.stat", rel);
+      ret->cpu_usage_ns = read_keyed (cs, "usage_usec") * 1000;
       return;
     }
   _cleanup_free_ char *oc = xasprintf (CG_ROOT "/memory%s/memory.oom_control", rel);
@@ -99,6 +103,8 @@ read_one (const char *rel, sbx_cgroup_stats *ret)
   ret->pids_current = read_int (pc);
   _cleanup_free_ char *pp = xasprintf (CG_ROOT "/pids%s/pids.peak", rel);
   ret->pids_peak = read_int (pp);
+  _cleanup_free_ char *cu = xasprintf (CG_ROOT "/cpuacct%s/cpuacct.usage", rel);
+  ret->cpu_usage_ns = read_int (cu);
 }
 
 /* Every directory that is a cgroup hierarchy root: the v1 controllers, or

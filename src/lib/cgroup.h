@@ -15,6 +15,7 @@ typedef struct sbx_cgroup_stats {
   int64_t memory_current;
   int64_t pids_current;
   int64_t pids_peak;
+  int64_t cpu_usage_ns; /* CPU time of everything in it */
 } sbx_cgroup_stats;
 
 /* 1 or 2. */

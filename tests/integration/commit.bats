@@ -101,3 +101,31 @@ pause_case () {
   sbx rm "$a" >/dev/null
   expect_error INVALID_ARGUMENT create --on-idle sleep
 }
+
+stats_case () {
+  local rt=$1 id
+  require_runtime "$rt"
+  id=$(sbx create --runtime "$rt")
+  sbx exec "$id" -- sh -c 'head -c 3000000 /dev/zero > /root/big; i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done'
+  run --separate-stderr sbx --json stats "$id"
+  expect_status 0
+  [ "$(jget 'd["cpu_time_ms"]')" -gt 0 ] || fail "cpu time: $output"
+  [ "$(jget 'd["memory"]')" -gt 0 ] || fail "memory: $output"
+  [ "$(jget 'd["memory_peak"]')" -ge "$(jget 'd["memory"]')" ] || fail "memory peak: $output"
+  [ "$(jget 'd["pids"]')" -ge 1 ] || fail "pids: $output"
+  [ "$(jget 'd["disk"]')" -ge 3000000 ] || fail "disk: $output"
+  expect_eq "$(jget 'd["net_rx_bytes"]')" 0 "bytes in (loopback only)"
+  run --separate-stderr sbx stats "$id"
+  expect_contains "$output" "MiB written"
+  sbx terminate "$id" >/dev/null
+  run --separate-stderr sbx --json stats "$id"
+  expect_status 0
+  expect_eq "$(jget 'd["cpu_time_ms"]')" null "cpu time once ended"
+  [ "$(jget 'd["disk"]')" -ge 3000000 ] || fail "disk once ended: $output"
+  expect_error NOT_FOUND stats sb-000000000000
+  expect_error INVALID_ARGUMENT stats "$id" "$id"
+  sbx rm "$id" >/dev/null
+}
+
+@test "stats ID: cpu, memory now and peak, pids, disk, network [runc]" { stats_case runc; }
+@test "stats ID: cpu, memory now and peak, pids, disk, network [runsc]" { stats_case runsc; }
