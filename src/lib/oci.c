@@ -1332,14 +1332,15 @@ sbx_oci_import (const char *root, const char *path, sbx_image **ret_img, sbx_imp
   if (sbx_archive_load (err) < 0)
     return -1;
   /* By path first: opening a FIFO, even to look, would cost its writer. */
-  if (stat (path, &st) == 0 && S_ISDIR (st.st_mode))
+  bool found = stat (path, &st) == 0;
+  if (found && S_ISDIR (st.st_mode))
     {
       fd = open (path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
       if (fd < 0)
         return sbx_error_errno (err, errno, "import `%s`: open", path);
       r = import_from_dir (root, fd, false, &img, &kind, err);
     }
-  else if (stat (path, &st) == 0 && S_ISREG (st.st_mode) && st.st_size > 0)
+  else if (found && S_ISREG (st.st_mode) && st.st_size > 0)
     {
       fd = open (path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
       if (fd < 0)

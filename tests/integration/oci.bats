@@ -187,7 +187,7 @@ teardown () {
   sbx_teardown
 }
 
-@test "oci: an exported image loads into podman, which runs it with the same files" {
+@test "oci: an exported image loads into podman, which runs it with the same files; what podman saves imports back" {
   command -v podman >/dev/null || skip "podman is not installed"
   command -v runc >/dev/null || skip "runc is not installed"
   sbx_import_payload
@@ -216,6 +216,17 @@ teardown () {
   expect_status 0
   expect_eq "$output" "$(cat <(tar -xOf "$BATS_FILE_TMPDIR/payload.tar" ./etc/passwd) <(printf '/bin/sbx-testpayload\n/'))" \
     "files in podman's container"
+  # What podman writes comes back as the same image.
+  local id format
+  id=$(sbx --json images | jpipe '[i["id"] for i in d if "payload" in i["tags"]][0]')
+  for format in docker-archive oci-archive oci-dir; do
+    run podman_ save --format "$format" -o "$BATS_TEST_TMPDIR/saved-$format" localhost/payload:latest
+    expect_status 0
+    run --separate-stderr sbx --json import "$BATS_TEST_TMPDIR/saved-$format"
+    expect_status 0
+    expect_eq "$(jget 'd["kind"]')" "${format/oci-dir/oci-layout}" "kind of podman's $format"
+    expect_eq "$(jget 'd["id"]')" "$id" "image from podman's $format"
+  done
 }
 
 @test "oci: a hand-made OCI layout imports with its config, and a whiteout hides a lower layer's file" {
