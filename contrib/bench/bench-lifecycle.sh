@@ -79,8 +79,8 @@ size_bytes ()
   case $u in K) n=$((n << 10)) ;; M) n=$((n << 20)) ;; G) n=$((n << 30)) ;; esac
   printf '%s' "$n"
 }
-STREAM_BYTES=$(size_bytes "$STREAM_SIZE")
-RUNSC_STREAM_BYTES=$(size_bytes "$RUNSC_STREAM_SIZE")
+STREAM_BYTES=$(size_bytes "$STREAM_SIZE") || exit 2
+RUNSC_STREAM_BYTES=$(size_bytes "$RUNSC_STREAM_SIZE") || exit 2
 
 ((EUID == 0)) || die "run me as root"
 command -v "$SBX" >/dev/null || die "sbx not found (set SBX=/path/to/sbx)"
