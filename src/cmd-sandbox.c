@@ -153,6 +153,8 @@ print_created (sbx_cli *cli, const sbx_sandbox *sb)
 int
 cmd_create (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
+  /* Before any goto: the cleanup runs on every way out. */
+  _cleanup_sandbox_ sbx_sandbox *sb = NULL;
   sbx_sandbox_opts o;
   opts_defaults (&o);
   cli_parser p;
@@ -171,7 +173,6 @@ cmd_create (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   if (ret == 0 && optind < argc)
     ret = sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "create: unexpected argument `%s`", argv[optind]);
   sbx_store *st;
-  _cleanup_sandbox_ sbx_sandbox *sb = NULL;
   if (ret == 0 && (cli_store (cli, &st, err) < 0 || sbx_sandbox_create (st, &o, &sb, err) < 0))
     ret = -1;
   if (ret == 0)
@@ -192,6 +193,8 @@ run_in (sbx_cli *cli, sbx_store *st, const sbx_sandbox *sb, char **cmd, int *sta
 int
 cmd_run (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
+  /* Before any goto: the cleanup runs on every way out. */
+  _cleanup_sandbox_ sbx_sandbox *sb = NULL;
   sbx_sandbox_opts o;
   opts_defaults (&o);
   bool rm = false;
@@ -213,7 +216,6 @@ cmd_run (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   if (ret == 0 && optind >= argc)
     ret = sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "run: no command (usage: sbx run [OPTIONS] -- CMD...)");
   sbx_store *st;
-  _cleanup_sandbox_ sbx_sandbox *sb = NULL;
   if (ret == 0 && (cli_store (cli, &st, err) < 0 || sbx_sandbox_create (st, &o, &sb, err) < 0))
     ret = -1;
   if (ret == 0)
