@@ -22,6 +22,10 @@ int cmd_build (sbx_cli *, int, char **, sbx_error **);
 int cmd_pause (sbx_cli *, int, char **, sbx_error **);
 int cmd_resume (sbx_cli *, int, char **, sbx_error **);
 int cmd_commit (sbx_cli *, int, char **, sbx_error **);
+int cmd_snapshot (sbx_cli *, int, char **, sbx_error **);
+int cmd_restore (sbx_cli *, int, char **, sbx_error **);
+int cmd_snapshots (sbx_cli *, int, char **, sbx_error **);
+int cmd_rmsnap (sbx_cli *, int, char **, sbx_error **);
 int cmd_ls (sbx_cli *, int, char **, sbx_error **);
 int cmd_status (sbx_cli *, int, char **, sbx_error **);
 int cmd_wait (sbx_cli *, int, char **, sbx_error **);
@@ -38,7 +42,8 @@ int cmd_gc (sbx_cli *, int, char **, sbx_error **);
 int cmd_version (sbx_cli *, int, char **, sbx_error **);
 
 extern const cli_opt sbx_run_code_cli_opts[], sbx_ps_cli_opts[], sbx_proc_cli_opts[], sbx_fs_cli_opts[],
-    sbx_cp_cli_opts[], sbx_rmi_opts[], sbx_build_cli_opts[], sbx_commit_cli_opts[];
+    sbx_cp_cli_opts[], sbx_rmi_opts[], sbx_build_cli_opts[], sbx_commit_cli_opts[],
+    sbx_snapshot_cli_opts[], sbx_restore_cli_opts[];
 extern const cli_opt sbx_create_opts[], sbx_run_opts[], sbx_exec_cli_opts[], sbx_ls_opts[], sbx_wait_opts[],
     sbx_rm_opts[], sbx_terminate_opts[], sbx_import_opts[], sbx_none_opts[], sbx_logs_opts[];
 extern const cli_opt sbx_export_opts[];
@@ -69,6 +74,13 @@ const sbx_command sbx_commands[] = {
   { "resume", cmd_resume, "ID...", "Thaw paused sandboxes.", sbx_none_opts },
   { "commit", cmd_commit, "ID", "Save a sandbox's files (its image plus everything written since) as a new image.",
     sbx_commit_cli_opts },
+  { "snapshot", cmd_snapshot, "ID",
+    "Save a running sandbox's processes, memory and files (runsc) as a snapshot; the sandbox ends.",
+    sbx_snapshot_cli_opts },
+  { "restore", cmd_restore, "SNAPSHOT", "Start new running sandboxes from a snapshot, each as it was.",
+    sbx_restore_cli_opts },
+  { "snapshots", cmd_snapshots, NULL, "List snapshots.", sbx_none_opts },
+  { "rmsnap", cmd_rmsnap, "SNAPSHOT...", "Remove snapshots.", sbx_none_opts },
   { "ttl", cmd_ttl, "ID SECONDS", "Set a running sandbox's hard lifetime to SECONDS from now.", sbx_none_opts },
   { "stats", cmd_stats, "[ID]", "Count sandboxes by state; with ID, what that sandbox uses now.", sbx_none_opts },
   { "images", cmd_images, NULL, "List images.", sbx_none_opts },

@@ -768,6 +768,10 @@ debian_base (build *b, const char *suite, sbx_error **err)
       _cleanup_free_ char *tar = xasprintf ("%s.tar", dir);
       if (mkdir (dir, 0755) < 0)
         return sbx_error_errno (err, errno, "mkdir `%s`", dir);
+      /* Locked for debootstrap's minutes: gc takes only unlocked ones. */
+      _cleanup_close_ int dirlock = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      if (dirlock < 0 || flock (dirlock, LOCK_EX) < 0)
+        return sbx_error_errno (err, errno, "lock `%s`", dir);
       pid_t pid = fork ();
       if (pid == 0)
         {

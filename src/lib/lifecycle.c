@@ -3,6 +3,7 @@
 #include "lifecycle.h"
 #include "cgroup.h"
 #include "image.h"
+#include "json.h"
 #include "layer.h"
 #include "monitor.h"
 #include "runtime.h"
@@ -87,9 +88,26 @@ sbx_sandbox_create (const sbx_store *st, sbx_sandbox_opts *opts, sbx_sandbox **r
   return sbx_sandbox_create_from (st, opts, NULL, ret, err);
 }
 
+static int create_common (const sbx_store *st, sbx_sandbox_opts *opts, const sbx_image *image, const char *restore_from,
+                          int64_t chan_base, sbx_sandbox **ret, sbx_error **err);
+
 int
 sbx_sandbox_create_from (const sbx_store *st, sbx_sandbox_opts *opts, const sbx_image *image, sbx_sandbox **ret,
                          sbx_error **err)
+{
+  return create_common (st, opts, image, NULL, 0, ret, err);
+}
+
+int
+sbx_sandbox_restore (const sbx_store *st, sbx_sandbox_opts *opts, const sbx_image *image, const char *checkpoint,
+                     int64_t chan_base, sbx_sandbox **ret, sbx_error **err)
+{
+  return create_common (st, opts, image, checkpoint, chan_base, ret, err);
+}
+
+static int
+create_common (const sbx_store *st, sbx_sandbox_opts *opts, const sbx_image *image, const char *restore_from,
+               int64_t chan_base, sbx_sandbox **ret, sbx_error **err)
 {
   if (validate_opts (opts, err) < 0)
     return -1;
@@ -117,6 +135,8 @@ sbx_sandbox_create_from (const sbx_store *st, sbx_sandbox_opts *opts, const sbx_
   sb->opts = *opts;
   memset (opts, 0, sizeof *opts);
   fill_from_image (sb, img);
+  sb->restore_from = restore_from ? xstrdup (restore_from) : NULL;
+  sb->chan_base = chan_base;
   _cleanup_close_ int lk = -1;
   if (make_record (st, sb, &lk, err) < 0)
     {
@@ -271,6 +291,24 @@ gc_leftovers (const sbx_store *st)
     if (strncmp (de->d_name, ".rm-", 4) == 0)
       rm_rf_at (dirfd (d), de->d_name, NULL);
   closedir (d);
+  /* Snapshots a killed `sbx snapshot` left half-made (unlocked), or a
+   * killed `sbx rmsnap` half-removed. */
+  _cleanup_free_ char *snaps = sbx_store_path (st, "snapshots");
+  d = opendir (snaps);
+  if (d == NULL)
+    return;
+  while ((de = readdir (d)))
+    {
+      if (strncmp (de->d_name, ".rm-", 4) == 0)
+        rm_rf_at (dirfd (d), de->d_name, NULL);
+      else if (strncmp (de->d_name, ".tmp-", 5) == 0)
+        {
+          _cleanup_close_ int fd = openat (dirfd (d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+          if (fd >= 0 && flock (fd, LOCK_EX | LOCK_NB) == 0)
+            rm_rf_at (dirfd (d), de->d_name, NULL);
+        }
+    }
+  closedir (d);
 }
 
 /* Temp dirs of imports a killed process left: unlocked and over a minute
@@ -286,8 +324,12 @@ gc_layer_tmp (const sbx_store *st)
   while ((de = readdir (d)))
     {
       struct stat s;
-      if (de->d_name[0] == '.' || fstatat (dirfd (d), de->d_name, &s, AT_SYMLINK_NOFOLLOW) < 0
-          || !S_ISDIR (s.st_mode) || s.st_mtime > now_unix () - 60)
+      if (de->d_name[0] == '.' || fstatat (dirfd (d), de->d_name, &s, AT_SYMLINK_NOFOLLOW) < 0)
+        continue;
+      /* The tar a killed build or commit was writing: hours old. */
+      if (S_ISREG (s.st_mode) && s.st_mtime < now_unix () - 3600)
+        unlinkat (dirfd (d), de->d_name, 0);
+      if (!S_ISDIR (s.st_mode) || s.st_mtime > now_unix () - 60)
         continue;
       _cleanup_close_ int fd = openat (dirfd (d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
       if (fd >= 0 && flock (fd, LOCK_EX | LOCK_NB) == 0)
@@ -364,6 +406,27 @@ sbx_layers_gc (const sbx_store *st, sbx_error **err)
         return 0;
       add_refs (&refs, sb->layers);
     }
+  /* Snapshots hold their files as layers too. */
+  _cleanup_free_ char *snaps = sbx_store_path (st, "snapshots");
+  DIR *sd = opendir (snaps);
+  struct dirent *se;
+  while (sd && (se = readdir (sd)) != NULL)
+    {
+      if (strncmp (se->d_name, "snap-", 5) != 0)
+        continue;
+      _cleanup_free_ char *p = xasprintf ("%s/%s/snapshot.json", snaps, se->d_name);
+      _cleanup_yajl_val_ yajl_val v = NULL;
+      _cleanup_strv_ char **layers = NULL;
+      if (j_read_file (p, 1 << 20, "snapshot", NULL, &v, NULL) < 0
+          || j_get_strv (v, "layers", true, &layers, NULL) < 0)
+        {
+          closedir (sd);
+          return 0; /* unreadable: it might need any layer */
+        }
+      add_refs (&refs, layers);
+    }
+  if (sd)
+    closedir (sd);
   _cleanup_free_ char *dir = sbx_store_path (st, "layers/sha256");
   DIR *d = opendir (dir);
   if (d == NULL)

@@ -16,6 +16,10 @@ int sbx_sandbox_create (const sbx_store *st, sbx_sandbox_opts *opts, sbx_sandbox
 struct sbx_image;
 int sbx_sandbox_create_from (const sbx_store *st, sbx_sandbox_opts *opts, const struct sbx_image *image,
                              sbx_sandbox **ret, sbx_error **err);
+/* The same, started by restoring the runsc checkpoint in CHECKPOINT (its
+ * files must be IMAGE's); exec channels start after CHAN_BASE. */
+int sbx_sandbox_restore (const sbx_store *st, sbx_sandbox_opts *opts, const struct sbx_image *image,
+                         const char *checkpoint, int64_t chan_base, sbx_sandbox **ret, sbx_error **err);
 /* Asks the monitor to end the sandbox and waits until it has (TIMEOUT_MS,
  * -1 forever). A sandbox whose monitor is gone is reaped instead. */
 int sbx_sandbox_terminate (const sbx_store *st, const char *id, int64_t timeout_ms, sbx_error **err);

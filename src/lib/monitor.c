@@ -705,6 +705,47 @@ handle_exec (struct mon *m, struct client *c, yajl_val req, sbx_error **err)
   return 0;
 }
 
+/* `sbx snapshot`: runsc checkpoints the sandbox into PATH and ends it;
+ * what it ran and its memory come back with `sbx restore`. The reply
+ * carries the next exec channel, so that a restored monitor does not reuse
+ * the ids of the processes the restored agent still has. */
+static void
+handle_snapshot (struct mon *m, struct client *c, yajl_val req)
+{
+  const char *path = NULL;
+  _cleanup_error_ sbx_error *err = NULL;
+  if (j_get_str (req, "path", true, &path, &err) < 0 || path[0] != '/')
+    {
+      reply_error (c, SBX_E_INVALID_ARGUMENT, "snapshot: an absolute path is required");
+      return;
+    }
+  if (strcmp (m->rt->name, "runsc") != 0)
+    {
+      reply_error (c, SBX_E_RUNTIME_UNAVAILABLE,
+                   "snapshots need runsc: runc would need CRIU, which this host's sbx does not use");
+      return;
+    }
+  if (m->sb->paused && set_paused (m, false, &err) < 0)
+    {
+      reply_error (c, err->code, err->msg);
+      return;
+    }
+  const char *args[] = { "--image-path", path, m->sb->id, NULL };
+  _cleanup_free_ char *errtext = NULL;
+  int st = sbx_runtime_call (m->rt, "checkpoint", args, &errtext, &err);
+  if (st != 0)
+    {
+      _cleanup_free_ char *msg = xasprintf ("runsc checkpoint failed: %s", err ? err->msg : errtext ? errtext : "");
+      reply_error (c, SBX_E_INTERNAL, msg);
+      return;
+    }
+  mlog (m, "checkpointed into %s", path);
+  _cleanup_free_ char *s = xasprintf ("{\"ok\":true,\"next_chan\":%u}", m->next_chan + 1);
+  reply_json (c, s);
+  c->closing = true;
+  begin_shutdown (m, SBX_STATE_TERMINATED, "snapshot");
+}
+
 /* `sbx fs`: the merged root as an O_PATH fd (SCM_RIGHTS with the reply);
  * the CLI resolves every path beneath it with openat2(RESOLVE_IN_ROOT). */
 static void
@@ -800,6 +841,8 @@ handle_request (struct mon *m, struct client *c, const unsigned char *p, size_t 
           c->closing = true;
         }
     }
+  else if (strcmp (op, "snapshot") == 0)
+    handle_snapshot (m, c, req);
   else if (strcmp (op, "rootfd") == 0)
     handle_rootfd (m, c);
   else if (strcmp (op, "ps") == 0)
@@ -1243,7 +1286,11 @@ start_runtime (struct mon *m, int agent_end, sbx_error **err)
   _cleanup_free_ char *pidfile = xasprintf ("%s/container.pid", m->run_dir);
   const char *fg[] = { "--bundle", bundle, m->sb->id, NULL };
   const char *bg[] = { "--detach", "--pid-file", pidfile, "--bundle", bundle, m->sb->id, NULL };
-  _cleanup_strv_ char **argv = sbx_runtime_argv (m->rt, "run", runtime_detached (m) ? bg : fg);
+  /* From a snapshot: runsc restores its checkpoint in the foreground as it
+   * would run it; the agent's stdio becomes our socket again. */
+  const char *rs[] = { "--image-path", m->sb->restore_from, "--bundle", bundle, m->sb->id, NULL };
+  _cleanup_strv_ char **argv = m->sb->restore_from ? sbx_runtime_argv (m->rt, "restore", rs)
+                                                     : sbx_runtime_argv (m->rt, "run", runtime_detached (m) ? bg : fg);
   pid_t pid = spawn_runtime (m, argv, agent_end);
   if (pid < 0)
     return sbx_error_errno (err, errno, "fork");
@@ -1289,6 +1336,10 @@ static int
 wait_hello (struct mon *m, sbx_error **err)
 {
   uint64_t until = now_ms_monotonic () + HELLO_TIMEOUT_MS;
+  /* A restored agent said hello long ago: it answers a PING instead. */
+  static const char probe[] = "sbx-restore";
+  if (m->sb->restore_from && sbx_frame_write (m->agent_fd, SBX_MSG_PING, 0, probe, sizeof probe - 1) < 0)
+    return sbx_error_set (err, SBX_E_INTERNAL, 0, "the restored sandbox's init is not there");
   for (;;)
     {
       struct sbx_frame_hdr h;
@@ -1306,8 +1357,20 @@ wait_hello (struct mon *m, sbx_error **err)
             return runtime_failed (m, err);
           return sbx_error_set (err, SBX_E_INTERNAL, r == -EPIPE ? 0 : -r, "the sandbox's init exited during start");
         }
-      if (r == 1 && h.type == SBX_MSG_HELLO)
+      if (r == 1 && h.type == SBX_MSG_HELLO && !m->sb->restore_from)
         return 0;
+      if (r == 1 && m->sb->restore_from)
+        {
+          if (h.type == SBX_MSG_PONG)
+            return 0;
+          /* Output of the processes it restored: nobody reads it here. */
+          if ((h.type == SBX_MSG_STDOUT || h.type == SBX_MSG_STDERR) && h.chan != 0)
+            {
+              uint32_t n = h.len;
+              sbx_frame_write (m->agent_fd, SBX_MSG_CREDIT, h.chan, &n, sizeof n);
+            }
+          continue;
+        }
       if (r == 1)
         return sbx_error_set (err, SBX_E_INTERNAL, 0, "the sandbox's init sent frame %u before HELLO", h.type);
       uint64_t now = now_ms_monotonic ();
@@ -1494,6 +1557,7 @@ monitor_main (const sbx_store *st, sbx_sandbox *sb, int lock_fd, int sync_fd)
   struct mon mm = { .st = st, .sb = sb, .agent_fd = -1, .listen_fd = -1, .lock_fd = lock_fd, .root_fd = -1, .cgroup_hold = -1, .stderr_r = -1,
                     .stderr_w = -1 };
   struct mon *m = &mm;
+  m->next_chan = sb->chan_base > 0 && sb->chan_base < (1LL << 31) ? (uint32_t) sb->chan_base : 0;
   m->dir = sbx_sandbox_dir (st, sb->id);
   m->run_dir = sbx_sandbox_run_dir (st, sb->id);
   m->cgroup = sbx_store_cgroup_path (st, sb->id);

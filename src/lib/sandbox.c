@@ -62,6 +62,7 @@ sbx_sandbox_free (sbx_sandbox *sb)
   free (sb->id);
   sbx_sandbox_opts_clear (&sb->opts);
   free (sb->image_id);
+  free (sb->restore_from);
   strv_free (sb->layers);
   strv_free (sb->image_env);
   free (sb->image_workdir);
@@ -125,6 +126,8 @@ gen_record (yajl_gen g, const sbx_sandbox *sb, bool full)
   j_kint (g, "deadline", sb->deadline);
   j_kint (g, "keep_warm_until", sb->keep_warm_until);
   j_kbool (g, "paused", sb->paused);
+  j_kstr (g, "restored_from", sb->restore_from);
+  j_kint (g, "chan_base", sb->chan_base);
   j_kint (g, "oom_kills", sb->oom_kills);
   j_kint (g, "pids_limit_hits", sb->pids_limit_hits);
   j_kint (g, "memory_peak", sb->memory_peak);
@@ -214,7 +217,9 @@ parse_record (yajl_val v, sbx_sandbox *sb, sbx_error **err)
       || j_get_int (v, "pids_limit_hits", false, &sb->pids_limit_hits, err) < 0
       || j_get_int (v, "memory_peak", false, &sb->memory_peak, err) < 0
       || j_get_int (v, "monitor_pid", false, &pid, err) < 0
-      || j_get_bool (v, "paused", false, &sb->paused, err) < 0)
+      || j_get_bool (v, "paused", false, &sb->paused, err) < 0
+      || dup_str (v, "restored_from", &sb->restore_from, err) < 0
+      || j_get_int (v, "chan_base", false, &sb->chan_base, err) < 0)
     return -1;
   sb->monitor_pid = (pid_t) pid;
   return parse_opts (j_get (v, "options"), &sb->opts, err);

@@ -64,6 +64,8 @@ typedef struct sbx_sandbox {
   int64_t keep_warm_until; /* informational, written on activity */
   pid_t monitor_pid;
   bool paused; /* running, frozen by sbx pause (or --on-idle pause) */
+  char *restore_from; /* a snapshot's checkpoint directory: started by restore, not run */
+  int64_t chan_base;  /* the first exec channel (a restored agent's own go on below it) */
   int64_t oom_kills;
   int64_t pids_limit_hits;
   int64_t memory_peak;

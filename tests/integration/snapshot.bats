@@ -1,0 +1,111 @@
+#!/usr/bin/env bats
+# Memory snapshots under runsc: snapshot, restore [--count N], snapshots,
+# rmsnap; a counter keeps counting from where it was, forks are
+# independent, files are all there, a restored sandbox snapshots again, and
+# runc is refused with its code.
+
+load ../helpers/common
+
+lines_of () {
+  sbx exec "$1" -- sh -c "wc -l < $2"
+}
+
+@test "snapshot: a counter resumes where it was, N forks run apart, files come along, snapshots again" {
+  require_runtime runsc
+  local id snap a b n0 snap2 c
+  id=$(sbx create)
+  sbx exec -d "$id" -- sh -c 'i=0; while :; do i=$((i+1)); echo $i >> /tmp/count; sleep 0.1; done' >/dev/null
+  # A file written a moment before the snapshot must be in it.
+  sbx exec "$id" -- sh -c 'sleep 1; echo before > /root/f'
+  n0=$(lines_of "$id" /tmp/count)
+  run --separate-stderr sbx --json snapshot "$id"
+  expect_status 0
+  snap=$(jget 'd["id"]')
+  [[ $snap =~ ^snap-[0-9a-f]{12}$ ]] || fail "snapshot id \`$snap\`"
+  expect_eq "$(sbx --json status "$id" | jpipe 'd["reason"]')" snapshot "the source's end"
+  run --separate-stderr sbx --json snapshots
+  expect_eq "$(jget '[s["sandbox"] for s in d if s["id"] == "'"$snap"'"][0]')" "$id" "listed"
+  run --separate-stderr sbx --json restore --count 2 "$snap"
+  expect_status 0
+  a=$(jget 'd[0]')
+  b=$(jget 'd[1]')
+  expect_eq "$(sbx exec "$a" -- cat /root/f)" before "file in the first fork"
+  expect_eq "$(sbx exec "$b" -- cat /root/f)" before "file in the second fork"
+  # The counter goes on from its saved value, not from 1.
+  sleep 1
+  local ca cb first
+  first=$(sbx exec "$a" -- head -n 1 /tmp/count)
+  expect_eq "$first" 1 "the counter's history"
+  ca=$(lines_of "$a" /tmp/count)
+  [ "$ca" -gt "$n0" ] || fail "fork a counted $ca lines, the source had $n0"
+  expect_eq "$(sbx exec "$a" -- sh -c 'tail -n 1 /tmp/count')" "$ca" "no restart from 1"
+  # Independent: what one writes the other does not see.
+  sbx exec "$a" -- sh -c 'echo only-a > /root/a'
+  expect_eq "$(sbx exec "$b" -- sh -c 'test -e /root/a && echo shared || echo apart')" apart "forks"
+  # Execs work (channel ids do not collide with the restored agent's).
+  for c in 1 2 3; do
+    expect_eq "$(sbx exec "$a" -- echo "exec-$c")" "exec-$c" "exec $c into a restored sandbox"
+  done
+  # A restored sandbox can be snapshotted again.
+  run --separate-stderr sbx snapshot "$a"
+  expect_status 0
+  snap2=$output
+  c=$(sbx restore "$snap2")
+  expect_eq "$(sbx exec "$c" -- cat /root/a /root/f)" "only-a
+before" "second-generation files"
+  sbx terminate --rm "$b" "$c" >/dev/null
+  sbx rm "$id" "$a" >/dev/null
+  run --separate-stderr sbx rmsnap "$snap" "$snap2"
+  expect_status 0
+  run --separate-stderr sbx --json snapshots
+  expect_eq "$(jget "len(d)")" 0 "no snapshot left"
+}
+
+@test "snapshot: refusals carry their code" {
+  require_runtime runc
+  require_runtime runsc
+  local id
+  id=$(sbx create --runtime runc)
+  expect_error RUNTIME_UNAVAILABLE snapshot "$id"
+  expect_eq "$(state_of "$id")" running "a refused snapshot leaves it running"
+  sbx terminate "$id" >/dev/null
+  expect_error RUNTIME_UNAVAILABLE snapshot "$id"
+  id=$(sbx create)
+  sbx terminate "$id" >/dev/null
+  expect_error SANDBOX_NOT_RUNNING snapshot "$id"
+  expect_error NOT_FOUND restore snap-000000000000
+  expect_error INVALID_ARGUMENT restore not-a-snapshot
+  expect_error INVALID_ARGUMENT restore --count 0 snap-000000000000
+  expect_error NOT_FOUND rmsnap snap-000000000000
+  expect_error NOT_FOUND snapshot sb-000000000000
+  # Nothing half-made is listed.
+  run --separate-stderr sbx --json snapshots
+  expect_eq "$(jget "len(d)")" 0 "snapshots"
+}
+
+@test "snapshot: kill -9 in the middle leaves no half-made snapshot; gc clears what it left" {
+  require_runtime runsc
+  local id pid n
+  id=$(sbx create)
+  sbx exec -d "$id" -- sh -c 'while :; do sleep 1; done' >/dev/null
+  "$SBX_BIN" snapshot "$id" >/dev/null 2>&1 &
+  pid=$!
+  sleep 0.2
+  kill -9 "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  # Whatever is listed is whole: it restores.
+  run --separate-stderr sbx --json snapshots
+  expect_status 0
+  n=$(jget 'len(d)')
+  if [ "$n" = 1 ]; then
+    local snap c
+    snap=$(jget 'd[0]["id"]')
+    c=$(sbx restore "$snap")
+    expect_eq "$(sbx exec "$c" -- echo alive)" alive "a listed snapshot restores"
+    sbx terminate --rm "$c" >/dev/null
+    sbx rmsnap "$snap" >/dev/null
+  fi
+  sbx terminate "$id" >/dev/null 2>&1 || true
+  sbx gc >/dev/null
+  [ -z "$(find "$SBX_ROOT/snapshots" -mindepth 1 -maxdepth 1 -name '.*' 2>/dev/null)" ] || fail "leftovers: $(ls -a "$SBX_ROOT/snapshots")"
+}
