@@ -5,13 +5,13 @@
 # The option lists mirror `sbx COMMAND --help`; tests/integration/docs.bats
 # checks them against it.
 
-_sbx_commands='create run exec run-code ps proc fs cp ls status wait terminate rm logs ttl stats images import build tag rmi info gc version'
+_sbx_commands='create run exec run-code ps proc fs cp ls status wait terminate rm logs pause resume commit ttl stats images import export build tag rmi info gc version'
 _sbx_global_opts='--root --run-root --json --version -h --help'
 _sbx_fs_verbs='read write upload download ls stat mkdir rm rmdir find replace watch'
 
 # The options of command $1, then those of them that take a value.
 _sbx_opts() {
-	local create='--image --name --cpu --memory --pids --runtime --block-network --keep-warm --timeout -e --env --cwd'
+	local create='--image --name --cpu --memory --pids --runtime --block-network --keep-warm --timeout --on-idle -e --env --cwd'
 	case $1 in
 	create) echo "$create" ;;
 	run) echo "$create --rm" ;;
@@ -23,7 +23,8 @@ _sbx_opts() {
 	wait) echo '--timeout' ;;
 	terminate) echo '--rm' ;;
 	rm) echo '-f --force' ;;
-	import) echo '-t --tag' ;;
+	import | commit) echo '-t --tag' ;;
+	export) echo '--compression' ;;
 	build) echo '-f --file -t --tag --no-cache --runtime' ;;
 	rmi) echo '-f --force' ;;
 	esac
@@ -31,13 +32,14 @@ _sbx_opts() {
 
 _sbx_opts_with_arg() {
 	case $1 in
-	create | run) echo '--image --name --cpu --memory --pids --runtime --keep-warm --timeout -e --env --cwd' ;;
+	create | run) echo '--image --name --cpu --memory --pids --runtime --keep-warm --timeout --on-idle -e --env --cwd' ;;
 	exec) echo '-e --env --cwd --user --timeout' ;;
 	run-code) echo '-l --lang -e --env --cwd --timeout' ;;
 	proc) echo '--timeout -s --signal' ;;
 	fs) echo '--limit --cursor --name' ;;
 	wait) echo '--timeout' ;;
-	import) echo '-t --tag' ;;
+	import | commit) echo '-t --tag' ;;
+	export) echo '--compression' ;;
 	build) echo '-f --file -t --tag --runtime' ;;
 	esac
 }
@@ -51,8 +53,8 @@ _sbx_has_cmdline() {
 # How many operands command $1 takes that are sandboxes: 1, "many" or 0.
 _sbx_id_operands() {
 	case $1 in
-	exec | run-code | ps | proc | fs | status | wait | logs | ttl) echo 1 ;;
-	terminate | rm) echo many ;;
+	exec | run-code | ps | proc | fs | status | wait | logs | ttl | commit) echo 1 ;;
+	terminate | rm | pause | resume) echo many ;;
 	*) echo 0 ;;
 	esac
 }
@@ -154,6 +156,8 @@ _sbx() {
 			;;
 		--runtime) mapfile -t COMPREPLY < <(compgen -W 'runsc runc' -- "$cur") ;;
 		--keep-warm) mapfile -t COMPREPLY < <(compgen -W '-1 60 600 3600' -- "$cur") ;;
+		--on-idle) mapfile -t COMPREPLY < <(compgen -W 'pause terminate' -- "$cur") ;;
+		--compression) mapfile -t COMPREPLY < <(compgen -W 'gzip none' -- "$cur") ;;
 		-s | --signal) mapfile -t COMPREPLY < <(compgen -W 'HUP INT QUIT KILL USR1 USR2 ALRM TERM CONT STOP' -- "$cur") ;;
 		--limit) mapfile -t COMPREPLY < <(compgen -W '200 1000 10000' -- "$cur") ;;
 		esac
@@ -225,9 +229,13 @@ _sbx() {
 			((${#COMPREPLY[@]} == 1 && ${#refs[@]} == 1)) && compopt -o nospace 2>/dev/null
 		fi
 	fi
-	if [[ $cmd == import ]] && ((nargs == 0)); then
+	# import: a host file or directory; export: an image, then a host file.
+	if { [[ $cmd == import ]] && ((nargs == 0)); } || { [[ $cmd == export ]] && ((nargs == 1)); }; then
 		compopt -o filenames 2>/dev/null
 		mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+	fi
+	if [[ $cmd == export ]] && ((nargs == 0)); then
+		mapfile -t COMPREPLY < <(compgen -W "$(_sbx_images)" -- "$cur")
 	fi
 	# build: the context, a host directory.
 	if [[ $cmd == build ]] && ((nargs == 0)); then

@@ -6,7 +6,7 @@
 function __sbx_opts_with_arg
     switch $argv[1]
         case create run
-            printf '%s\n' --image --name --cpu --memory --pids --runtime --keep-warm --timeout -e --env --cwd
+            printf '%s\n' --image --name --cpu --memory --pids --runtime --keep-warm --timeout --on-idle -e --env --cwd
         case exec
             printf '%s\n' -e --env --cwd --user --timeout
         case proc
@@ -15,8 +15,10 @@ function __sbx_opts_with_arg
             printf '%s\n' --limit --cursor --name
         case wait
             printf '%s\n' --timeout
-        case import
+        case import commit
             printf '%s\n' -t --tag
+        case export
+            printf '%s\n' --compression
         case build
             printf '%s\n' -f --file -t --tag --runtime
     end
@@ -169,10 +171,14 @@ complete -c sbx -n __sbx_no_command -a wait -d 'Block until a sandbox reaches a 
 complete -c sbx -n __sbx_no_command -a terminate -d 'End sandboxes'
 complete -c sbx -n __sbx_no_command -a rm -d 'Remove ended sandboxes and their files'
 complete -c sbx -n __sbx_no_command -a logs -d "Print a sandbox's log"
+complete -c sbx -n __sbx_no_command -a pause -d "Freeze running sandboxes (the runtime's pause)"
+complete -c sbx -n __sbx_no_command -a resume -d 'Thaw paused sandboxes'
+complete -c sbx -n __sbx_no_command -a commit -d "Save a sandbox's files as a new image"
 complete -c sbx -n __sbx_no_command -a ttl -d "Set a running sandbox's hard lifetime"
 complete -c sbx -n __sbx_no_command -a stats -d 'Count sandboxes by state'
 complete -c sbx -n __sbx_no_command -a images -d 'List images'
-complete -c sbx -n __sbx_no_command -a import -d 'Import a rootfs tarball as an image'
+complete -c sbx -n __sbx_no_command -a import -d 'Import an image: rootfs tarball, OCI layout or archive, docker save archive'
+complete -c sbx -n __sbx_no_command -a export -d 'Write an image as an OCI archive that podman and docker load'
 complete -c sbx -n __sbx_no_command -a build -d 'Build a blueprint (JSON, see sbx-blueprint(5)) into an image'
 complete -c sbx -n __sbx_no_command -a tag -d 'Give an image another name (a tag)'
 complete -c sbx -n __sbx_no_command -a rmi -d 'Remove images (or one of several tags)'
@@ -199,6 +205,7 @@ complete -c sbx -n '__sbx_opts_for create run' -l runtime -x -a 'runsc runc' -d 
 complete -c sbx -n '__sbx_opts_for create run' -l block-network -d 'No network but loopback'
 complete -c sbx -n '__sbx_opts_for create run' -l keep-warm -x -d 'Idle lifetime in seconds (-1: until terminated)'
 complete -c sbx -n '__sbx_opts_for create run' -l timeout -x -d 'Hard lifetime in seconds'
+complete -c sbx -n '__sbx_opts_for create run' -l on-idle -x -a 'terminate pause' -d 'When the keep-warm time runs out'
 complete -c sbx -n '__sbx_opts_for create run' -s e -l env -x -d 'Environment for every command (KEY=VALUE)'
 complete -c sbx -n '__sbx_opts_for create run' -l cwd -x -d 'Working directory for every command'
 complete -c sbx -n '__sbx_opts_for run' -l rm -d 'Remove the sandbox and its files afterwards'
@@ -212,7 +219,7 @@ complete -c sbx -n '__sbx_opts_for exec' -l cwd -x -d 'Working directory (absolu
 complete -c sbx -n '__sbx_opts_for exec' -l user -x -d 'Run as this numeric user (UID[:GID])'
 complete -c sbx -n '__sbx_opts_for exec' -l timeout -x -d 'Kill the command after SECONDS; exit status 124'
 
-# run-code, proc, fs, ls, wait, terminate, rm, import, rmi
+# run-code, proc, fs, ls, wait, terminate, rm, commit, import, export, rmi
 complete -c sbx -n '__sbx_opts_for run-code' -s l -l lang -x -a 'python sh bash node' -d 'The interpreter'
 complete -c sbx -n '__sbx_opts_for run-code' -s e -l env -x -d 'Set an environment variable (KEY=VALUE)'
 complete -c sbx -n '__sbx_opts_for run-code' -l cwd -x -d 'Working directory (absolute)'
@@ -229,7 +236,9 @@ complete -c sbx -n '__sbx_opts_for ls' -s q -l quiet -d 'Print ids only'
 complete -c sbx -n '__sbx_opts_for wait' -l timeout -x -d 'Give up after SECONDS (error TIMEOUT)'
 complete -c sbx -n '__sbx_opts_for terminate' -l rm -d 'Also remove the sandbox and its files'
 complete -c sbx -n '__sbx_opts_for rm' -s f -l force -d 'Terminate running sandboxes first'
+complete -c sbx -n '__sbx_opts_for commit' -s t -l tag -x -a '(__sbx_images)' -d 'Tag the image NAME'
 complete -c sbx -n '__sbx_opts_for import' -s t -l tag -x -a '(__sbx_images)' -d 'Tag the imported image NAME'
+complete -c sbx -n '__sbx_opts_for export' -l compression -x -a 'gzip none' -d 'How the layers are stored (default gzip)'
 complete -c sbx -n '__sbx_opts_for rmi' -s f -l force -d 'Remove even if sandboxes were made from it'
 
 # build
@@ -239,9 +248,9 @@ complete -c sbx -n '__sbx_opts_for build' -l no-cache -d 'Run every step again, 
 complete -c sbx -n '__sbx_opts_for build' -l runtime -x -a 'runsc runc' -d 'Runtime of the build sandboxes'
 
 # Operands: sandboxes, the pid and action of proc, the verb and host files
-# of fs, the operands of cp, the tarball of import, the context directory of
-# build, and images for tag and rmi
-complete -c sbx -n '__sbx_operand 0 exec run-code ps proc fs status wait logs ttl' -a '(__sbx_sandboxes)' -d Sandbox
+# of fs, the operands of cp, the file or directory of import, the image and
+# file of export, the context directory of build, and images for tag and rmi
+complete -c sbx -n '__sbx_operand 0 exec run-code ps proc fs status wait logs ttl commit' -a '(__sbx_sandboxes)' -d Sandbox
 complete -c sbx -n '__sbx_operand 1 proc' -a '(__sbx_pids)' -d Process
 complete -c sbx -n '__sbx_operand 2 proc' -a 'status wait kill logs' -d Action
 complete -c sbx -n '__sbx_operand 1 fs' -a read -d 'Print a file'
@@ -258,8 +267,10 @@ complete -c sbx -n '__sbx_operand 1 fs' -a replace -d 'Replace a text in files'
 complete -c sbx -n '__sbx_operand 1 fs' -a watch -d 'Print changes as they happen'
 complete -c sbx -n __sbx_fs_host_file -F
 complete -c sbx -n __sbx_cp_host -F -a '(__sbx_cp_refs)'
-complete -c sbx -n '__sbx_operand any terminate rm' -a '(__sbx_sandboxes)' -d Sandbox
+complete -c sbx -n '__sbx_operand any terminate rm pause resume' -a '(__sbx_sandboxes)' -d Sandbox
 complete -c sbx -n '__sbx_operand 0 import' -F
+complete -c sbx -n '__sbx_operand 0 export' -a '(__sbx_images)' -d Image
+complete -c sbx -n '__sbx_operand 1 export' -F
 complete -c sbx -n '__sbx_operand 0 build' -x -a '(__fish_complete_directories)' -d Context
 complete -c sbx -n '__sbx_operand 0 tag' -a '(__sbx_images)' -d Image
 complete -c sbx -n '__sbx_operand 1 tag' -a '(__sbx_images)' -d 'New tag'
