@@ -12,6 +12,7 @@
 #include "image.h"
 #include "json.h"
 #include "lifecycle.h"
+#include "runtime.h"
 #include "sandbox.h"
 #include "util.h"
 
@@ -92,9 +93,26 @@ cmd_snapshot (sbx_cli *cli, int argc, char **argv, sbx_error **err)
       || sbx_sandbox_get (st, id, &sb, err) < 0)
     return -1;
   if (strcmp (sb->opts.runtime, "runsc") != 0)
-    return sbx_error_set (err, SBX_E_RUNTIME_UNAVAILABLE, 0,
-                          "sandbox %s runs on %s: memory snapshots need runsc (runc would need CRIU, not used here)", id,
-                          sb->opts.runtime);
+    {
+      /* runc checkpoints through CRIU: say why that is not on offer here. */
+      static const char *const where[] = { "/usr/sbin/criu", "/sbin/criu", "/usr/bin/criu", "/usr/local/sbin/criu" };
+      const char *criu = NULL;
+      for (size_t i = 0; i < ARRAY_SIZE (where) && criu == NULL; i++)
+        if (access (where[i], X_OK) == 0)
+          criu = where[i];
+      char *check[] = { (char *) criu, (char *) "check", NULL };
+      _cleanup_free_ char *out = NULL, *errtext = NULL;
+      int status = -1;
+      bool have = criu && sbx_spawn_capture (check, 1 << 16, &out, &errtext, &status, NULL) == 0 && status != 127;
+      const char *why = !have ? "CRIU is not installed" : status != 0 ? "`criu check` fails on this kernel"
+                                                                     : "sbx restores runsc checkpoints only";
+      char first[256] = "";
+      if (have && status != 0 && errtext)
+        snprintf (first, sizeof first, " (%.*s)", (int) strcspn (errtext, "\n"), errtext);
+      return sbx_error_set (err, SBX_E_RUNTIME_UNAVAILABLE, 0,
+                            "sandbox %s runs on %s: memory snapshots need runsc here: %s%s", id, sb->opts.runtime, why,
+                            first);
+    }
   if (sb->state != SBX_STATE_RUNNING)
     return sbx_error_set (err, SBX_E_SANDBOX_NOT_RUNNING, 0, "sandbox %s is %s", id, sbx_state_name (sb->state));
   _cleanup_close_ int layers_lock = sbx_store_layers_lock (st, LOCK_SH, err);
