@@ -129,3 +129,31 @@ stats_case () {
 
 @test "stats ID: cpu, memory now and peak, pids, disk, network [runc]" { stats_case runc; }
 @test "stats ID: cpu, memory now and peak, pids, disk, network [runsc]" { stats_case runsc; }
+
+@test "commit: kill -9 in the middle leaves no half-made image" {
+  require_runtime runc
+  local id pid i n
+  id=$(sbx create --runtime runc)
+  sbx exec "$id" -- sh -c 'head -c 50000000 /dev/urandom > /root/big'
+  for i in 1 2 3; do
+    "$SBX_BIN" commit "$id" >/dev/null 2>&1 &
+    pid=$!
+    sleep "0.0$((i * 3))"
+    kill -9 "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  # Every image listed is whole: its layers are all there and it starts.
+  run --separate-stderr sbx --json images
+  expect_status 0
+  n=$(jget 'len(d)')
+  for i in $(seq 0 $((n - 1))); do
+    local img
+    img=$(jget "d[$i]['id']")
+    expect_eq "$(sbx run --rm --runtime runc --image "$img" -- echo ok)" ok "image $img"
+  done
+  # A commit killed while the sandbox was paused for the copy leaves it
+  # paused: resume brings it back.
+  sbx resume "$id" >/dev/null
+  expect_eq "$(sbx exec "$id" -- echo alive)" alive "sandbox after killed commits"
+  sbx terminate --rm "$id" >/dev/null
+}
