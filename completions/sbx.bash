@@ -5,7 +5,7 @@
 # The option lists mirror `sbx COMMAND --help`; tests/integration/docs.bats
 # checks them against it.
 
-_sbx_commands='create run exec run-code ps proc fs cp ls status wait terminate rm logs pause resume commit ttl stats images import export build tag rmi info gc version'
+_sbx_commands='create run exec run-code ps proc fs cp ls status wait terminate rm logs pause resume commit snapshot restore snapshots rmsnap ttl stats images import export build tag rmi info gc version'
 _sbx_global_opts='--root --run-root --json --version -h --help'
 _sbx_fs_verbs='read write upload download ls stat mkdir rm rmdir find replace watch'
 
@@ -27,6 +27,7 @@ _sbx_opts() {
 	export) echo '--compression' ;;
 	build) echo '-f --file -t --tag --no-cache --runtime' ;;
 	rmi) echo '-f --force' ;;
+	restore) echo '-n --count' ;;
 	esac
 }
 
@@ -41,6 +42,7 @@ _sbx_opts_with_arg() {
 	import | commit) echo '-t --tag' ;;
 	export) echo '--compression' ;;
 	build) echo '-f --file -t --tag --runtime' ;;
+	restore) echo '-n --count' ;;
 	esac
 }
 
@@ -53,7 +55,7 @@ _sbx_has_cmdline() {
 # How many operands command $1 takes that are sandboxes: 1, "many" or 0.
 _sbx_id_operands() {
 	case $1 in
-	exec | run-code | ps | proc | fs | status | wait | logs | ttl | commit) echo 1 ;;
+	exec | run-code | ps | proc | fs | status | wait | logs | ttl | commit | snapshot | stats) echo 1 ;;
 	terminate | rm | pause | resume) echo many ;;
 	*) echo 0 ;;
 	esac
@@ -74,6 +76,11 @@ _sbx_ids() {
 # The pids of sandbox $1's processes (the PID column of `sbx ps`).
 _sbx_pids() {
 	_sbx_run ps "$1" | awk 'NR > 1 { print $1 }'
+}
+
+# Snapshot ids (the first column of `sbx snapshots`).
+_sbx_snapshots() {
+	_sbx_run snapshots | awk 'NR > 1 { print $1 }'
 }
 
 # Image tags (the TAGS column of `sbx images`), and the built-in busybox.
@@ -160,6 +167,7 @@ _sbx() {
 		--compression) mapfile -t COMPREPLY < <(compgen -W 'gzip none' -- "$cur") ;;
 		-s | --signal) mapfile -t COMPREPLY < <(compgen -W 'HUP INT QUIT KILL USR1 USR2 ALRM TERM CONT STOP' -- "$cur") ;;
 		--limit) mapfile -t COMPREPLY < <(compgen -W '200 1000 10000' -- "$cur") ;;
+		-n | --count) mapfile -t COMPREPLY < <(compgen -W '1 2 4 8' -- "$cur") ;;
 		esac
 		return
 	fi
@@ -241,6 +249,10 @@ _sbx() {
 	if [[ $cmd == build ]] && ((nargs == 0)); then
 		compopt -o filenames 2>/dev/null
 		mapfile -t COMPREPLY < <(compgen -d -- "$cur")
+	fi
+	# restore: a snapshot; rmsnap: snapshots.
+	if [[ $cmd == rmsnap ]] || { [[ $cmd == restore ]] && ((nargs == 0)); }; then
+		mapfile -t COMPREPLY < <(compgen -W "$(_sbx_snapshots)" -- "$cur")
 	fi
 	# tag: the image, then its new name (an existing tag moves); rmi: images.
 	if [[ $cmd == rmi ]] || { [[ $cmd == tag ]] && ((nargs < 2)); }; then

@@ -21,6 +21,8 @@ function __sbx_opts_with_arg
             printf '%s\n' --compression
         case build
             printf '%s\n' -f --file -t --tag --runtime
+        case restore
+            printf '%s\n' -n --count
     end
 end
 
@@ -148,6 +150,11 @@ function __sbx_cp_refs
     __sbx_sandboxes | string replace -r '$' ':'
 end
 
+# Snapshot ids (the first column of `sbx snapshots`).
+function __sbx_snapshots
+    __sbx_run snapshots | awk 'NR > 1 { print $1 }'
+end
+
 # Image tags (the TAGS column of `sbx images`) and the built-in busybox.
 function __sbx_images
     echo busybox
@@ -174,8 +181,12 @@ complete -c sbx -n __sbx_no_command -a logs -d "Print a sandbox's log"
 complete -c sbx -n __sbx_no_command -a pause -d "Freeze running sandboxes (the runtime's pause)"
 complete -c sbx -n __sbx_no_command -a resume -d 'Thaw paused sandboxes'
 complete -c sbx -n __sbx_no_command -a commit -d "Save a sandbox's files as a new image"
+complete -c sbx -n __sbx_no_command -a snapshot -d "Save a running sandbox's processes, memory and files (runsc); the sandbox ends"
+complete -c sbx -n __sbx_no_command -a restore -d 'Start new running sandboxes from a snapshot, each as it was'
+complete -c sbx -n __sbx_no_command -a snapshots -d 'List snapshots'
+complete -c sbx -n __sbx_no_command -a rmsnap -d 'Remove snapshots'
 complete -c sbx -n __sbx_no_command -a ttl -d "Set a running sandbox's hard lifetime"
-complete -c sbx -n __sbx_no_command -a stats -d 'Count sandboxes by state'
+complete -c sbx -n __sbx_no_command -a stats -d 'Count sandboxes by state; with ID, what that sandbox uses now'
 complete -c sbx -n __sbx_no_command -a images -d 'List images'
 complete -c sbx -n __sbx_no_command -a import -d 'Import an image: rootfs tarball, OCI layout or archive, docker save archive'
 complete -c sbx -n __sbx_no_command -a export -d 'Write an image as an OCI archive that podman and docker load'
@@ -219,7 +230,7 @@ complete -c sbx -n '__sbx_opts_for exec' -l cwd -x -d 'Working directory (absolu
 complete -c sbx -n '__sbx_opts_for exec' -l user -x -d 'Run as this numeric user (UID[:GID])'
 complete -c sbx -n '__sbx_opts_for exec' -l timeout -x -d 'Kill the command after SECONDS; exit status 124'
 
-# run-code, proc, fs, ls, wait, terminate, rm, commit, import, export, rmi
+# run-code, proc, fs, ls, wait, terminate, rm, commit, import, export, rmi, restore
 complete -c sbx -n '__sbx_opts_for run-code' -s l -l lang -x -a 'python sh bash node' -d 'The interpreter'
 complete -c sbx -n '__sbx_opts_for run-code' -s e -l env -x -d 'Set an environment variable (KEY=VALUE)'
 complete -c sbx -n '__sbx_opts_for run-code' -l cwd -x -d 'Working directory (absolute)'
@@ -240,6 +251,7 @@ complete -c sbx -n '__sbx_opts_for commit' -s t -l tag -x -a '(__sbx_images)' -d
 complete -c sbx -n '__sbx_opts_for import' -s t -l tag -x -a '(__sbx_images)' -d 'Tag the imported image NAME'
 complete -c sbx -n '__sbx_opts_for export' -l compression -x -a 'gzip none' -d 'How the layers are stored (default gzip)'
 complete -c sbx -n '__sbx_opts_for rmi' -s f -l force -d 'Remove even if sandboxes were made from it'
+complete -c sbx -n '__sbx_opts_for restore' -s n -l count -x -a '1 2 4 8' -d 'Start N sandboxes from the snapshot (1..64, default 1)'
 
 # build
 complete -c sbx -n '__sbx_opts_for build' -s f -l file -r -F -d 'The blueprint (default CONTEXT/blueprint.json; - for stdin)'
@@ -249,8 +261,9 @@ complete -c sbx -n '__sbx_opts_for build' -l runtime -x -a 'runsc runc' -d 'Runt
 
 # Operands: sandboxes, the pid and action of proc, the verb and host files
 # of fs, the operands of cp, the file or directory of import, the image and
-# file of export, the context directory of build, and images for tag and rmi
-complete -c sbx -n '__sbx_operand 0 exec run-code ps proc fs status wait logs ttl commit' -a '(__sbx_sandboxes)' -d Sandbox
+# file of export, the context directory of build, images for tag and rmi,
+# and snapshots for restore and rmsnap
+complete -c sbx -n '__sbx_operand 0 exec run-code ps proc fs status wait logs ttl commit snapshot stats' -a '(__sbx_sandboxes)' -d Sandbox
 complete -c sbx -n '__sbx_operand 1 proc' -a '(__sbx_pids)' -d Process
 complete -c sbx -n '__sbx_operand 2 proc' -a 'status wait kill logs' -d Action
 complete -c sbx -n '__sbx_operand 1 fs' -a read -d 'Print a file'
@@ -275,3 +288,5 @@ complete -c sbx -n '__sbx_operand 0 build' -x -a '(__fish_complete_directories)'
 complete -c sbx -n '__sbx_operand 0 tag' -a '(__sbx_images)' -d Image
 complete -c sbx -n '__sbx_operand 1 tag' -a '(__sbx_images)' -d 'New tag'
 complete -c sbx -n '__sbx_operand any rmi' -a '(__sbx_images)' -d Image
+complete -c sbx -n '__sbx_operand 0 restore' -a '(__sbx_snapshots)' -d Snapshot
+complete -c sbx -n '__sbx_operand any rmsnap' -a '(__sbx_snapshots)' -d Snapshot
