@@ -67,6 +67,7 @@ snapshot_doc (yajl_gen g, const char *snap, const sbx_sandbox *sb, char *const *
   j_kint (g, "keep_warm", o->keep_warm);
   j_kint (g, "timeout", o->timeout);
   j_kbool (g, "block_network", o->block_network);
+  j_kstr (g, "on_idle", o->on_idle_pause ? "pause" : "terminate");
   j_kstrv (g, "env", o->env);
   j_kstr (g, "cwd", o->cwd);
   j_endmap (g);
@@ -206,7 +207,7 @@ restore_opts (yajl_val v, sbx_sandbox_opts *o, sbx_error **err)
 {
   memset (o, 0, sizeof *o);
   yajl_val opts = j_get (v, "options");
-  const char *cwd = NULL;
+  const char *cwd = NULL, *on_idle = NULL;
   int64_t mem = 0;
   o->runtime = xstrdup ("runsc");
   o->keep_warm = SBX_KEEP_WARM_DEFAULT;
@@ -215,7 +216,8 @@ restore_opts (yajl_val v, sbx_sandbox_opts *o, sbx_error **err)
       || j_get_int (opts, "pids", false, &o->pids, err) < 0 || j_get_int (opts, "keep_warm", false, &o->keep_warm, err) < 0
       || j_get_int (opts, "timeout", false, &o->timeout, err) < 0
       || j_get_bool (opts, "block_network", false, &o->block_network, err) < 0
-      || j_get_strv (opts, "env", false, &o->env, err) < 0 || j_get_str (opts, "cwd", false, &cwd, err) < 0)
+      || j_get_strv (opts, "env", false, &o->env, err) < 0 || j_get_str (opts, "cwd", false, &cwd, err) < 0
+      || j_get_str (opts, "on_idle", false, &on_idle, err) < 0)
     {
       sbx_sandbox_opts_clear (o);
       return opts == NULL ? sbx_error_set (err, SBX_E_INTERNAL, 0, "snapshot without options") : -1;
@@ -224,6 +226,7 @@ restore_opts (yajl_val v, sbx_sandbox_opts *o, sbx_error **err)
   if (cpu && YAJL_IS_NUMBER (cpu))
     o->cpu = YAJL_GET_DOUBLE (cpu);
   o->memory = (uint64_t) mem;
+  o->on_idle_pause = on_idle && strcmp (on_idle, "pause") == 0;
   o->cwd = cwd ? xstrdup (cwd) : NULL;
   if (o->env == NULL)
     o->env = xmalloc0 (sizeof (char *));
