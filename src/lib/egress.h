@@ -1,0 +1,97 @@
+/* Egress: what a sandbox may reach, as nftables rules made with libnftnl
+ * (DESIGN.md section 5), and the strict CIDR parser that feeds them.
+ *
+ * All of sbx's rules live in one inet table (normally "sbx"):
+ *
+ *   set refused4, refused6   always refused, whatever the allow-list says:
+ *                            link-local and cloud metadata, the private
+ *                            ranges, loopback, ULA, and the sandbox pool
+ *   set dns-ifnames          sandbox interfaces that may ask the gateway's
+ *                            resolver (not those in block mode)
+ *   chain refuse             tcp reset, else icmpx admin-prohibited: a
+ *                            refused connection fails at once, not by timeout
+ *   chain forward            hook forward: only `iifname IF jump sandbox-ID`
+ *   chain inbound            hook forward: to a sandbox interface only
+ *                            established/related traffic, nothing unsolicited
+ *   chain input              hook input: from a sandbox interface to the host
+ *                            only replies, neighbour discovery and DNS to the
+ *                            gateway; everything else refused
+ *   chain postrouting        nat: masquerade the pool leaving by any interface
+ *                            that is not a sandbox's
+ *   chain sandbox-ID         per sandbox: refused ranges first, then the mode
+ *   set sandbox-ID-v4, -v6   per sandbox: its allow-list (intervals)
+ *
+ * Each call is one nf_tables transaction: it applies whole or not at all. */
+#ifndef SBX_EGRESS_H
+#define SBX_EGRESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+#define SBX_EGRESS_TABLE "sbx"
+/* The longest allow-list one sandbox may have. */
+#define SBX_EGRESS_ALLOW_MAX 4096
+
+typedef struct sbx_cidr {
+  int family;       /* AF_INET or AF_INET6; 0 means "none" where optional */
+  unsigned prefix;  /* 0..32 or 0..128 */
+  uint8_t addr[16]; /* network byte order, host bits zero; IPv4 in the first 4 */
+} sbx_cidr;
+
+/* "a.b.c.d/len", "a.b.c.d" (/32), "IPV6/len" or "IPV6" (/128). Strict:
+ * decimal octets without leading zeros, no spaces, no empty parts, a prefix
+ * within the family, no host bits set beyond the prefix. INVALID_ARGUMENT
+ * otherwise. */
+int sbx_cidr_parse (const char *s, sbx_cidr *ret, sbx_error **err);
+
+/* "10.0.0.0/8", "fe80::/10": always with the prefix. */
+#define SBX_CIDR_STRLEN 64
+void sbx_cidr_format (const sbx_cidr *c, char buf[SBX_CIDR_STRLEN]);
+bool sbx_cidr_equal (const sbx_cidr *a, const sbx_cidr *b);
+
+typedef enum sbx_egress_mode {
+  SBX_EGRESS_BLOCK, /* nothing out, no DNS */
+  SBX_EGRESS_ALLOW, /* only the allow-list, plus DNS to the gateway */
+  SBX_EGRESS_OPEN,  /* the internet through NAT, plus DNS to the gateway */
+} sbx_egress_mode;
+
+typedef struct sbx_egress_pool {
+  sbx_cidr v4;          /* the sandboxes' IPv4 pool (required) */
+  sbx_cidr v6;          /* their IPv6 pool; family 0 when they get none */
+  const char *ifprefix; /* host ends of sandbox veths are IFPREFIX…; NULL: "sbx" */
+  bool dns;             /* accept DNS (udp and tcp 53) to the gateway */
+  sbx_cidr gateway4;    /* where the resolver listens; family 0: any host */
+  sbx_cidr gateway6;    /*   address inside the pool (v4, v6) */
+} sbx_egress_pool;
+
+/* Creates the table and its shared chains and sets where missing and
+ * rewrites their rules from POOL, leaving every sandbox's chain, sets and
+ * forward jump alone. Idempotent; one transaction. */
+int sbx_egress_init (const char *table, const sbx_egress_pool *pool, sbx_error **err);
+
+/* (Re)makes the sandbox's chain and allow sets for MODE and ALLOW (ignored
+ * unless MODE is ALLOW), and the forward rule `iifname IFNAME jump
+ * sandbox-ID`, replacing any earlier rules of this sandbox or of IFNAME in
+ * one transaction. The refused ranges are checked before anything is
+ * accepted, established connections included, so a destination refused by
+ * the new rules stops at once (a reset or an ICMP error). The table must
+ * have been made by sbx_egress_init (NOT_FOUND otherwise). */
+int sbx_egress_apply (const char *table, const char *sandbox_id, const char *ifname, sbx_egress_mode mode,
+                      const sbx_cidr *allow, size_t nallow, sbx_error **err);
+
+/* Removes the sandbox's chain, sets, forward rule and DNS permission;
+ * IFNAME (may be NULL) also drops forward rules matching that interface.
+ * Nothing to remove (or no table) is success. */
+int sbx_egress_remove (const char *table, const char *sandbox_id, const char *ifname, sbx_error **err);
+
+/* The ids of the sandboxes that have a chain or sets in TABLE, sorted; an
+ * empty vector when the table does not exist. */
+int sbx_egress_list (const char *table, char ***ret_ids, sbx_error **err);
+
+/* The names sbx gives a sandbox's objects (caller frees). */
+char *sbx_egress_chain_name (const char *sandbox_id);
+
+#endif

@@ -1,0 +1,1091 @@
+/* Unit tests of the egress rules (src/lib/egress.c).
+ *
+ * The CIDR parser on good, bad and random input, random input checked
+ * against libc's inet_pton as a reference. Then, as root, a throwaway table
+ * with a random name, read back with `nft -j`: the shared chains and sets,
+ * a sandbox in allow, block and open mode, a failed apply that leaves
+ * nothing behind, removal, listing. Last, real traffic: a sandbox namespace
+ * and an "internet" namespace joined through a host namespace (all three
+ * throwaway) that runs the rules, proving what connects and what does not,
+ * and that an established connection is cut when its destination becomes
+ * refused. */
+#include "config.h"
+#include "egress.h"
+#include "json.h"
+#include "tap.h"
+#include "util.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+
+/* ---- CIDR parser ---- */
+
+static void
+test_cidr_good (void)
+{
+  static const char *const cases[][2] = {
+    { "10.0.0.0/8", "10.0.0.0/8" },
+    { "1.2.3.4", "1.2.3.4/32" },
+    { "1.2.3.4/32", "1.2.3.4/32" },
+    { "0.0.0.0/0", "0.0.0.0/0" },
+    { "255.255.255.255", "255.255.255.255/32" },
+    { "192.168.1.0/24", "192.168.1.0/24" },
+    { "100.64.0.0/10", "100.64.0.0/10" },
+    { "168.63.129.16/32", "168.63.129.16/32" },
+    { "0.0.0.0", "0.0.0.0/32" },
+    { "::1", "::1/128" },
+    { "::/0", "::/0" },
+    { "fe80::/10", "fe80::/10" },
+    { "fc00::/7", "fc00::/7" },
+    { "2001:DB8::/32", "2001:db8::/32" },
+    { "2001:0db8:0000::/48", "2001:db8::/48" },
+    { "::ffff:1.2.3.4", "::ffff:1.2.3.4/128" },
+    { "1:2:3:4:5:6:7:8/128", "1:2:3:4:5:6:7:8/128" },
+  };
+  for (size_t i = 0; i < ARRAY_SIZE (cases); i++)
+    {
+      sbx_cidr c;
+      char buf[SBX_CIDR_STRLEN] = "";
+      _cleanup_error_ sbx_error *err = NULL;
+      int r = sbx_cidr_parse (cases[i][0], &c, &err);
+      if (r == 0)
+        sbx_cidr_format (&c, buf);
+      tap_ok (r == 0 && strcmp (buf, cases[i][1]) == 0, "cidr `%s` parses as %s (%s)", cases[i][0], cases[i][1],
+              r == 0 ? buf : err->msg);
+    }
+}
+
+static void
+test_cidr_bad (void)
+{
+  static const char *const cases[][2] = {
+    { "", "empty" },
+    { "010.0.0.0/8", "leading zero" },
+    { "10.0.0.010", "leading zero" },
+    { "10.00.0.0/16", "leading zero" },
+    { "1.2.3.4/08", "leading zero" },
+    { "1.2.3.4/33", "over 32" },
+    { "::/129", "over 128" },
+    { "1.2.3.4/999", "over 32" },
+    { " 1.2.3.4", "whitespace" },
+    { "1.2.3.4 ", "whitespace" },
+    { "1.2.3.4/ 24", "whitespace" },
+    { "1.2.3.4\t", "whitespace" },
+    { "10.0.0.0/8\n", "whitespace" },
+    { "1.2.3.4/", "prefix is empty" },
+    { "/24", "address is empty" },
+    { "/", "address is empty" },
+    { "1.2.3/24", "four octets" },
+    { "1.2.3.4.5", "four octets" },
+    { "1.2.3.", "octet 4 is empty" },
+    { "1..3.4", "octet 2 is empty" },
+    { "1.2.3.256", "over 255" },
+    { "1.2.3.1000", "over 255" },
+    { "10.0.0.1/8", "host bits set" },
+    { "192.168.1.1/24", "the network is 192.168.1.0/24" },
+    { "fe80::1/10", "host bits set" },
+    { "1.2.3.4/-1", "not a decimal" },
+    { "1.2.3.4/+8", "not a decimal" },
+    { "1.2.3.4/0x8", "not a decimal" },
+    { "0x0a.0.0.0", "not a decimal" },
+    { "1.2.3.4/24/8", "not a decimal" },
+    { "-1.2.3.4", "not a decimal" },
+    { "2001:db8::g/32", "not an IPv6" },
+    { "2001:db8:::/32", "not an IPv6" },
+    { "1:2:3:4:5:6:7:8:9", "not an IPv6" },
+    { "::ffff:01.2.3.4", "leading zero" },
+    { "fe80::1%eth0", "not an IPv6" },
+    { "localhost", "not a decimal" },
+    { "\xef\xbc\x91.2.3.4", "\\xef\\xbc\\x91" },
+    { "1.2.3.4/24xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+      "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+      "too long" },
+  };
+  for (size_t i = 0; i < ARRAY_SIZE (cases); i++)
+    {
+      sbx_cidr c;
+      _cleanup_error_ sbx_error *err = NULL;
+      int r = sbx_cidr_parse (cases[i][0], &c, &err);
+      bool ok = r < 0 && err && err->code == SBX_E_INVALID_ARGUMENT && strstr (err->msg, cases[i][1]);
+      _cleanup_free_ char *shown = xstrndup (cases[i][0], 24);
+      for (char *p = shown; *p; p++)
+        if ((unsigned char) *p < 0x20 || (unsigned char) *p >= 0x7f)
+          *p = '?';
+      tap_ok (ok, "cidr `%s` refused: %s (%s)", shown, cases[i][1], err ? err->msg : "accepted");
+    }
+  sbx_cidr c;
+  tap_ok (sbx_cidr_parse (NULL, &c, NULL) < 0, "cidr NULL refused");
+}
+
+static uint64_t rng = 0x9e3779b97f4a7c15ULL;
+
+static uint32_t
+rnd (void)
+{
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return (uint32_t) (rng >> 16);
+}
+
+/* The reference: libc's inet_pton for the address (strict on glibc: no
+ * leading zeros, four octets), the prefix as canonical decimal, host bits. */
+static bool
+reference_accepts (const char *s)
+{
+  if (*s == '\0' || strlen (s) > 128)
+    return false;
+  const char *slash = strchr (s, '/');
+  _cleanup_free_ char *addr = slash ? xstrndup (s, (size_t) (slash - s)) : xstrdup (s);
+  uint8_t a[16] = { 0 };
+  bool v6 = strchr (addr, ':') != NULL;
+  if (inet_pton (v6 ? AF_INET6 : AF_INET, addr, a) != 1)
+    return false;
+  unsigned width = v6 ? 128 : 32, prefix = width;
+  if (slash)
+    {
+      char *end = NULL;
+      errno = 0;
+      unsigned long p = strtoul (slash + 1, &end, 10);
+      char canon[16];
+      snprintf (canon, sizeof canon, "%lu", p);
+      if (errno || *end || p > width || strcmp (canon, slash + 1) != 0)
+        return false;
+      prefix = (unsigned) p;
+    }
+  for (unsigned bit = prefix; bit < width; bit++)
+    if (a[bit / 8] & (0x80 >> (bit % 8)))
+      return false;
+  return true;
+}
+
+static void
+fuzz_input (char *s, size_t cap)
+{
+  static const char alphabet[] = "0123456789abcdefABCDEF:./:.//0 x%-+\t";
+  static const char *const seeds[] = { "10.0.0.0/8", "1.2.3.4", "fe80::/10", "::ffff:1.2.3.4/128",
+                                       "2001:db8::/32", "0.0.0.0/0", "::/0", "192.168.0.0/16" };
+  uint32_t how = rnd () % 4;
+  if (how == 0)
+    {
+      size_t n = rnd () % 24;
+      for (size_t i = 0; i < n; i++)
+        s[i] = alphabet[rnd () % (sizeof alphabet - 1)];
+      s[n] = '\0';
+      return;
+    }
+  if (how == 1)
+    {
+      size_t n = rnd () % 24;
+      for (size_t i = 0; i < n; i++)
+        s[i] = (char) (1 + rnd () % 255);
+      s[n] = '\0';
+      return;
+    }
+  snprintf (s, cap, "%s", seeds[rnd () % ARRAY_SIZE (seeds)]);
+  for (int m = 0, nm = 1 + (int) (rnd () % 3); m < nm; m++)
+    {
+      size_t n = strlen (s), at = n ? rnd () % n : 0;
+      char c = alphabet[rnd () % (sizeof alphabet - 1)];
+      if (rnd () % 3 == 0 && n + 1 < cap)
+        {
+          memmove (s + at + 1, s + at, n - at + 1);
+          s[at] = c;
+        }
+      else if (rnd () % 2 == 0 && n > 0)
+        memmove (s + at, s + at + 1, n - at);
+      else if (n > 0)
+        s[at] = c;
+    }
+}
+
+static void
+test_cidr_fuzz (void)
+{
+  rng ^= (uint64_t) time (NULL);
+  char seedmsg[64];
+  snprintf (seedmsg, sizeof seedmsg, "seed %llu", (unsigned long long) rng);
+  size_t accepted = 0, mismatch = 0, roundtrip_bad = 0, badmsg = 0;
+  char first_mismatch[160] = "";
+  for (int i = 0; i < 300000; i++)
+    {
+      char s[64];
+      fuzz_input (s, sizeof s);
+      sbx_cidr c;
+      sbx_error *err = NULL;
+      bool ok = sbx_cidr_parse (s, &c, &err) == 0;
+      if (ok != reference_accepts (s))
+        {
+          if (mismatch++ == 0)
+            snprintf (first_mismatch, sizeof first_mismatch, "`%s`: ours %d", s, ok);
+        }
+      if (!ok)
+        {
+          if (!err || err->code != SBX_E_INVALID_ARGUMENT || !err->msg || !*err->msg)
+            badmsg++;
+          sbx_error_free (err);
+          continue;
+        }
+      accepted++;
+      char f[SBX_CIDR_STRLEN], f2[SBX_CIDR_STRLEN];
+      sbx_cidr c2;
+      sbx_cidr_format (&c, f);
+      if (sbx_cidr_parse (f, &c2, NULL) < 0 || !sbx_cidr_equal (&c, &c2))
+        roundtrip_bad++;
+      else
+        {
+          sbx_cidr_format (&c2, f2);
+          if (strcmp (f, f2) != 0)
+            roundtrip_bad++;
+        }
+    }
+  tap_ok (mismatch == 0, "fuzz: accepts exactly what inet_pton + canonical prefix + no host bits accept (%zu "
+                         "differences%s%s; %s)",
+          mismatch, mismatch ? ", first " : "", first_mismatch, seedmsg);
+  tap_ok (roundtrip_bad == 0 && accepted > 1000, "fuzz: %zu accepted, each re-prints canonically and re-parses equal",
+          accepted);
+  tap_ok (badmsg == 0, "fuzz: every refusal is INVALID_ARGUMENT with a message");
+
+  /* Random valid networks of both families round-trip. */
+  size_t bad = 0;
+  for (int i = 0; i < 20000; i++)
+    {
+      sbx_cidr c = { .family = i % 2 ? AF_INET6 : AF_INET };
+      unsigned width = c.family == AF_INET6 ? 128 : 32;
+      for (unsigned k = 0; k < width / 8; k++)
+        c.addr[k] = (uint8_t) rnd ();
+      c.prefix = rnd () % (width + 1);
+      for (unsigned bit = c.prefix; bit < width; bit++)
+        c.addr[bit / 8] &= (uint8_t) ~(0x80 >> (bit % 8));
+      char f[SBX_CIDR_STRLEN];
+      sbx_cidr back;
+      sbx_cidr_format (&c, f);
+      if (sbx_cidr_parse (f, &back, NULL) < 0 || !sbx_cidr_equal (&c, &back))
+        bad++;
+    }
+  tap_ok (bad == 0, "20000 random networks format and parse back equal");
+}
+
+/* ---- Helpers for the root part ---- */
+
+/* A visible skip, or under SBX_TEST_STRICT a failure. */
+static void
+skip (const char *what)
+{
+  const char *strict = getenv ("SBX_TEST_STRICT");
+  if (strict && atoi (strict))
+    tap_ok (0, "%s (SBX_TEST_STRICT: a skip is a failure)", what);
+  else
+    tap_ok (1, "%s # SKIP", what);
+}
+
+static int
+sh (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
+static int
+sh (const char *fmt, ...)
+{
+  va_list ap;
+  char *cmd = NULL;
+  va_start (ap, fmt);
+  if (vasprintf (&cmd, fmt, ap) < 0)
+    abort ();
+  va_end (ap);
+  int r = system (cmd);
+  free (cmd);
+  return r == -1 ? -1 : WIFEXITED (r) ? WEXITSTATUS (r) : 128;
+}
+
+static char *
+capture (const char *cmd)
+{
+  FILE *f = popen (cmd, "r");
+  if (f == NULL)
+    return NULL;
+  size_t len = 0, cap = 4096;
+  char *out = xmalloc (cap);
+  size_t n;
+  while ((n = fread (out + len, 1, cap - len - 1, f)) > 0)
+    {
+      len += n;
+      if (cap - len < 1024)
+        out = xrealloc (out, cap *= 2);
+    }
+  out[len] = '\0';
+  if (pclose (f) != 0)
+    {
+      free (out);
+      return NULL;
+    }
+  return out;
+}
+
+/* `nft -j list table inet T`, parsed; NULL when there is no such table. */
+static yajl_val
+ruleset (const char *table)
+{
+  _cleanup_free_ char *cmd = xasprintf ("nft -j list table inet %s 2>/dev/null", table);
+  _cleanup_free_ char *out = capture (cmd);
+  yajl_val v = NULL;
+  if (out == NULL || j_parse (out, strlen (out), 64 << 20, "nft -j", &v, NULL) < 0)
+    return NULL;
+  return v;
+}
+
+/* The object of KIND ("set", "chain") named NAME, or NULL. */
+static yajl_val
+rs_find (yajl_val rs, const char *kind, const char *name)
+{
+  yajl_val items = j_get (rs, "nftables");
+  for (size_t i = 0; items && YAJL_IS_ARRAY (items) && i < items->u.array.len; i++)
+    {
+      yajl_val o = j_get (items->u.array.values[i], kind);
+      const char *n = NULL;
+      if (o && j_get_str (o, "name", false, &n, NULL) == 0 && n && strcmp (n, name) == 0)
+        return o;
+    }
+  return NULL;
+}
+
+/* The rules of CHAIN, each its "expr" array as compact JSON. */
+static char **
+rs_rules (yajl_val rs, const char *chain)
+{
+  char **v = xmalloc0 (sizeof (char *));
+  yajl_val items = j_get (rs, "nftables");
+  for (size_t i = 0; items && YAJL_IS_ARRAY (items) && i < items->u.array.len; i++)
+    {
+      yajl_val o = j_get (items->u.array.values[i], "rule");
+      const char *c = NULL;
+      if (!o || j_get_str (o, "chain", false, &c, NULL) < 0 || !c || strcmp (c, chain) != 0)
+        continue;
+      _cleanup_yajl_gen_ yajl_gen g = j_new (false);
+      j_val (g, j_get (o, "expr"));
+      _cleanup_free_ char *s = j_take (g, NULL);
+      strv_push (&v, s);
+    }
+  return v;
+}
+
+/* Whether S contains every one of the NULL-terminated fragments. */
+static bool
+has_all (const char *s, ...)
+{
+  va_list ap;
+  bool ok = s != NULL;
+  va_start (ap, s);
+  for (const char *f = va_arg (ap, const char *); f; f = va_arg (ap, const char *))
+    ok = ok && strstr (s, f) != NULL;
+  va_end (ap);
+  return ok;
+}
+
+/* A set's elements, addresses in sbx_cidr_format's form, others as they are. */
+static char **
+rs_elems (yajl_val rs, const char *set)
+{
+  char **v = xmalloc0 (sizeof (char *));
+  yajl_val s = rs_find (rs, "set", set), el = s ? j_get (s, "elem") : NULL;
+  for (size_t i = 0; el && YAJL_IS_ARRAY (el) && i < el->u.array.len; i++)
+    {
+      yajl_val e = el->u.array.values[i], p = j_get (e, "prefix"), range = j_get (e, "range");
+      _cleanup_free_ char *text = NULL;
+      if (YAJL_IS_STRING (e))
+        text = xstrdup (YAJL_GET_STRING (e));
+      else if (p)
+        {
+          const char *a = NULL;
+          int64_t len = -1;
+          j_get_str (p, "addr", false, &a, NULL);
+          j_get_int (p, "len", false, &len, NULL);
+          text = xasprintf ("%s/%lld", a ? a : "?", (long long) len);
+        }
+      else if (range && YAJL_IS_ARRAY (range) && range->u.array.len == 2)
+        text = xasprintf ("%s-%s", YAJL_GET_STRING (range->u.array.values[0]),
+                          YAJL_GET_STRING (range->u.array.values[1]));
+      else
+        text = xstrdup ("?");
+      sbx_cidr c;
+      char buf[SBX_CIDR_STRLEN];
+      if (sbx_cidr_parse (text, &c, NULL) == 0)
+        {
+          sbx_cidr_format (&c, buf);
+          strv_push (&v, buf);
+        }
+      else
+        strv_push (&v, text);
+    }
+  return v;
+}
+
+static bool
+strv_has (char *const *v, const char *s)
+{
+  for (size_t i = 0; v && v[i]; i++)
+    if (strcmp (v[i], s) == 0)
+      return true;
+  return false;
+}
+
+/* Whether the set holds exactly the EXPECTED (NULL-terminated) elements. */
+static bool
+elems_are (char *const *got, const char *const *expected)
+{
+  size_t n = 0;
+  for (; expected[n]; n++)
+    if (!strv_has (got, expected[n]))
+      return false;
+  return strv_len (got) == n;
+}
+
+static char *
+strv_join (char *const *v)
+{
+  char *s = xstrdup ("");
+  for (size_t i = 0; v && v[i]; i++)
+    {
+      char *t = xasprintf ("%s%s%s", s, i ? " " : "", v[i]);
+      free (s);
+      s = t;
+    }
+  return s;
+}
+
+static sbx_cidr
+cidr (const char *s)
+{
+  sbx_cidr c;
+  if (sbx_cidr_parse (s, &c, NULL) < 0)
+    abort ();
+  return c;
+}
+
+static const char *
+errmsg (const sbx_error *e)
+{
+  return e && e->msg ? e->msg : "";
+}
+
+static char *test_table;
+
+static void
+drop_test_table (void)
+{
+  if (test_table)
+    sh ("nft delete table inet %s 2>/dev/null", test_table);
+}
+
+/* ---- The ruleset, read back ---- */
+
+static void
+test_ruleset (void)
+{
+  _cleanup_free_ char *hex = random_hex (4);
+  _cleanup_free_ char *table = xasprintf ("sbxtest%s", hex);
+  _cleanup_free_ char *pfx = xasprintf ("st%.6s", hex);
+  _cleanup_free_ char *ifa = xasprintf ("%sa", pfx), *ifb = xasprintf ("%sb", pfx), *ifc = xasprintf ("%sc", pfx);
+  test_table = table;
+  sbx_egress_pool pool = { .v4 = cidr ("198.18.0.0/24"), .v6 = cidr ("2001:db8:5b::/64"), .ifprefix = pfx,
+                           .dns = true, .gateway4 = cidr ("198.18.0.1/32") };
+  _cleanup_error_ sbx_error *err = NULL;
+  int r;
+
+  r = sbx_egress_init (table, &pool, &err);
+  tap_ok (r == 0, "init table inet %s (%s)", table, r ? errmsg (err) : "ok");
+  r = sbx_egress_init (table, &pool, &err);
+  tap_ok (r == 0, "init again: idempotent (%s)", r ? errmsg (err) : "ok");
+  _cleanup_yajl_val_ yajl_val rs = ruleset (table);
+  tap_ok (rs != NULL, "nft -j list table inet %s reads back", table);
+  bool chains = true;
+  static const char *const base[] = { "refuse", "forward", "inbound", "input", "postrouting" };
+  for (size_t i = 0; i < ARRAY_SIZE (base); i++)
+    chains = chains && rs_find (rs, "chain", base[i]);
+  tap_ok (chains && rs_find (rs, "set", "refused4") && rs_find (rs, "set", "refused6")
+            && rs_find (rs, "set", "dns-ifnames"),
+          "shared chains refuse, forward, inbound, input, postrouting and sets refused4, refused6, dns-ifnames");
+  yajl_val fwd = rs_find (rs, "chain", "forward"), in = rs_find (rs, "chain", "input");
+  const char *hook = NULL, *policy = NULL;
+  j_get_str (fwd, "hook", false, &hook, NULL);
+  j_get_str (fwd, "policy", false, &policy, NULL);
+  tap_ok (hook && strcmp (hook, "forward") == 0 && policy && strcmp (policy, "accept") == 0,
+          "forward: hook forward, policy accept");
+  hook = NULL;
+  j_get_str (in, "hook", false, &hook, NULL);
+  tap_ok (hook && strcmp (hook, "input") == 0, "input: hook input");
+
+  static const char *const want4[] = { "10.0.0.0/8",     "100.64.0.0/10",    "127.0.0.0/8",  "168.63.129.16/32",
+                                       "169.254.0.0/16", "172.16.0.0/12",    "192.0.0.0/24", "192.168.0.0/16",
+                                       "198.18.0.0/24",  NULL };
+  _cleanup_strv_ char **r4 = rs_elems (rs, "refused4");
+  _cleanup_free_ char *r4s = strv_join (r4);
+  tap_ok (elems_are (r4, want4), "refused4: metadata, private, CGNAT, loopback ranges and the pool (%s)", r4s);
+  _cleanup_strv_ char **r6 = rs_elems (rs, "refused6");
+  _cleanup_free_ char *r6s = strv_join (r6);
+  tap_ok (strv_has (r6, "::1/128") && strv_has (r6, "fe80::/10") && strv_has (r6, "fc00::/7")
+            && strv_has (r6, "2001:db8:5b::/64") && strv_has (r6, "::ffff:169.254.0.0/112")
+            && strv_has (r6, "64:ff9b::a9fe:0/112") && strv_has (r6, "::ffff:10.0.0.0/104"),
+          "refused6: loopback, link-local, ULA, the pool, and the refused IPv4 ranges as v4-mapped and NAT64 (%s)",
+          r6s);
+
+  _cleanup_strv_ char **input = rs_rules (rs, "input");
+  size_t ninput = strv_len (input);
+  tap_ok (ninput == 8 && has_all (input[0], "\"established\"", "\"accept\"", NULL)
+            && has_all (input[3], "@dns-ifnames", "198.18.0.1", "53", "udp", NULL)
+            && has_all (input[7], "\"goto\":{\"target\":\"refuse\"}", pfx, NULL),
+          "input: replies, neighbour discovery, DNS to the gateway, then the rest refused (%zu rules)", ninput);
+  _cleanup_strv_ char **inbound = rs_rules (rs, "inbound");
+  tap_ok (strv_len (inbound) == 2 && has_all (inbound[0], "oifname", "\"established\"", "\"accept\"", NULL)
+            && has_all (inbound[1], "oifname", "\"drop\"", NULL),
+          "inbound: only replies into sandbox interfaces");
+  _cleanup_strv_ char **post = rs_rules (rs, "postrouting");
+  tap_ok (strv_len (post) == 2 && has_all (post[0], "198.18.0.0", "\"!=\"", "masquerade", NULL)
+            && has_all (post[1], "2001:db8:5b::", "masquerade", NULL),
+          "postrouting: the pools masqueraded when leaving by a non-sandbox interface");
+  _cleanup_strv_ char **refuse = rs_rules (rs, "refuse");
+  tap_ok (strv_len (refuse) == 2 && has_all (refuse[0], "tcp reset", NULL)
+            && has_all (refuse[1], "admin-prohibited", NULL),
+          "refuse: tcp reset, else icmpx admin-prohibited");
+
+  /* Allow mode. */
+  sbx_cidr allow[] = { cidr ("203.0.113.0/24"), cidr ("203.0.113.128/25"), cidr ("198.51.100.7"),
+                       cidr ("2001:db8:1::/48"), cidr ("10.1.2.0/24") };
+  r = sbx_egress_apply (table, "t1", ifa, SBX_EGRESS_ALLOW, allow, ARRAY_SIZE (allow), &err);
+  tap_ok (r == 0, "apply allow to t1 (%s)", r ? errmsg (err) : "ok");
+  yajl_tree_free (rs);
+  rs = ruleset (table);
+  tap_ok (rs_find (rs, "chain", "sandbox-t1") != NULL, "chain sandbox-t1 exists");
+  static const char *const t1v4[] = { "10.1.2.0/24", "198.51.100.7/32", "203.0.113.0/24", NULL };
+  static const char *const t1v6[] = { "2001:db8:1::/48", NULL };
+  _cleanup_strv_ char **a4 = rs_elems (rs, "sandbox-t1-v4"), **a6 = rs_elems (rs, "sandbox-t1-v6");
+  _cleanup_free_ char *a4s = strv_join (a4);
+  tap_ok (elems_are (a4, t1v4), "sandbox-t1-v4 holds the IPv4 allow-list, merged (%s)", a4s);
+  tap_ok (elems_are (a6, t1v6), "sandbox-t1-v6 holds the IPv6 allow-list");
+  _cleanup_strv_ char **sb = rs_rules (rs, "sandbox-t1");
+  static const char goto_refuse[] = "\"goto\":{\"target\":\"refuse\"}";
+  tap_ok (strv_len (sb) == 5 && has_all (sb[0], "\"ip\"", "\"daddr\"", "@refused4", goto_refuse, NULL)
+            && has_all (sb[1], "\"ip6\"", "@refused6", goto_refuse, NULL)
+            && has_all (sb[2], "@sandbox-t1-v4", "\"accept\"", NULL)
+            && has_all (sb[3], "@sandbox-t1-v6", "\"accept\"", NULL)
+            && strcmp (sb[4], "[{\"goto\":{\"target\":\"refuse\"}}]") == 0,
+          "sandbox-t1: refused ranges first (10.1.2.0/24 stays refused), then the allow sets, then refuse");
+  _cleanup_strv_ char **fw = rs_rules (rs, "forward");
+  _cleanup_free_ char *want_iif = xasprintf ("\"right\":\"%s\"", ifa);
+  tap_ok (strv_len (fw) == 1 && has_all (fw[0], "iifname", want_iif, "\"jump\":{\"target\":\"sandbox-t1\"}", NULL),
+          "forward: iifname %s jump sandbox-t1", ifa);
+  _cleanup_strv_ char **dns = rs_elems (rs, "dns-ifnames");
+  tap_ok (strv_has (dns, ifa), "dns-ifnames holds %s", ifa);
+
+  /* init keeps the sandboxes. */
+  r = sbx_egress_init (table, &pool, &err);
+  tap_ok (r == 0, "init once more (%s)", r ? errmsg (err) : "ok");
+  yajl_tree_free (rs);
+  rs = ruleset (table);
+  strv_free (fw);
+  fw = rs_rules (rs, "forward");
+  strv_free (dns);
+  dns = rs_elems (rs, "dns-ifnames");
+  strv_free (input);
+  input = rs_rules (rs, "input");
+  tap_ok (strv_len (fw) == 1 && strv_has (dns, ifa) && strv_len (input) == 8,
+          "init again keeps sandbox jumps and DNS permissions, and does not duplicate its rules");
+
+  /* Block replaces allow. */
+  r = sbx_egress_apply (table, "t1", ifa, SBX_EGRESS_BLOCK, NULL, 0, &err);
+  tap_ok (r == 0, "apply block to t1 (%s)", r ? errmsg (err) : "ok");
+  yajl_tree_free (rs);
+  rs = ruleset (table);
+  strv_free (a4);
+  a4 = rs_elems (rs, "sandbox-t1-v4");
+  strv_free (a6);
+  a6 = rs_elems (rs, "sandbox-t1-v6");
+  strv_free (sb);
+  sb = rs_rules (rs, "sandbox-t1");
+  tap_ok (strv_len (a4) == 0 && strv_len (a6) == 0, "block: the allow sets are emptied");
+  tap_ok (strv_len (sb) == 3 && has_all (sb[0], "@refused4", NULL) && has_all (sb[1], "@refused6", NULL)
+            && strcmp (sb[2], "[{\"goto\":{\"target\":\"refuse\"}}]") == 0,
+          "block: sandbox-t1 refuses everything, nothing accepted");
+  strv_free (fw);
+  fw = rs_rules (rs, "forward");
+  strv_free (dns);
+  dns = rs_elems (rs, "dns-ifnames");
+  tap_ok (strv_len (fw) == 1 && has_all (fw[0], want_iif, "sandbox-t1", NULL), "block: still one forward jump");
+  tap_ok (!strv_has (dns, ifa), "block: no DNS for %s", ifa);
+
+  /* Open, on a new interface. */
+  r = sbx_egress_apply (table, "t1", ifb, SBX_EGRESS_OPEN, NULL, 0, &err);
+  tap_ok (r == 0, "apply open to t1 on %s (%s)", ifb, r ? errmsg (err) : "ok");
+  yajl_tree_free (rs);
+  rs = ruleset (table);
+  strv_free (sb);
+  sb = rs_rules (rs, "sandbox-t1");
+  strv_free (fw);
+  fw = rs_rules (rs, "forward");
+  strv_free (dns);
+  dns = rs_elems (rs, "dns-ifnames");
+  _cleanup_free_ char *want_iif_b = xasprintf ("\"right\":\"%s\"", ifb);
+  tap_ok (strv_len (sb) == 3 && has_all (sb[0], "@refused4", NULL) && strcmp (sb[2], "[{\"accept\":null}]") == 0,
+          "open: refused ranges, then accept");
+  tap_ok (strv_len (fw) == 1 && has_all (fw[0], want_iif_b, "sandbox-t1", NULL),
+          "open: the jump moved to %s, the old one is gone", ifb);
+  tap_ok (strv_has (dns, ifb) && !strv_has (dns, ifa), "open: DNS for %s only", ifb);
+
+  sbx_cidr one[] = { cidr ("1.1.1.1") };
+  r = sbx_egress_apply (table, "t2", ifc, SBX_EGRESS_ALLOW, one, 1, &err);
+  tap_ok (r == 0, "apply allow to t2 (%s)", r ? errmsg (err) : "ok");
+  _cleanup_strv_ char **ids = NULL;
+  tap_ok (sbx_egress_list (table, &ids, &err) == 0 && strv_len (ids) == 2 && strcmp (ids[0], "t1") == 0
+            && strcmp (ids[1], "t2") == 0,
+          "list: t1 t2");
+
+  /* A batch the kernel refuses leaves nothing half-made. */
+  sh ("nft add set inet %s sandbox-t3-v4 '{ type ipv6_addr; flags interval; }'", table);
+  r = sbx_egress_apply (table, "t3", pfx, SBX_EGRESS_ALLOW, allow, ARRAY_SIZE (allow), &err);
+  tap_ok (r < 0 && strstr (errmsg (err), "sandbox-t3-v4"), "apply refused by the kernel names the step: %s",
+          r ? errmsg (err) : "ok");
+  yajl_tree_free (rs);
+  rs = ruleset (table);
+  strv_free (fw);
+  fw = rs_rules (rs, "forward");
+  tap_ok (rs_find (rs, "chain", "sandbox-t3") == NULL && !rs_find (rs, "set", "sandbox-t3-v6") && strv_len (fw) == 2,
+          "nothing of the refused batch is left (no chain, no v6 set, no jump)");
+  sh ("nft delete set inet %s sandbox-t3-v4", table);
+
+  /* Remove. */
+  r = sbx_egress_remove (table, "t1", ifb, &err);
+  tap_ok (r == 0, "remove t1 (%s)", r ? errmsg (err) : "ok");
+  yajl_tree_free (rs);
+  rs = ruleset (table);
+  strv_free (fw);
+  fw = rs_rules (rs, "forward");
+  strv_free (dns);
+  dns = rs_elems (rs, "dns-ifnames");
+  tap_ok (!rs_find (rs, "chain", "sandbox-t1") && !rs_find (rs, "set", "sandbox-t1-v4")
+            && !rs_find (rs, "set", "sandbox-t1-v6") && strv_len (fw) == 1 && has_all (fw[0], "sandbox-t2", NULL)
+            && !strv_has (dns, ifb),
+          "remove: t1's chain, sets, jump and DNS permission are gone; t2's stay");
+  r = sbx_egress_remove (table, "t1", ifb, &err);
+  tap_ok (r == 0, "remove t1 again: idempotent (%s)", r ? errmsg (err) : "ok");
+  r = sbx_egress_remove (table, "t2", NULL, &err);
+  tap_ok (r == 0, "remove t2 without its interface name (%s)", r ? errmsg (err) : "ok");
+  yajl_tree_free (rs);
+  rs = ruleset (table);
+  strv_free (fw);
+  fw = rs_rules (rs, "forward");
+  strv_free (dns);
+  dns = rs_elems (rs, "dns-ifnames");
+  strv_free (ids);
+  ids = NULL;
+  tap_ok (strv_len (fw) == 0 && strv_len (dns) == 0 && sbx_egress_list (table, &ids, &err) == 0 && strv_len (ids) == 0,
+          "nothing of any sandbox is left");
+
+  /* Bad input. */
+  tap_ok (sbx_egress_apply (table, "t1", "bad/if", SBX_EGRESS_OPEN, NULL, 0, &err) < 0
+            && err->code == SBX_E_INVALID_ARGUMENT,
+          "an invalid interface name is refused");
+  tap_ok (sbx_egress_apply (table, "../x", ifa, SBX_EGRESS_OPEN, NULL, 0, &err) < 0
+            && err->code == SBX_E_INVALID_ARGUMENT,
+          "an invalid sandbox id is refused");
+  sbx_cidr wide = cidr ("10.0.0.0/8");
+  wide.addr[3] = 1;
+  tap_ok (sbx_egress_apply (table, "t1", ifa, SBX_EGRESS_ALLOW, &wide, 1, &err) < 0
+            && err->code == SBX_E_INVALID_ARGUMENT,
+          "an allow entry with host bits set is refused");
+  _cleanup_free_ char *missing = xasprintf ("%sx", table);
+  r = sbx_egress_apply (missing, "t1", ifa, SBX_EGRESS_OPEN, NULL, 0, &err);
+  tap_ok (r < 0 && err->code == SBX_E_NOT_FOUND, "apply without init: NOT_FOUND (%s)", r ? errmsg (err) : "ok");
+
+  tap_ok (sh ("nft delete table inet %s", table) == 0, "delete the test table");
+  strv_free (ids);
+  ids = NULL;
+  tap_ok (sbx_egress_list (table, &ids, &err) == 0 && strv_len (ids) == 0
+            && sbx_egress_remove (table, "t1", ifa, &err) == 0,
+          "no table: list is empty, remove succeeds");
+  _cleanup_free_ char *tables = capture ("nft list tables");
+  tap_ok (tables && !strstr (tables, table), "nft list tables: no %s left", table);
+  test_table = NULL;
+}
+
+/* Writers in parallel: a batch that loses the race (the ruleset changed
+ * since it was read) is refused whole by the kernel and made again. */
+static void
+test_concurrent (void)
+{
+  _cleanup_free_ char *hex = random_hex (4);
+  _cleanup_free_ char *table = xasprintf ("sbxtest%s", hex);
+  _cleanup_free_ char *pfx = xasprintf ("sc%.6s", hex);
+  sbx_egress_pool pool = { .v4 = cidr ("198.18.0.0/24"), .ifprefix = pfx };
+  _cleanup_error_ sbx_error *err = NULL;
+  test_table = table;
+  int r = sbx_egress_init (table, &pool, &err);
+  tap_ok (r == 0, "concurrency: init %s (%s)", table, r ? errmsg (err) : "ok");
+  enum { WRITERS = 4, ROUNDS = 12 };
+  pid_t pids[WRITERS];
+  for (int k = 0; k < WRITERS; k++)
+    if ((pids[k] = fork ()) == 0)
+      {
+        char id[16], ifn[16];
+        snprintf (id, sizeof id, "c%d", k);
+        snprintf (ifn, sizeof ifn, "%s%d", pfx, k);
+        sbx_cidr a = cidr ("1.1.1.0/24");
+        int bad = 0;
+        for (int i = 0; i < ROUNDS; i++)
+          {
+            sbx_egress_mode mode = i % 3 == 0 ? SBX_EGRESS_BLOCK : i % 3 == 1 ? SBX_EGRESS_OPEN : SBX_EGRESS_ALLOW;
+            bad += sbx_egress_apply (table, id, ifn, mode, &a, 1, NULL) < 0;
+            if (i % 4 == 3)
+              bad += sbx_egress_remove (table, id, ifn, NULL) < 0;
+          }
+        bad += sbx_egress_apply (table, id, ifn, SBX_EGRESS_ALLOW, &a, 1, NULL) < 0;
+        _exit (bad ? 1 : 0);
+      }
+  int failed = 0;
+  for (int k = 0; k < WRITERS; k++)
+    {
+      int st = 0;
+      failed += pids[k] < 0 || waitpid (pids[k], &st, 0) < 0 || !WIFEXITED (st) || WEXITSTATUS (st) != 0;
+    }
+  tap_ok (failed == 0, "concurrency: %d writers, %d changes each, all applied", WRITERS, ROUNDS + ROUNDS / 4 + 1);
+  _cleanup_yajl_val_ yajl_val rs = ruleset (table);
+  _cleanup_strv_ char **fw = rs_rules (rs, "forward");
+  _cleanup_strv_ char **ids = NULL;
+  tap_ok (strv_len (fw) == WRITERS && sbx_egress_list (table, &ids, NULL) == 0 && strv_len (ids) == WRITERS,
+          "concurrency: one jump and one chain per sandbox (%zu jumps)", strv_len (fw));
+  tap_ok (sh ("nft delete table inet %s", table) == 0, "concurrency: delete the test table");
+  test_table = NULL;
+}
+
+/* ---- Real traffic ---- */
+
+typedef struct netenv {
+  char *h, *s, *w;  /* namespace names: host, sandbox, world */
+  int orig, hfd, sfd, wfd;
+  pid_t servers[2];
+} netenv;
+
+static int
+ns_open (const char *name)
+{
+  _cleanup_free_ char *p = xasprintf ("/run/netns/%s", name);
+  return open (p, O_RDONLY | O_CLOEXEC);
+}
+
+static void
+enter (int fd)
+{
+  if (setns (fd, CLONE_NEWNET) < 0)
+    abort ();
+}
+
+/* A TCP server in namespace NSFD on PORTS: says the peer's address, then
+ * echoes. Returns once it listens. */
+static pid_t
+serve (int nsfd, const uint16_t *ports, size_t n)
+{
+  int ready[2];
+  if (pipe2 (ready, O_CLOEXEC) < 0)
+    return -1;
+  pid_t pid = fork ();
+  if (pid != 0)
+    {
+      char c = 0;
+      close (ready[1]);
+      bool ok = read (ready[0], &c, 1) == 1;
+      close (ready[0]);
+      return ok ? pid : -1;
+    }
+  prctl (PR_SET_PDEATHSIG, SIGKILL);
+  enter (nsfd);
+  signal (SIGCHLD, SIG_IGN);
+  struct pollfd pf[4];
+  for (size_t i = 0; i < n && i < 4; i++)
+    {
+      int one = 1, fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons (ports[i]) };
+      setsockopt (fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+      if (bind (fd, (struct sockaddr *) &a, sizeof a) < 0 || listen (fd, 16) < 0)
+        _exit (1);
+      pf[i] = (struct pollfd) { .fd = fd, .events = POLLIN };
+    }
+  if (write (ready[1], "r", 1) != 1)
+    _exit (1);
+  for (;;)
+    {
+      if (poll (pf, (nfds_t) n, -1) < 0)
+        continue;
+      for (size_t i = 0; i < n; i++)
+        {
+          if (!(pf[i].revents & POLLIN))
+            continue;
+          struct sockaddr_in peer;
+          socklen_t pl = sizeof peer;
+          int c = accept4 (pf[i].fd, (struct sockaddr *) &peer, &pl, SOCK_CLOEXEC);
+          if (c < 0)
+            continue;
+          if (fork () == 0)
+            {
+              prctl (PR_SET_PDEATHSIG, SIGKILL);
+              char line[64], buf[512];
+              inet_ntop (AF_INET, &peer.sin_addr, line, sizeof line);
+              strcat (line, "\n");
+              write_all (c, line, strlen (line));
+              ssize_t r;
+              while ((r = read (c, buf, sizeof buf)) > 0)
+                write_all (c, buf, (size_t) r);
+              _exit (0);
+            }
+          close (c);
+        }
+    }
+}
+
+static int64_t
+now_ms (void)
+{
+  return (int64_t) now_ms_monotonic ();
+}
+
+/* From the sandbox namespace to ADDR:PORT within 3 s: the connected fd
+ * (the server's greeting read into PEER), or -errno. */
+static int
+dial (netenv *ne, const char *addr, uint16_t port, char *peer, size_t peerlen)
+{
+  enter (ne->sfd);
+  int fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  enter (ne->orig);
+  struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons (port) };
+  inet_pton (AF_INET, addr, &a.sin_addr);
+  int e = 0;
+  if (connect (fd, (struct sockaddr *) &a, sizeof a) < 0 && errno != EINPROGRESS)
+    e = errno;
+  struct pollfd p = { .fd = fd, .events = POLLOUT };
+  if (!e && poll (&p, 1, 3000) != 1)
+    e = ETIMEDOUT;
+  socklen_t el = sizeof e;
+  if (!e)
+    getsockopt (fd, SOL_SOCKET, SO_ERROR, &e, &el);
+  size_t got = 0;
+  p.events = POLLIN;
+  while (!e && got + 1 < peerlen && (got == 0 || peer[got - 1] != '\n'))
+    {
+      if (poll (&p, 1, 3000) != 1)
+        e = ETIMEDOUT;
+      else
+        {
+          ssize_t r = read (fd, peer + got, 1);
+          if (r <= 0)
+            e = r < 0 ? errno : ECONNRESET;
+          else
+            got++;
+        }
+    }
+  if (e)
+    {
+      close (fd);
+      return -e;
+    }
+  peer[got > 0 ? got - 1 : 0] = '\0';
+  fcntl (fd, F_SETFL, fcntl (fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
+
+/* Whether a connection to ADDR:PORT is refused at once (a reset). */
+static bool
+refused (netenv *ne, const char *addr, uint16_t port, int *ret_err)
+{
+  char peer[64];
+  int64_t t0 = now_ms ();
+  int fd = dial (ne, addr, port, peer, sizeof peer);
+  if (fd >= 0)
+    close (fd);
+  *ret_err = fd >= 0 ? 0 : -fd;
+  return fd == -ECONNREFUSED && now_ms () - t0 < 1500;
+}
+
+static bool
+connects (netenv *ne, const char *addr, uint16_t port, char *peer, size_t peerlen)
+{
+  int fd = dial (ne, addr, port, peer, peerlen);
+  if (fd < 0)
+    snprintf (peer, peerlen, "%s", strerror (-fd));
+  else
+    close (fd);
+  return fd >= 0;
+}
+
+static int
+netenv_setup (netenv *ne, const char *pfx)
+{
+  _cleanup_free_ char *hex = random_hex (3);
+  ne->h = xasprintf ("sbxt-h-%s", hex);
+  ne->s = xasprintf ("sbxt-s-%s", hex);
+  ne->w = xasprintf ("sbxt-w-%s", hex);
+  ne->orig = open ("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+  const char *h = ne->h, *s = ne->s, *w = ne->w;
+  int r = sh ("set -e; exec >/dev/null 2>&1; ip netns add %s; ip netns add %s; ip netns add %s;"
+              "for n in %s %s %s; do ip -n $n link set lo up; done;"
+              "ip -n %s link add %s0 type veth peer name eth0 netns %s;"
+              "ip -n %s link add wan0 type veth peer name eth0 netns %s;"
+              "ip -n %s addr add 198.18.0.1/24 dev %s0; ip -n %s link set %s0 up;"
+              "ip -n %s addr add 203.0.113.1/24 dev wan0; ip -n %s link set wan0 up;"
+              "ip -n %s addr add 198.18.0.2/24 dev eth0; ip -n %s link set eth0 up;"
+              "ip -n %s route add default via 198.18.0.1;"
+              "for a in 203.0.113.2/24 203.0.113.3/24 192.168.77.1/32 169.254.169.254/32; do "
+              "ip -n %s addr add $a dev eth0; done; ip -n %s link set eth0 up;"
+              "ip -n %s route add 198.18.0.0/24 via 203.0.113.1;"
+              "ip -n %s route add 192.168.77.1/32 via 203.0.113.2;"
+              "ip -n %s route add 169.254.169.254/32 via 203.0.113.2;"
+              "ip netns exec %s sh -c 'echo 1 > /proc/sys/net/ipv4/ip_forward'",
+              h, s, w, h, s, w, h, pfx, s, h, w, h, pfx, h, pfx, h, h, s, s, s, w, w, w, h, h, h);
+  if (r != 0)
+    return -1;
+  ne->hfd = ns_open (h);
+  ne->sfd = ns_open (s);
+  ne->wfd = ns_open (w);
+  if (ne->orig < 0 || ne->hfd < 0 || ne->sfd < 0 || ne->wfd < 0)
+    return -1;
+  static const uint16_t host_ports[] = { 8080, 53 }, world_ports[] = { 8080 };
+  ne->servers[0] = serve (ne->hfd, host_ports, 2);
+  ne->servers[1] = serve (ne->wfd, world_ports, 1);
+  return ne->servers[0] > 0 && ne->servers[1] > 0 ? 0 : -1;
+}
+
+static void
+netenv_teardown (netenv *ne)
+{
+  for (int i = 0; i < 2; i++)
+    if (ne->servers[i] > 0)
+      {
+        kill (ne->servers[i], SIGKILL);
+        waitpid (ne->servers[i], NULL, 0);
+      }
+  if (ne->orig >= 0)
+    enter (ne->orig);
+  int fds[] = { ne->orig, ne->hfd, ne->sfd, ne->wfd };
+  for (size_t i = 0; i < ARRAY_SIZE (fds); i++)
+    if (fds[i] >= 0)
+      close (fds[i]);
+  if (ne->h)
+    sh ("ip netns del %s 2>/dev/null; ip netns del %s 2>/dev/null; ip netns del %s 2>/dev/null", ne->h, ne->s,
+        ne->w);
+  free (ne->h);
+  free (ne->s);
+  free (ne->w);
+}
+
+/* The library's calls run in the host namespace of the test. */
+static int
+in_host (netenv *ne, sbx_egress_mode mode, const sbx_cidr *allow, size_t n, const char *pfx, sbx_error **err)
+{
+  _cleanup_free_ char *ifname = xasprintf ("%s0", pfx);
+  enter (ne->hfd);
+  int r = sbx_egress_apply ("sbx", "sb-traffic", ifname, mode, allow, n, err);
+  enter (ne->orig);
+  return r;
+}
+
+static void
+test_traffic (void)
+{
+  const char *pfx = "sbt";
+  netenv ne = { .orig = -1, .hfd = -1, .sfd = -1, .wfd = -1 };
+  if (netenv_setup (&ne, pfx) < 0)
+    {
+      skip ("traffic tests: cannot make network namespaces with ip(8)");
+      netenv_teardown (&ne);
+      return;
+    }
+  char peer[64];
+  int e = 0, r;
+  tap_ok (connects (&ne, "192.168.77.1", 8080, peer, sizeof peer) && strcmp (peer, "198.18.0.2") == 0,
+          "control, before any rule: the sandbox reaches 192.168.77.1 (seen as %s)", peer);
+
+  sbx_egress_pool pool = { .v4 = cidr ("198.18.0.0/24"), .ifprefix = pfx, .dns = true,
+                           .gateway4 = cidr ("198.18.0.1/32") };
+  _cleanup_error_ sbx_error *err = NULL;
+  enter (ne.hfd);
+  r = sbx_egress_init ("sbx", &pool, &err);
+  enter (ne.orig);
+  tap_ok (r == 0, "traffic: init in the host namespace (%s)", r ? errmsg (err) : "ok");
+  sbx_cidr allow[] = { cidr ("203.0.113.2/32"), cidr ("192.168.77.0/24"), cidr ("169.254.0.0/16") };
+  r = in_host (&ne, SBX_EGRESS_ALLOW, allow, ARRAY_SIZE (allow), pfx, &err);
+  tap_ok (r == 0, "traffic: apply allow 203.0.113.2, 192.168.77.0/24, 169.254.0.0/16 (%s)", r ? errmsg (err) : "ok");
+
+  tap_ok (connects (&ne, "203.0.113.2", 8080, peer, sizeof peer) && strcmp (peer, "203.0.113.1") == 0,
+          "allow: an allowed destination connects, masqueraded (seen as %s)", peer);
+  tap_ok (refused (&ne, "203.0.113.3", 8080, &e), "allow: a destination not on the list is refused at once (%s)",
+          strerror (e));
+  tap_ok (refused (&ne, "192.168.77.1", 8080, &e), "allow: a private address stays refused though listed (%s)",
+          strerror (e));
+  tap_ok (refused (&ne, "169.254.169.254", 8080, &e), "allow: the metadata address stays refused though listed (%s)",
+          strerror (e));
+  tap_ok (refused (&ne, "198.18.0.1", 8080, &e), "allow: the host's gateway address is refused but for DNS (%s)",
+          strerror (e));
+  tap_ok (refused (&ne, "203.0.113.1", 8080, &e), "allow: the host's other addresses are refused (%s)",
+          strerror (e));
+  tap_ok (connects (&ne, "198.18.0.1", 53, peer, sizeof peer), "allow: DNS (tcp 53) to the gateway connects (%s)",
+          peer);
+
+  int fd = dial (&ne, "203.0.113.2", 8080, peer, sizeof peer);
+  char buf[16] = "";
+  bool echoed = fd >= 0 && write (fd, "ping", 4) == 4 && read (fd, buf, 4) == 4 && memcmp (buf, "ping", 4) == 0;
+  tap_ok (echoed, "allow: an established connection to 203.0.113.2 carries data");
+  r = in_host (&ne, SBX_EGRESS_BLOCK, NULL, 0, pfx, &err);
+  tap_ok (r == 0, "traffic: apply block (%s)", r ? errmsg (err) : "ok");
+  int cut = 0;
+  if (fd >= 0)
+    {
+      int64_t t0 = now_ms ();
+      struct pollfd p = { .fd = fd, .events = POLLIN };
+      if (write (fd, "more", 4) < 0)
+        cut = errno;
+      else if (poll (&p, 1, 3000) == 1 && read (fd, buf, sizeof buf) < 0)
+        cut = errno;
+      if (now_ms () - t0 > 1500)
+        cut = ETIMEDOUT;
+      close (fd);
+    }
+  tap_ok (cut == ECONNRESET, "block: the established connection is reset at its next packet (%s)",
+          cut ? strerror (cut) : "still open");
+  tap_ok (refused (&ne, "203.0.113.2", 8080, &e), "block: the once allowed destination is refused (%s)",
+          strerror (e));
+  tap_ok (refused (&ne, "198.18.0.1", 53, &e), "block: no DNS either (%s)", strerror (e));
+
+  r = in_host (&ne, SBX_EGRESS_OPEN, NULL, 0, pfx, &err);
+  tap_ok (r == 0, "traffic: apply open (%s)", r ? errmsg (err) : "ok");
+  tap_ok (connects (&ne, "203.0.113.3", 8080, peer, sizeof peer), "open: any public destination connects (%s)", peer);
+  tap_ok (refused (&ne, "192.168.77.1", 8080, &e) && refused (&ne, "169.254.169.254", 8080, &e)
+            && refused (&ne, "203.0.113.1", 8080, &e),
+          "open: private, metadata and host addresses stay refused");
+  tap_ok (connects (&ne, "198.18.0.1", 53, peer, sizeof peer), "open: DNS to the gateway connects (%s)", peer);
+  netenv_teardown (&ne);
+}
+
+int
+main (void)
+{
+  signal (SIGPIPE, SIG_IGN);
+  atexit (drop_test_table);
+  test_cidr_good ();
+  test_cidr_bad ();
+  test_cidr_fuzz ();
+  if (geteuid () != 0 || system ("nft --version >/dev/null 2>&1") != 0)
+    skip ("nftables tests: need root and nft(8)");
+  else
+    {
+      test_ruleset ();
+      test_concurrent ();
+      test_traffic ();
+    }
+  tap_plan (tap_n);
+  return tap_done ();
+}
