@@ -39,6 +39,7 @@
   X (archive_entry_xattr_reset) \
   X (archive_errno) \
   X (archive_error_string) \
+  X (archive_filter_count) \
   X (archive_read_data_block) \
   X (archive_read_free) \
   X (archive_read_header_position) \

@@ -1,12 +1,13 @@
-/* Layers: this file owns ROOT/layers. A tarball becomes a layer in two passes:
- * the first strips any compression and writes the plain tar stream to
- * layer.tar while hashing it (the hash names the layer); the second extracts
- * layer.tar into rootfs/ with libarchive's secure flags plus our own check of
- * every entry, in a child process chrooted into the new rootfs, so that a path
- * in the archive cannot reach outside it even if a check were missed. All of it
- * happens in ROOT/layers/tmp/RANDOM, renamed to ROOT/layers/sha256/HEX once
- * complete and removed on any error. The built-in busybox layer is written as a
- * tar here and then goes through the same extraction. */
+/* Layers: this file owns ROOT/layers. A tarball becomes a layer in one pass
+ * over it: the parent reads it, strips any compression, hashes the plain tar
+ * stream (the hash names the layer) and writes it to layer.tar, and feeds the
+ * same bytes to a child process chrooted into the new rootfs, which extracts
+ * them with libarchive's secure flags plus our own check of every entry, so
+ * that a path in the archive cannot reach outside it even if a check were
+ * missed. Reading, hashing, writing and extracting overlap. All of it happens
+ * in ROOT/layers/tmp/RANDOM, renamed to ROOT/layers/sha256/HEX once complete
+ * and on disk, and removed on any error. The built-in busybox layer is written
+ * as a tar here and then goes through the same extraction. */
 #include "config.h"
 #include "layer.h"
 #include "sha256.h"
@@ -20,6 +21,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -201,38 +203,362 @@ tmp_layer_install (const char *root, tmp_layer *t, const char *hex, sbx_error **
   return 0;
 }
 
-/* ---- pass 1: decompress and hash ---- */
+/* ---- helper processes fed the stream ---- */
+
+/* The stream goes to two helper processes through sockets: the extraction
+ * (chrooted into the new rootfs) and the writer of layer.tar. Each works at
+ * its own pace, the parent ahead of them by what the sockets hold, so that
+ * neither the disk nor the extraction waits on the other. A helper's verdict
+ * comes back as this struct on a pipe: errors cross the fork as data. */
+typedef struct helper_result {
+  int32_t code;
+  int32_t errnum;
+  uint64_t size; /* the extraction's: the layer's size */
+  char msg[2048];
+} helper_result;
+
+/* A helper that fails stops reading: the parent then stops sending to it
+ * (gone) and reads its input to the end all the same, for the digests. */
+typedef struct helper {
+  pid_t pid;
+  int datafd; /* -1: nothing to feed */
+  int resfd;
+  bool gone;
+} helper;
+#define HELPER_INIT { .pid = -1, .datafd = -1, .resfd = -1 }
+
+/* A helper's work on the stream in INFD, *RES its verdict. */
+typedef void helper_fn (void *arg, int infd, helper_result *res);
+
+static void
+helper_result_set (helper_result *res, const sbx_error *e)
+{
+  res->code = e->code;
+  res->errnum = e->errnum;
+  snprintf (res->msg, sizeof res->msg, "%s", e->msg);
+}
 
 static int
-copy_hashing (struct archive *a, int outfd, sha256_ctx *sha, uint64_t *ret_len, sbx_error **err)
+helper_result_take (helper_result *res, sbx_error **err)
 {
-  uint64_t len = 0;
-  for (;;)
-    {
-      const void *buf;
-      size_t n;
-      la_int64_t off;
-      int r = sbx_ar.archive_read_data_block (a, &buf, &n, &off);
-      if (r == ARCHIVE_EOF)
-        break;
-      if (r != ARCHIVE_OK)
-        return sbx_archive_fail (err, a, "decompress");
-      if (off < 0 || (uint64_t) off != len)
-        return sbx_error_set (err, SBX_E_INTERNAL, 0, "decompress: unexpected hole in the stream");
-      int w = write_all (outfd, buf, n);
-      if (w < 0)
-        return sbx_error_errno (err, -w, "write layer.tar");
-      sha256_update (sha, buf, n);
-      len += n;
-    }
-  *ret_len = len;
+  if (res->code == SBX_OK)
+    return 0;
+  res->msg[sizeof res->msg - 1] = '\0';
+  sbx_code code = res->code > SBX_OK && res->code < SBX_E__MAX ? (sbx_code) res->code : SBX_E_INTERNAL;
+  return sbx_error_set (err, code, res->errnum, "%s", res->msg);
+}
+
+static int
+wait_child (pid_t pid, int *ret_status)
+{
+  while (waitpid (pid, ret_status, 0) < 0)
+    if (errno != EINTR)
+      return -errno;
   return 0;
 }
 
-/* The input of pass 1 as it comes, hashed on the way: an OCI blob's digest
- * is that of its compressed bytes. */
+/* Kills and reaps a helper that did not finish: on the parent's errors. */
+static void
+helper_cleanup (helper *h)
+{
+  closep (&h->datafd);
+  closep (&h->resfd);
+  if (h->pid > 0)
+    {
+      int status;
+      kill (h->pid, SIGKILL);
+      wait_child (h->pid, &status);
+    }
+  h->pid = -1;
+}
+#define _cleanup_helper_ __attribute__ ((cleanup (helper_cleanup)))
+
+static __attribute__ ((noreturn)) void
+helper_child (pid_t parent, helper_fn *fn, void *arg, const int *keep, size_t nkeep, int infd, int resfd)
+{
+  helper_result res = { .code = SBX_OK };
+  int fds[8];
+  if (prctl (PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid () != parent || nkeep + 2 > ARRAY_SIZE (fds))
+    _exit (1);
+  /* Nothing of the parent's stays open in here: no directory outside the
+   * chroot to fchdir to, no other helper's socket held open (its reader
+   * would never see the end of its stream). */
+  memcpy (fds, keep, nkeep * sizeof *keep);
+  fds[nkeep] = infd;
+  fds[nkeep + 1] = resfd;
+  close_fds_except (fds, nkeep + 2);
+  fn (arg, infd, &res);
+  _exit (write_all (resfd, &res, sizeof res) < 0 || res.code != SBX_OK ? 1 : 0);
+}
+
+/* Room for several blocks in flight. Best effort: without it the stream
+ * only takes more calls. */
+static void
+stream_buffer (int fd, int opt, int opt_force)
+{
+  int size = 16 * IO_BLOCK;
+  if (setsockopt (fd, SOL_SOCKET, opt_force, &size, sizeof size) < 0)
+    setsockopt (fd, SOL_SOCKET, opt, &size, sizeof size);
+}
+
+/* Starts FN (ARG) in a child that keeps only the fds in KEEP. It reads INFD,
+ * or with INFD -1 the socket that h->datafd then feeds. The child is done
+ * with ARG before this returns: it may point at the caller's variables. */
+static int
+helper_start (helper_fn *fn, void *arg, const int *keep, size_t nkeep, int infd, helper *h, sbx_error **err)
+{
+  int res[2], data[2] = { -1, -1 };
+  if (infd < 0 && socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, data) < 0)
+    return sbx_error_errno (err, errno, "socketpair");
+  if (pipe2 (res, O_CLOEXEC) < 0)
+    {
+      int e = errno;
+      closep (&data[0]);
+      closep (&data[1]);
+      return sbx_error_errno (err, e, "pipe");
+    }
+  h->datafd = data[0];
+  h->resfd = res[0];
+  if (infd < 0)
+    {
+      stream_buffer (data[0], SO_SNDBUF, SO_SNDBUFFORCE);
+      stream_buffer (data[1], SO_RCVBUF, SO_RCVBUFFORCE);
+    }
+  pid_t parent = getpid ();
+  h->pid = fork ();
+  if (h->pid == 0)
+    helper_child (parent, fn, arg, keep, nkeep, infd >= 0 ? infd : data[1], res[1]);
+  int e = errno;
+  closep (&data[1]);
+  close (res[1]);
+  if (h->pid < 0)
+    return sbx_error_errno (err, e, "fork");
+  return 0;
+}
+
+/* Sends the next bytes of the stream; a helper that has stopped reading is
+ * not an error here: its verdict says why. */
+static int
+helper_feed (helper *h, const void *buf, size_t n, sbx_error **err)
+{
+  const char *p = buf;
+  while (n > 0 && h->datafd >= 0 && !h->gone)
+    {
+      ssize_t w = send (h->datafd, p, n, MSG_NOSIGNAL);
+      if (w < 0 && errno == EINTR)
+        continue;
+      if (w < 0 && (errno == EPIPE || errno == ECONNRESET))
+        h->gone = true;
+      else if (w < 0)
+        return sbx_error_errno (err, errno, "send the stream");
+      else
+        p += w, n -= (size_t) w;
+    }
+  return 0;
+}
+
+/* Ends the stream and collects the verdict. An error here is the helper
+ * dying; what it refused is in *RET. */
+static int
+helper_finish (helper *h, helper_result *ret, sbx_error **err)
+{
+  closep (&h->datafd);
+  ssize_t n = read_all (h->resfd, ret, sizeof *ret);
+  closep (&h->resfd);
+  int status = 0;
+  wait_child (h->pid, &status);
+  h->pid = -1;
+  if (n != (ssize_t) sizeof *ret)
+    return sbx_error_set (err, SBX_E_INTERNAL, 0, "helper process died (status 0x%x)", status);
+  return 0;
+}
+
+/* ---- layer.tar ---- */
+
+/* The writer puts layer.tar on the disk with O_DIRECT where the filesystem
+ * takes it: straight from its buffer to the device, not into a second copy
+ * of the layer in the page cache (costly to fill on a VM, and for the syncfs
+ * before the install to write out). The last partial block, which O_DIRECT
+ * cannot write, goes through the page cache. */
+#define DIRECT_ALIGN 4096
+
+static int
+tar_file_create (int dfd, sbx_error **err)
+{
+  int fd = openat (dfd, "layer.tar", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return sbx_error_errno (err, errno, "create layer.tar");
+  return fd;
+}
+
+/* O_DIRECT off again: for the tail, or where it turns out not to work after
+ * all (EINVAL on a write). */
+static int
+direct_off (int fd, bool *direct)
+{
+  if (*direct && fcntl (fd, F_SETFL, 0) < 0)
+    return -1;
+  *direct = false;
+  return 0;
+}
+
+static int
+put_all (int fd, bool *direct, const char *data, size_t n, sbx_error **err)
+{
+  while (n > 0)
+    {
+      ssize_t w = write (fd, data, n);
+      if (w < 0 && (errno == EINTR || (errno == EINVAL && *direct && direct_off (fd, direct) == 0)))
+        continue;
+      if (w < 0)
+        return sbx_error_errno (err, errno, "write layer.tar");
+      data += w;
+      n -= (size_t) w;
+    }
+  return 0;
+}
+
+/* The last N bytes: whole blocks as before, the rest through the cache. */
+static int
+put_tail (int fd, bool *direct, const char *data, size_t n, sbx_error **err)
+{
+  size_t whole = n - n % DIRECT_ALIGN;
+  if (put_all (fd, direct, data, whole, err) < 0)
+    return -1;
+  if (n > whole && direct_off (fd, direct) < 0)
+    return sbx_error_errno (err, errno, "write layer.tar");
+  return put_all (fd, direct, data + whole, n - whole, err);
+}
+
+/* The writer: the stream from INFD to layer.tar (*ARG) in IO_BLOCK pieces.
+ * Durable, like the rootfs, with the syncfs before the install. */
+static void
+write_tar (void *arg, int infd, helper_result *res)
+{
+  int fd = *(int *) arg;
+  _cleanup_free_ char *buf = NULL;
+  sbx_error *e = NULL;
+  bool direct = fcntl (fd, F_SETFL, O_DIRECT) == 0;
+  if (posix_memalign ((void **) &buf, DIRECT_ALIGN, IO_BLOCK) != 0)
+    abort ();
+  for (;;)
+    {
+      ssize_t n = read_all (infd, buf, IO_BLOCK);
+      if (n < 0)
+        sbx_error_errno (&e, (int) -n, "read the stream");
+      else if (n < IO_BLOCK)
+        put_tail (fd, &direct, buf, (size_t) n, &e);
+      else
+        put_all (fd, &direct, buf, IO_BLOCK, &e);
+      if (e || n < IO_BLOCK)
+        break;
+    }
+  if (e)
+    helper_result_set (res, e);
+  sbx_error_free (e);
+}
+
+static int
+tar_writer_start (int tarfd, helper *h, sbx_error **err)
+{
+  return helper_start (write_tar, &tarfd, &tarfd, 1, -1, h, err);
+}
+
+/* ---- the extraction child ---- */
+
+static int extract_here (int tarfd, uint64_t *ret_size, sbx_error **err);
+
+/* The extraction into ROOTFD: of the stream fed to h, or of the file TARFD,
+ * read to its end. */
+typedef struct extractor {
+  helper h;
+  int rootfd; /* borrowed */
+  int tarfd;  /* borrowed; -1 when fed */
+} extractor;
+#define EXTRACTOR_INIT { .h = HELPER_INIT, .rootfd = -1, .tarfd = -1 }
+#define _cleanup_extractor_ __attribute__ ((cleanup (extractor_cleanup)))
+
+static void
+extractor_cleanup (extractor *x)
+{
+  helper_cleanup (&x->h);
+}
+
+#ifdef SBX_LAYER_FUZZING
+/* For the fuzzer (tests/fuzz/fuzz-tar.c): it sees coverage of in-process code
+ * only, and without the chroot it tests our checks and libarchive's alone.
+ * Nothing is fed: the extraction reads the finished layer.tar (TARFD), in
+ * this process, changing its working directory while it runs. */
+static int
+extractor_start (int rootfd, int tarfd, extractor *x, sbx_error **err)
+{
+  x->rootfd = rootfd;
+  x->tarfd = tarfd;
+  return 0;
+}
+
+static int
+extractor_finish (extractor *x, helper_result *ret, sbx_error **err)
+{
+  _cleanup_close_ int cwd = open (".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  sbx_error *e = NULL;
+  *ret = (helper_result) { .code = SBX_OK };
+  /* Fed (TARFD -1): the layer.tar next to the rootfs, finished by now. */
+  _cleanup_close_ int own = x->tarfd < 0 ? openat (x->rootfd, "../layer.tar", O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
+  int tarfd = x->tarfd < 0 ? own : x->tarfd;
+  if (cwd < 0 || fchdir (x->rootfd) < 0)
+    return sbx_error_errno (err, errno, "enter the rootfs");
+  if (tarfd < 0 || lseek (tarfd, 0, SEEK_SET) < 0)
+    sbx_error_errno (&e, errno, "open layer.tar");
+  else
+    extract_here (tarfd, &ret->size, &e);
+  if (fchdir (cwd) < 0)
+    abort ();
+  if (e)
+    helper_result_set (ret, e);
+  sbx_error_free (e);
+  return 0;
+}
+#else
+/* The extraction in the child, chrooted into the new rootfs (*ARG):
+ * whatever an entry names, "/" and ".." end at the layer's top. */
+static void
+extract_chrooted (void *arg, int infd, helper_result *res)
+{
+  int rootfd = *(int *) arg;
+  sbx_error *e = NULL;
+  if (fchdir (rootfd) < 0 || chroot (".") < 0 || chdir ("/") < 0)
+    sbx_error_errno (&e, errno, "enter the rootfs");
+  else
+    extract_here (infd, &res->size, &e);
+  if (e)
+    helper_result_set (res, e);
+  sbx_error_free (e);
+}
+
+static int
+extractor_start (int rootfd, int tarfd, extractor *x, sbx_error **err)
+{
+  x->rootfd = rootfd;
+  x->tarfd = tarfd;
+  return helper_start (extract_chrooted, &x->rootfd, &x->rootfd, 1, tarfd, &x->h, err);
+}
+
+static int
+extractor_finish (extractor *x, helper_result *ret, sbx_error **err)
+{
+  return helper_finish (&x->h, ret, err);
+}
+#endif
+
+/* ---- reading the input: once, hashed, kept, extracted ---- */
+
+/* The input as it comes, hashed on the way: an OCI blob's digest is that of
+ * its compressed bytes. A plain tar's is that of the tar, hashed once
+ * (below), so this one stops once that is known (hash false). */
 typedef struct raw_source {
   int fd;
+  bool hash;
   sha256_ctx sha;
   uint64_t len;
   char *buf;
@@ -251,7 +577,8 @@ raw_source_read (struct archive *a, void *data, const void **ret_buf)
       sbx_ar.archive_set_error (a, errno, "read");
       return -1;
     }
-  sha256_update (&s->sha, s->buf, (size_t) n);
+  if (s->hash)
+    sha256_update (&s->sha, s->buf, (size_t) n);
   s->len += (uint64_t) n;
   *ret_buf = s->buf;
   return n;
@@ -270,22 +597,61 @@ raw_source_drain (raw_source *s, sbx_error **err)
         return sbx_error_errno (err, errno, "read");
       if (n == 0)
         return 0;
-      sha256_update (&s->sha, s->buf, (size_t) n);
+      if (s->hash)
+        sha256_update (&s->sha, s->buf, (size_t) n);
       s->len += (uint64_t) n;
     }
 }
 
-/* Writes the uncompressed stream of INFD to T's layer.tar; HEX is its sha256,
- * BLOB_HEX and *BLOB_LEN those of INFD's bytes. */
+/* Where the plain tar stream goes: hashed, to the extraction and to the
+ * writer of layer.tar. All but the hash optional. */
+typedef struct tar_sinks {
+  sha256_ctx sha;
+  uint64_t len;
+  extractor *x;
+  helper *writer;
+} tar_sinks;
+
 static int
-write_plain_tar (int infd, tmp_layer *t, char hex[65], char blob_hex[65], uint64_t *blob_len, sbx_error **err)
+copy_stream (struct archive *a, tar_sinks *k, sbx_error **err)
 {
-  _cleanup_close_ int outfd = openat (t->dfd, "layer.tar", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (outfd < 0)
-    return sbx_error_errno (err, errno, "create layer.tar");
+  for (;;)
+    {
+      const void *buf;
+      size_t n;
+      la_int64_t off;
+      int r = sbx_ar.archive_read_data_block (a, &buf, &n, &off);
+      if (r == ARCHIVE_EOF)
+        return 0;
+      if (r != ARCHIVE_OK)
+        return sbx_archive_fail (err, a, "decompress");
+      if (off < 0 || (uint64_t) off != k->len)
+        return sbx_error_set (err, SBX_E_INTERNAL, 0, "decompress: unexpected hole in the stream");
+      sha256_update (&k->sha, buf, n);
+      k->len += n;
+      if ((k->x && helper_feed (&k->x->h, buf, n, err) < 0) || (k->writer && helper_feed (k->writer, buf, n, err) < 0))
+        return -1;
+    }
+}
+
+/* The digests of one input: HEX of the plain tar, BLOB_HEX and BLOB_LEN of
+ * the bytes as they came. */
+typedef struct stream_sums {
+  char hex[65];
+  char blob_hex[65];
+  uint64_t blob_len;
+} stream_sums;
+
+/* Reads INFD to its end, strips any compression and sends the plain tar to
+ * K's sinks. */
+static int
+read_input (int infd, tar_sinks *k, stream_sums *ret, sbx_error **err)
+{
   _cleanup_free_ char *buf = xmalloc (IO_BLOCK);
-  raw_source src = { .fd = infd, .buf = buf };
+  posix_fadvise (infd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  raw_source src = { .fd = infd, .hash = true, .buf = buf };
   sha256_init (&src.sha);
+  sha256_init (&k->sha);
   _cleanup_archive_read_ struct archive *a = sbx_ar.archive_read_new ();
   if (sbx_archive_read_filters (a, err) < 0)
     return -1;
@@ -298,22 +664,28 @@ write_plain_tar (int infd, tmp_layer *t, char hex[65], char blob_hex[65], uint64
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "empty archive");
   if (r != ARCHIVE_OK)
     return sbx_archive_fail (err, a, "read");
-  sha256_ctx sha;
-  uint64_t len = 0;
-  sha256_init (&sha);
-  if (copy_hashing (a, outfd, &sha, &len, err) < 0)
+  /* No filter but the reader's own: the blob is the tar, one hash names both. */
+  bool plain = sbx_ar.archive_filter_count (a) == 1;
+  src.hash = !plain;
+  if (copy_stream (a, k, err) < 0)
     return -1;
-  if (len == 0)
+  if (k->len == 0)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "empty archive");
   if (raw_source_drain (&src, err) < 0)
     return -1;
-  sha256_ctx_hex_final (&sha, hex);
-  sha256_ctx_hex_final (&src.sha, blob_hex);
-  *blob_len = src.len;
+  if (plain && src.len != k->len)
+    return sbx_error_set (err, SBX_E_INTERNAL, 0, "read: %llu bytes in, %llu out of an uncompressed stream",
+                          (unsigned long long) src.len, (unsigned long long) k->len);
+  sha256_ctx_hex_final (&k->sha, ret->hex);
+  if (plain)
+    memcpy (ret->blob_hex, ret->hex, sizeof ret->hex);
+  else
+    sha256_ctx_hex_final (&src.sha, ret->blob_hex);
+  ret->blob_len = src.len;
   return 0;
 }
 
-/* ---- pass 2: what an entry may be ---- */
+/* ---- what an entry may be ---- */
 
 typedef enum entry_kind {
   ENTRY_WRITE,    /* extract as it is */
@@ -482,7 +854,7 @@ filter_xattrs (struct archive_entry *e)
     sbx_ar.archive_entry_xattr_add_entry (e, name, value, size);
 }
 
-/* ---- pass 2: extraction, in the new rootfs as the current directory ---- */
+/* ---- extraction, in the new rootfs as the current directory ---- */
 
 static struct archive *
 open_tar_reader (int fd, sbx_error **err)
@@ -556,17 +928,59 @@ extract_entry (struct archive *ar, struct archive *aw, struct archive_entry *e, 
   return 0;
 }
 
+/* The tar as the extraction reads it, counted: the end-of-archive check
+ * needs the stream's length, which a socket does not tell. */
+typedef struct tar_stream {
+  int fd;
+  uint64_t len;
+  char *buf;
+} tar_stream;
+
+static la_ssize_t
+tar_stream_read (struct archive *a, void *data, const void **ret_buf)
+{
+  tar_stream *s = data;
+  ssize_t n;
+  do
+    n = read (s->fd, s->buf, IO_BLOCK);
+  while (n < 0 && errno == EINTR);
+  if (n < 0)
+    {
+      sbx_ar.archive_set_error (a, errno, "read");
+      return -1;
+    }
+  s->len += (uint64_t) n;
+  *ret_buf = s->buf;
+  return n;
+}
+
+/* What follows the end-of-archive blocks (a writer's padding), counted. */
+static int
+tar_stream_drain (tar_stream *s, sbx_error **err)
+{
+  for (;;)
+    {
+      ssize_t n = read (s->fd, s->buf, IO_BLOCK);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0)
+        return sbx_error_errno (err, errno, "read");
+      if (n == 0)
+        return 0;
+      s->len += (uint64_t) n;
+    }
+}
+
 /* libarchive takes a tar that stops at an entry boundary as complete (some
  * writers omit the end-of-archive blocks), and so a download cut short there
  * too. We require the zero block that ends the archive. */
 static int
-check_end_marker (struct archive *ar, int tarfd, sbx_error **err)
+check_end_marker (struct archive *ar, tar_stream *in, sbx_error **err)
 {
-  struct stat st;
-  if (fstat (tarfd, &st) < 0)
-    return sbx_error_errno (err, errno, "stat layer.tar");
+  if (tar_stream_drain (in, err) < 0)
+    return -1;
   la_int64_t end = sbx_ar.archive_read_header_position (ar);
-  if (end < 0 || st.st_size - end < 512)
+  if (end < 0 || in->len < (uint64_t) end || in->len - (uint64_t) end < 512)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "truncated archive: no end-of-archive marker");
   return 0;
 }
@@ -613,13 +1027,16 @@ apply_opaque (char **dirs, sbx_error **err)
   return 0;
 }
 
-/* Extracts the tar in TARFD into the current directory. */
+/* Extracts the tar TARFD gives, to its end, into the current directory. */
 static int
 extract_here (int tarfd, uint64_t *ret_size, sbx_error **err)
 {
-  _cleanup_archive_read_ struct archive *ar = open_tar_reader (tarfd, err);
-  if (ar == NULL)
-    return -1;
+  _cleanup_free_ char *buf = xmalloc (IO_BLOCK);
+  tar_stream in = { .fd = tarfd, .buf = buf };
+  _cleanup_archive_read_ struct archive *ar = sbx_ar.archive_read_new ();
+  sbx_ar.archive_read_support_format_tar (ar);
+  if (sbx_ar.archive_read_open (ar, &in, NULL, tar_stream_read, NULL) != ARCHIVE_OK)
+    return sbx_archive_fail (err, ar, "read tar");
   _cleanup_archive_write_ struct archive *aw = sbx_ar.archive_write_disk_new ();
   sbx_ar.archive_write_disk_set_options (aw, EXTRACT_FLAGS);
   _cleanup_strv_ char **opaque = NULL;
@@ -636,7 +1053,7 @@ extract_here (int tarfd, uint64_t *ret_size, sbx_error **err)
       if (extract_entry (ar, aw, e, &opaque, &size, err) < 0)
         return -1;
     }
-  if (check_end_marker (ar, tarfd, err) < 0)
+  if (check_end_marker (ar, &in, err) < 0)
     return -1;
   if (sbx_ar.archive_write_close (aw) != ARCHIVE_OK)
     return sbx_archive_fail (err, aw, "finish extraction");
@@ -645,100 +1062,6 @@ extract_here (int tarfd, uint64_t *ret_size, sbx_error **err)
   *ret_size = size;
   return 0;
 }
-
-static int
-wait_child (pid_t pid, int *ret_status)
-{
-  while (waitpid (pid, ret_status, 0) < 0)
-    if (errno != EINTR)
-      return -errno;
-  return 0;
-}
-
-#ifdef SBX_LAYER_FUZZING
-/* For the fuzzer (tests/fuzz/fuzz-tar.c): it sees coverage of in-process code
- * only, and without the chroot below it tests our checks and libarchive's
- * alone. Changes the working directory of the process while it runs. */
-static int
-extract_isolated (int rootfd, int tarfd, uint64_t *ret_size, sbx_error **err)
-{
-  _cleanup_close_ int cwd = open (".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (cwd < 0 || fchdir (rootfd) < 0)
-    return sbx_error_errno (err, errno, "enter the rootfs");
-  int r = extract_here (tarfd, ret_size, err);
-  if (fchdir (cwd) < 0)
-    abort ();
-  return r;
-}
-#else
-/* Errors cross the fork as this struct on a pipe. */
-typedef struct extract_result {
-  int32_t code;
-  int32_t errnum;
-  uint64_t size;
-  char msg[2048];
-} extract_result;
-
-static __attribute__ ((noreturn)) void
-extract_child (pid_t parent, int rootfd, int tarfd, int resfd)
-{
-  extract_result res = { .code = SBX_OK };
-  sbx_error *e = NULL;
-  if (prctl (PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid () != parent)
-    _exit (1);
-  if (fchdir (rootfd) < 0 || chroot (".") < 0 || chdir ("/") < 0)
-    sbx_error_errno (&e, errno, "enter the rootfs");
-  else
-    extract_here (tarfd, &res.size, &e);
-  if (e)
-    {
-      res.code = e->code;
-      res.errnum = e->errnum;
-      snprintf (res.msg, sizeof res.msg, "%s", e->msg);
-    }
-  _exit (write_all (resfd, &res, sizeof res) < 0 || e ? 1 : 0);
-}
-
-/* Extracts in a child chrooted into the new rootfs: whatever an entry names,
- * "/" and ".." end at the layer's top. */
-static int
-extract_isolated (int rootfd, int tarfd, uint64_t *ret_size, sbx_error **err)
-{
-  int p[2];
-  if (pipe2 (p, O_CLOEXEC) < 0)
-    return sbx_error_errno (err, errno, "pipe");
-  pid_t parent = getpid ();
-  pid_t pid = fork ();
-  if (pid < 0)
-    {
-      int e = errno;
-      close (p[0]);
-      close (p[1]);
-      return sbx_error_errno (err, e, "fork");
-    }
-  if (pid == 0)
-    {
-      close (p[0]);
-      extract_child (parent, rootfd, tarfd, p[1]);
-    }
-  close (p[1]);
-  extract_result res;
-  ssize_t n = read_all (p[0], &res, sizeof res);
-  close (p[0]);
-  int status = 0;
-  wait_child (pid, &status);
-  if (n != (ssize_t) sizeof res)
-    return sbx_error_set (err, SBX_E_INTERNAL, 0, "extraction process died (status 0x%x)", status);
-  if (res.code != SBX_OK)
-    {
-      res.msg[sizeof res.msg - 1] = '\0';
-      sbx_code code = res.code > SBX_OK && res.code < SBX_E__MAX ? (sbx_code) res.code : SBX_E_INTERNAL;
-      return sbx_error_set (err, code, res.errnum, "%s", res.msg);
-    }
-  *ret_size = res.size;
-  return 0;
-}
-#endif
 
 /* The size of an existing layer, from its tar's headers alone. */
 static int
@@ -764,6 +1087,15 @@ tar_size (int tarfd, uint64_t *ret_size, sbx_error **err)
   return 0;
 }
 
+static int
+open_rootfs (tmp_layer *t, sbx_error **err)
+{
+  int fd = openat (t->dfd, "rootfs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return sbx_error_errno (err, errno, "open rootfs");
+  return fd;
+}
+
 /* T's layer.tar is complete and HEX names it: extracts it into T's rootfs,
  * unless the store has that layer already (*ret_reuse). */
 static int
@@ -777,10 +1109,14 @@ extract_layer (const char *root, tmp_layer *t, const char *hex, bool *ret_reuse,
   *ret_reuse = sbx_layer_exists (root, digest);
   if (*ret_reuse)
     return tar_size (tarfd, ret_size, err);
-  _cleanup_close_ int rootfd = openat (t->dfd, "rootfs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (rootfd < 0)
-    return sbx_error_errno (err, errno, "open rootfs");
-  return extract_isolated (rootfd, tarfd, ret_size, err);
+  _cleanup_close_ int rootfd = open_rootfs (t, err);
+  _cleanup_extractor_ extractor x = EXTRACTOR_INIT;
+  helper_result res;
+  if (rootfd < 0 || extractor_start (rootfd, tarfd, &x, err) < 0 || extractor_finish (&x, &res, err) < 0
+      || helper_result_take (&res, err) < 0)
+    return -1;
+  *ret_size = res.size;
+  return 0;
 }
 
 /* The tail of the busybox layer: extracts and installs T, or reuses the
@@ -800,12 +1136,36 @@ finish_layer (const char *root, tmp_layer *t, const char *hex, char **ret_digest
 
 /* ---- staged imports ---- */
 
+/* The whole of one import but the install: INFD read once, its plain tar
+ * hashed here, written to T's layer.tar and extracted into T's rootfs by the
+ * helpers at the same time. The extraction's verdict is in *RET_RES; the
+ * writer's failure is this function's. */
+static int
+stream_layer (tmp_layer *t, int infd, stream_sums *ret, helper_result *ret_res, sbx_error **err)
+{
+  _cleanup_close_ int rootfd = open_rootfs (t, err);
+  _cleanup_close_ int tarfd = tar_file_create (t->dfd, err);
+  _cleanup_extractor_ extractor x = EXTRACTOR_INIT;
+  _cleanup_helper_ helper writer = HELPER_INIT;
+  tar_sinks k = { .x = &x, .writer = &writer };
+  helper_result wres;
+  if (rootfd < 0 || tarfd < 0 || extractor_start (rootfd, -1, &x, err) < 0
+      || tar_writer_start (tarfd, &writer, err) < 0)
+    return -1;
+  if (read_input (infd, &k, ret, err) < 0 || helper_finish (&writer, &wres, err) < 0
+      || helper_result_take (&wres, err) < 0)
+    return -1;
+  return extractor_finish (&x, ret_res, err);
+}
+
 struct sbx_layer_staged {
   tmp_layer t;
   char *digest;
   char *blob_digest;
   uint64_t blob_size;
   uint64_t size;
+  helper_result result; /* when streamed: the extraction's */
+  bool streamed;         /* false: only hashed, the store had the layer KNOWN */
   bool extracted;
   bool reuse;
 };
@@ -822,17 +1182,22 @@ sbx_layer_staged_free (sbx_layer_staged *s)
 }
 
 int
-sbx_layer_stage (const char *root, int fd, sbx_layer_staged **ret, sbx_error **err)
+sbx_layer_stage (const char *root, int fd, const char *known, sbx_layer_staged **ret, sbx_error **err)
 {
   if (sbx_archive_load (err) < 0)
     return -1;
   _cleanup_layer_staged_ sbx_layer_staged *s = xmalloc0 (sizeof *s);
   s->t = (tmp_layer) TMP_LAYER_INIT;
-  char hex[65], blob_hex[65];
-  if (tmp_layer_new (root, &s->t, err) < 0 || write_plain_tar (fd, &s->t, hex, blob_hex, &s->blob_size, err) < 0)
+  stream_sums sums;
+  tar_sinks hash_only = { 0 };
+  if (tmp_layer_new (root, &s->t, err) < 0)
     return -1;
-  s->digest = xasprintf (DIGEST_PREFIX "%s", hex);
-  s->blob_digest = xasprintf (DIGEST_PREFIX "%s", blob_hex);
+  s->streamed = !(known && sbx_layer_exists (root, known));
+  if (s->streamed ? stream_layer (&s->t, fd, &sums, &s->result, err) < 0 : read_input (fd, &hash_only, &sums, err) < 0)
+    return -1;
+  s->digest = xasprintf (DIGEST_PREFIX "%s", sums.hex);
+  s->blob_digest = xasprintf (DIGEST_PREFIX "%s", sums.blob_hex);
+  s->blob_size = sums.blob_len;
   *ret = steal_pointer (&s);
   return 0;
 }
@@ -851,11 +1216,39 @@ sbx_layer_staged_blob (const sbx_layer_staged *s, uint64_t *ret_size)
   return s->blob_digest;
 }
 
+/* The size of a layer the store has: as our extraction counted it, or from
+ * the headers of its layer.tar, which holds the same bytes. */
+static int
+reused_size (const char *root, sbx_layer_staged *s, sbx_error **err)
+{
+  if (s->streamed && s->result.code == SBX_OK)
+    {
+      s->size = s->result.size;
+      return 0;
+    }
+  _cleanup_free_ char *dir = sbx_layer_dir (root, s->digest);
+  _cleanup_free_ char *tar = xasprintf ("%s/layer.tar", dir);
+  _cleanup_close_ int fd = open (tar, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0)
+    return sbx_error_errno (err, errno, "open `%s`", tar);
+  return tar_size (fd, &s->size, err);
+}
+
+/* The extraction happened while staging; this reports it, unless the store
+ * has the layer already, which is then used instead. */
 int
 sbx_layer_staged_extract (const char *root, sbx_layer_staged *s, sbx_error **err)
 {
-  if (extract_layer (root, &s->t, digest_hex (s->digest), &s->reuse, &s->size, err) < 0)
+  s->reuse = sbx_layer_exists (root, s->digest);
+  if (s->reuse && reused_size (root, s, err) < 0)
     return -1;
+  if (!s->reuse && !s->streamed)
+    return sbx_error_set (err, SBX_E_INTERNAL, 0, "layer %s: not extracted (it is not the layer it was said to be)",
+                          s->digest);
+  if (!s->reuse && helper_result_take (&s->result, err) < 0)
+    return -1;
+  if (!s->reuse)
+    s->size = s->result.size;
   s->extracted = true;
   return 0;
 }
@@ -877,7 +1270,7 @@ sbx_layer_import_fd (const char *root, int fd, char **ret_digest, uint64_t *ret_
 {
   _cleanup_layer_staged_ sbx_layer_staged *s = NULL;
   uint64_t size = 0;
-  if (sbx_layer_stage (root, fd, &s, err) < 0 || sbx_layer_staged_extract (root, s, err) < 0
+  if (sbx_layer_stage (root, fd, NULL, &s, err) < 0 || sbx_layer_staged_extract (root, s, err) < 0
       || sbx_layer_staged_install (root, s, &size, err) < 0)
     return -1;
   *ret_digest = xstrdup (s->digest);

@@ -43,11 +43,14 @@ int sbx_layer_import_fd (const char *root, int fd, char **ret_digest, uint64_t *
 
 /* An import in steps, so that a caller making several layers (an OCI image)
  * can check each one's digests before anything enters the store and install
- * them together: stage (decompress into a work directory, hashing both
- * streams), extract (in the chrooted child), install (rename into place).
- * Freeing a staged layer that was not installed removes its directory. */
+ * them together: stage (read FD once: decompress, hash both streams, write
+ * layer.tar and extract in the chrooted child, all in a work directory),
+ * extract (the extraction's verdict), install (rename into place). When the
+ * store has the layer KNOWN already (the diff_id the caller will check the
+ * layer against; may be NULL), staging only hashes. Freeing a staged layer
+ * that was not installed removes its directory. */
 typedef struct sbx_layer_staged sbx_layer_staged;
-int sbx_layer_stage (const char *root, int fd, sbx_layer_staged **ret, sbx_error **err);
+int sbx_layer_stage (const char *root, int fd, const char *known, sbx_layer_staged **ret, sbx_error **err);
 /* "sha256:HEX" of the uncompressed tar: the layer's name, an OCI diff_id. */
 const char *sbx_layer_staged_digest (const sbx_layer_staged *s);
 /* "sha256:HEX" and size of the bytes FD gave, as they were: an OCI blob. */

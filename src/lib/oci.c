@@ -1037,7 +1037,7 @@ stage_layer (const char *root, int fd, const sbx_oci_desc *blob, const char *dif
              sbx_error **err)
 {
   sbx_layer_staged *s = NULL;
-  if (sbx_layer_stage (root, fd, &s, err) < 0)
+  if (sbx_layer_stage (root, fd, diff_id, &s, err) < 0)
     return sbx_error_wrap (err, "layer %zu", i + 1);
   l->v[l->n++] = s;
   uint64_t size;

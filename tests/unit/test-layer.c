@@ -405,6 +405,154 @@ test_whiteouts (void)
   sbx_layer_remove (root, digest, NULL);
 }
 
+/* ---- one pass: big streams, early refusals, the known layer ---- */
+
+/* A tar at base/in/NAME: FIRST (a file "x") if not NULL, then NFILES files of
+ * SIZE bytes of a pattern under big/, then a file of 3000 bytes, so that the
+ * stream is much more than the helpers' sockets hold and no multiple of 4096. */
+static char *
+make_big_tar (const char *name, const char *first, size_t nfiles, size_t size)
+{
+  char *path = xasprintf ("%s/%s", indir, name);
+  _cleanup_free_ char *data = xmalloc (size);
+  for (size_t i = 0; i < size; i++)
+    data[i] = (char) (i * 7 + i / 4099);
+  struct archive *a = archive_write_new ();
+  archive_write_set_format_pax_restricted (a);
+  archive_write_open_filename (a, path);
+  for (size_t i = 0; i <= nfiles + 1; i++)
+    {
+      _cleanup_free_ char *p = i == 0 ? xstrdup (first ? first : "big/") : xasprintf ("big/f%zu", i);
+      size_t len = i == 0 ? (first ? 1 : 0) : i <= nfiles ? size : 3000;
+      struct archive_entry *e = archive_entry_new ();
+      archive_entry_set_pathname (e, p);
+      archive_entry_set_filetype (e, i == 0 && first == NULL ? AE_IFDIR : AE_IFREG);
+      archive_entry_set_perm (e, 0644);
+      archive_entry_set_size (e, (la_int64_t) len);
+      archive_write_header (a, e);
+      archive_write_data (a, i == 0 ? "x" : data, len);
+      archive_entry_free (e);
+    }
+  archive_write_close (a);
+  archive_write_free (a);
+  return path;
+}
+
+static void
+test_big_stream (void)
+{
+  enum { N = 40, SIZE = 1 << 20 };
+  _cleanup_free_ char *p = make_big_tar ("big.tar", NULL, N, SIZE);
+  _cleanup_free_ char *digest = NULL;
+  _cleanup_error_ sbx_error *err = NULL;
+  uint64_t size = 0;
+  int before = count_layers ();
+  int r = sbx_layer_import_tar (root, p, &digest, &size, &err);
+  if (!tap_ok (r == 0, "import a %d MiB tar (%s)", N, err ? err->msg : "ok"))
+    return;
+  _cleanup_free_ char *want = file_hex (p);
+  _cleanup_free_ char *dir = sbx_layer_dir (root, digest);
+  _cleanup_free_ char *tar = xasprintf ("%s/layer.tar", dir);
+  _cleanup_free_ char *tarhex = file_hex (tar);
+  tap_ok (strcmp (digest, want) == 0 && strcmp (tarhex, want) == 0,
+          "big tar: digest and layer.tar are the stream's, byte for byte");
+  _cleanup_free_ char *f = in_layer (digest, "big/f7");
+  _cleanup_free_ char *last = in_layer (digest, "big/f41");
+  _cleanup_free_ char *got = NULL;
+  size_t len = 0;
+  bool same = read_file (f, 2 * SIZE, &got, &len, NULL) == 0 && len == SIZE;
+  for (size_t i = 0; same && i < len; i++)
+    same = got[i] == (char) (i * 7 + i / 4099);
+  struct stat st;
+  tap_ok (same && stat (last, &st) == 0 && st.st_size == 3000, "big tar: the files hold what the tar does");
+  tap_ok (size == (uint64_t) N * SIZE + 3000 && count_layers () == before + 1 && tmp_is_empty (),
+          "big tar: size %llu, one layer, no temp dir", (unsigned long long) size);
+  sbx_layer_remove (root, digest, NULL);
+}
+
+/* The extraction refuses the first entry while the parent has most of the
+ * stream still to send: staging still hashes all of it, the refusal comes
+ * with the extraction's verdict, and nothing stays. */
+static void
+test_early_refusal (void)
+{
+  _cleanup_free_ char *p = make_big_tar ("early.tar", "../evil", 40, 1 << 20);
+  _cleanup_free_ char *want = file_hex (p);
+  _cleanup_close_ int fd = open (p, O_RDONLY | O_CLOEXEC);
+  _cleanup_error_ sbx_error *err = NULL;
+  sbx_layer_staged *s = NULL;
+  int before = count_layers ();
+  int r = sbx_layer_stage (root, fd, NULL, &s, &err);
+  if (!tap_ok (r == 0, "a tar refused at its first entry still stages (%s)", err ? err->msg : "ok"))
+    return;
+  uint64_t blob_size = 0;
+  struct stat st;
+  tap_ok (strcmp (sbx_layer_staged_digest (s), want) == 0 && strcmp (sbx_layer_staged_blob (s, &blob_size), want) == 0
+              && stat (p, &st) == 0 && blob_size == (uint64_t) st.st_size,
+          "... with the digests of the whole stream");
+  r = sbx_layer_staged_extract (root, s, &err);
+  tap_ok (r < 0 && err && err->code == SBX_E_INVALID_ARGUMENT && strstr (err->msg, "`..` component"),
+          "... and the extraction's refusal (%s)", err ? err->msg : "none");
+  sbx_layer_staged_free (s);
+  tap_ok (count_layers () == before && tmp_is_empty () && count_entries (outside) == 0,
+          "... leaving nothing, in the store or outside");
+}
+
+/* A plain tar is hashed once, as blob and as tar; a compressed one twice. */
+static void
+test_blob_digests (const char *digest)
+{
+  static const char *const names[] = { "good.tar", "good.tar.gz", "good.tar.zst" };
+  if (digest == NULL)
+    return;
+  for (size_t i = 0; i < ARRAY_SIZE (names); i++)
+    {
+      _cleanup_free_ char *p = xasprintf ("%s/%s", indir, names[i]);
+      _cleanup_free_ char *want = file_hex (p);
+      _cleanup_close_ int fd = open (p, O_RDONLY | O_CLOEXEC);
+      _cleanup_error_ sbx_error *err = NULL;
+      sbx_layer_staged *s = NULL;
+      struct stat st;
+      uint64_t blob_size = 0;
+      int r = sbx_layer_stage (root, fd, NULL, &s, &err);
+      tap_ok (r == 0 && strcmp (sbx_layer_staged_digest (s), digest) == 0
+                  && strcmp (sbx_layer_staged_blob (s, &blob_size), want) == 0 && stat (p, &st) == 0
+                  && blob_size == (uint64_t) st.st_size,
+              "%s: the tar's digest, and the blob's of its bytes as they are (%s)", names[i], err ? err->msg : "ok");
+      sbx_layer_staged_free (s);
+    }
+}
+
+/* KNOWN names a layer the store has: staging only hashes; an input that is
+ * not that layer after all is not installed. */
+static void
+test_known_layer (const char *digest)
+{
+  if (digest == NULL)
+    return;
+  _cleanup_free_ char *same = xasprintf ("%s/good.tar", indir);
+  _cleanup_free_ char *other = xasprintf ("%s/big.tar", indir);
+  _cleanup_close_ int fd = open (same, O_RDONLY | O_CLOEXEC);
+  _cleanup_close_ int fd2 = open (other, O_RDONLY | O_CLOEXEC);
+  _cleanup_error_ sbx_error *err = NULL;
+  sbx_layer_staged *s = NULL;
+  uint64_t size = 0;
+  int before = count_layers ();
+  int r = sbx_layer_stage (root, fd, digest, &s, &err);
+  r = r == 0 ? sbx_layer_staged_extract (root, s, &err) : r;
+  r = r == 0 ? sbx_layer_staged_install (root, s, &size, &err) : r;
+  tap_ok (r == 0 && strcmp (sbx_layer_staged_digest (s), digest) == 0 && size == 27 && count_layers () == before,
+          "a layer the store has: hashed, reused, same size (%s)", err ? err->msg : "ok");
+  sbx_layer_staged_free (s);
+  s = NULL;
+  r = sbx_layer_stage (root, fd2, digest, &s, &err);
+  tap_ok (r == 0 && strcmp (sbx_layer_staged_digest (s), digest) != 0, "an input said to be that layer: hashed");
+  r = sbx_layer_staged_extract (root, s, &err);
+  tap_ok (r < 0 && err && err->code == SBX_E_INTERNAL, "... and not extracted as it (%s)", err ? err->msg : "none");
+  sbx_layer_staged_free (s);
+  tap_ok (count_layers () == before && tmp_is_empty (), "... leaving nothing");
+}
+
 /* ---- busybox ---- */
 
 static void
@@ -520,6 +668,10 @@ main (void)
   test_refusals ();
   test_corrupt ();
   test_whiteouts ();
+  test_big_stream ();
+  test_early_refusal ();
+  test_blob_digests (digest);
+  test_known_layer (digest);
   test_busybox ();
   test_paths_and_remove (digest);
   test_race ();
