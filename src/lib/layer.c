@@ -551,6 +551,102 @@ extractor_finish (extractor *x, helper_result *ret, sbx_error **err)
 }
 #endif
 
+/* ---- writeback while extracting ---- */
+
+/* The syncfs before the install would otherwise write the whole layer at the
+ * end, the disk idle until then. A helper process syncs the filesystem each
+ * time another FLUSH_EVERY bytes have gone to the extraction, so that the
+ * files go to the disk while later ones are being extracted and the last
+ * syncfs finds little left. It only ever makes data durable sooner. Smaller
+ * layers never start it. */
+#define FLUSH_EVERY (32 * 1024 * 1024)
+
+typedef struct flusher {
+  int fsfd; /* borrowed */
+  pid_t pid;
+  int kickfd;
+  bool tried;
+  uint64_t next;
+} flusher;
+#define FLUSHER_INIT(fd) { .fsfd = (fd), .pid = -1, .kickfd = -1, .next = FLUSH_EVERY }
+
+/* Waits for a sync under way to end rather than kill it: the final syncfs
+ * would wait for it all the same. */
+static void
+flusher_stop (flusher *f)
+{
+  closep (&f->kickfd);
+  if (f->pid > 0)
+    {
+      int status;
+      wait_child (f->pid, &status);
+    }
+  f->pid = -1;
+}
+#define _cleanup_flusher_ __attribute__ ((cleanup (flusher_stop)))
+
+#ifdef SBX_LAYER_FUZZING /* thousands of layers a minute, never synced */
+static void
+flusher_start (flusher *f)
+{
+}
+#else
+static __attribute__ ((noreturn)) void
+flusher_child (pid_t parent, int fsfd, int kickfd)
+{
+  char buf[64];
+  const int keep[] = { fsfd, kickfd };
+  if (prctl (PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid () != parent)
+    _exit (1);
+  close_fds_except (keep, ARRAY_SIZE (keep));
+  for (;;)
+    {
+      ssize_t n = read (kickfd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        _exit (0);
+      syncfs (fsfd);
+    }
+}
+
+/* Best effort: without the helper the last syncfs does all the work. */
+static void
+flusher_start (flusher *f)
+{
+  int p[2];
+  if (pipe2 (p, O_CLOEXEC) < 0)
+    return;
+  pid_t parent = getpid ();
+  f->pid = fork ();
+  if (f->pid == 0)
+    flusher_child (parent, f->fsfd, p[0]);
+  close (p[0]);
+  if (f->pid < 0 || set_nonblock (p[1], true) < 0)
+    {
+      close (p[1]);
+      flusher_stop (f);
+      return;
+    }
+  f->kickfd = p[1];
+}
+#endif
+
+/* LEN bytes have gone to the extraction. Kicks the helper never read yet
+ * make one sync. */
+static void
+flusher_progress (flusher *f, uint64_t len)
+{
+  if (len < f->next)
+    return;
+  f->next = len + FLUSH_EVERY;
+  if (!f->tried)
+    flusher_start (f);
+  f->tried = true;
+  if (f->kickfd >= 0 && write (f->kickfd, "", 1) < 0 && errno != EAGAIN)
+    closep (&f->kickfd);
+}
+
 /* ---- reading the input: once, hashed, kept, extracted ---- */
 
 /* The input as it comes, hashed on the way: an OCI blob's digest is that of
@@ -604,12 +700,13 @@ raw_source_drain (raw_source *s, sbx_error **err)
 }
 
 /* Where the plain tar stream goes: hashed, to the extraction and to the
- * writer of layer.tar. All but the hash optional. */
+ * writer of layer.tar, with the flusher told. All but the hash optional. */
 typedef struct tar_sinks {
   sha256_ctx sha;
   uint64_t len;
   extractor *x;
   helper *writer;
+  flusher *flush;
 } tar_sinks;
 
 static int
@@ -631,6 +728,8 @@ copy_stream (struct archive *a, tar_sinks *k, sbx_error **err)
       k->len += n;
       if ((k->x && helper_feed (&k->x->h, buf, n, err) < 0) || (k->writer && helper_feed (k->writer, buf, n, err) < 0))
         return -1;
+      if (k->flush)
+        flusher_progress (k->flush, k->len);
     }
 }
 
@@ -1147,7 +1246,8 @@ stream_layer (tmp_layer *t, int infd, stream_sums *ret, helper_result *ret_res, 
   _cleanup_close_ int tarfd = tar_file_create (t->dfd, err);
   _cleanup_extractor_ extractor x = EXTRACTOR_INIT;
   _cleanup_helper_ helper writer = HELPER_INIT;
-  tar_sinks k = { .x = &x, .writer = &writer };
+  _cleanup_flusher_ flusher fl = FLUSHER_INIT (t->dfd);
+  tar_sinks k = { .x = &x, .writer = &writer, .flush = &fl };
   helper_result wres;
   if (rootfd < 0 || tarfd < 0 || extractor_start (rootfd, -1, &x, err) < 0
       || tar_writer_start (tarfd, &writer, err) < 0)
