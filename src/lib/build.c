@@ -101,12 +101,6 @@ tar_data (tar_out *t, int fd, int64_t size, const char *path, sbx_error **err)
   return 0;
 }
 
-static int
-cmp_str (const void *a, const void *b)
-{
-  return strcmp (*(char *const *) a, *(char *const *) b);
-}
-
 static int tar_tree (tar_out *t, int dfd, const char *prefix, int depth, sbx_error **err);
 
 /* One entry NAME of directory DFD, archived as PATH. */
@@ -191,28 +185,14 @@ tar_tree (tar_out *t, int dfd, const char *prefix, int depth, sbx_error **err)
       close (dfd);
       return sbx_error_errno (err, errno, "opendir `%s`", prefix);
     }
-  char **names = NULL;
-  size_t n = 0;
-  struct dirent *de;
-  while ((de = readdir (d)) != NULL)
-    {
-      if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0)
-        continue;
-      names = xrealloc (names, (n + 1) * sizeof *names);
-      names[n++] = xstrdup (de->d_name);
-    }
-  qsort (names, n, sizeof *names, cmp_str);
+  size_t n;
+  _cleanup_strv_ char **names = sbx_dir_sorted (d, NULL, NULL, &n);
   int r = 0;
-  for (size_t i = 0; i < n; i++)
+  for (size_t i = 0; i < n && r == 0; i++)
     {
-      if (r == 0)
-        {
-          _cleanup_free_ char *path = prefix[0] ? xasprintf ("%s/%s", prefix, names[i]) : xstrdup (names[i]);
-          r = tar_entry (t, dirfd (d), names[i], path, depth, err);
-        }
-      free (names[i]);
+      _cleanup_free_ char *path = prefix[0] ? xasprintf ("%s/%s", prefix, names[i]) : xstrdup (names[i]);
+      r = tar_entry (t, dirfd (d), names[i], path, depth, err);
     }
-  free (names);
   closedir (d);
   return r;
 }
@@ -416,27 +396,14 @@ hash_tree (sha256_ctx *c, int dfd, const char *name, const char *rel, int depth,
         close (sub);
       return sbx_error_errno (err, errno, "open context `%s`", rel);
     }
-  char **names = NULL;
-  size_t n = 0;
-  struct dirent *de;
-  while ((de = readdir (d)) != NULL)
-    if (strcmp (de->d_name, ".") != 0 && strcmp (de->d_name, "..") != 0)
-      {
-        names = xrealloc (names, (n + 1) * sizeof *names);
-        names[n++] = xstrdup (de->d_name);
-      }
-  qsort (names, n, sizeof *names, cmp_str);
+  size_t n;
+  _cleanup_strv_ char **names = sbx_dir_sorted (d, NULL, NULL, &n);
   int r = 0;
-  for (size_t i = 0; i < n; i++)
+  for (size_t i = 0; i < n && r == 0; i++)
     {
-      if (r == 0)
-        {
-          _cleanup_free_ char *sr = xasprintf ("%s/%s", rel, names[i]);
-          r = hash_tree (c, dirfd (d), names[i], sr, depth + 1, err);
-        }
-      free (names[i]);
+      _cleanup_free_ char *sr = xasprintf ("%s/%s", rel, names[i]);
+      r = hash_tree (c, dirfd (d), names[i], sr, depth + 1, err);
     }
-  free (names);
   closedir (d);
   return r;
 }

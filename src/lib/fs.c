@@ -141,6 +141,35 @@ reopen (int opath, int flags)
   return fd < 0 ? -errno : fd;
 }
 
+static int
+cmp_names (const void *a, const void *b)
+{
+  return strcmp (*(char *const *) a, *(char *const *) b);
+}
+
+char **
+sbx_dir_sorted (DIR *d, bool (*keep) (const struct dirent *de, const void *data), const void *data, size_t *ret_n)
+{
+  char **names = xmalloc0 (sizeof (char *));
+  size_t n = 0, cap = 1;
+  struct dirent *de;
+  while ((de = readdir (d)) != NULL)
+    {
+      if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0 || (keep && !keep (de, data)))
+        continue;
+      if (n + 1 >= cap)
+        {
+          cap *= 2;
+          names = xrealloc (names, cap * sizeof *names);
+        }
+      names[n++] = xstrdup (de->d_name);
+      names[n] = NULL;
+    }
+  qsort (names, n, sizeof *names, cmp_names);
+  *ret_n = n;
+  return names;
+}
+
 static char *
 join (const char *dir, const char *name)
 {
@@ -338,10 +367,11 @@ sbx_fs_stat (int root, const char *path, sbx_fs_entry *e, sbx_error **err)
   return entry_at (dir, name, path, e, err);
 }
 
-static int
-cmp_names (const void *a, const void *b)
+/* ls: only the names after the cursor. */
+static bool
+after_cursor (const struct dirent *de, const void *cursor)
 {
-  return strcmp (*(char *const *) a, *(char *const *) b);
+  return cursor == NULL || strcmp (de->d_name, cursor) > 0;
 }
 
 int
@@ -379,23 +409,8 @@ sbx_fs_list (int root, const char *path, const char *cursor, size_t limit, sbx_f
       close (fd);
       return sbx_error_errno (err, errno, "opendir `%s`", path);
     }
-  char **names = NULL;
-  size_t n = 0, cap = 0;
-  struct dirent *de;
-  while ((de = readdir (d)) != NULL)
-    {
-      if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0)
-        continue;
-      if (cursor && strcmp (de->d_name, cursor) <= 0)
-        continue;
-      if (n == cap)
-        {
-          cap = cap ? cap * 2 : 256;
-          names = xrealloc (names, cap * sizeof *names);
-        }
-      names[n++] = xstrdup (de->d_name);
-    }
-  qsort (names, n, sizeof *names, cmp_names);
+  size_t n;
+  _cleanup_strv_ char **names = sbx_dir_sorted (d, after_cursor, cursor, &n);
   size_t take = n < limit ? n : limit;
   sbx_fs_entry *v = xmalloc0 ((take ? take : 1) * sizeof *v);
   size_t got = 0;
@@ -416,9 +431,6 @@ sbx_fs_list (int root, const char *path, const char *cursor, size_t limit, sbx_f
     }
   if (r == 0 && take < n)
     *ret_next = xstrdup (names[take - 1]);
-  for (size_t i = 0; i < n; i++)
-    free (names[i]);
-  free (names);
   closedir (d);
   if (r < 0)
     {
@@ -577,6 +589,14 @@ sbx_fs_rmdir (int root, const char *path, bool recursive, sbx_error **err)
 
 /* --- walks: find and replace ------------------------------------------- */
 
+/* Walks look at directories and regular files only. */
+static bool
+dir_or_file (const struct dirent *de, const void *unused)
+{
+  (void) unused;
+  return de->d_type == DT_DIR || de->d_type == DT_REG || de->d_type == DT_UNKNOWN;
+}
+
 typedef int (*file_fn) (int dir, const char *name, const char *path, int fd, const struct stat *st, void *data,
                         sbx_error **err);
 
@@ -592,23 +612,8 @@ walk_dir (int fd, const char *path, const char *glob, int depth, file_fn fn, voi
       return sbx_error_errno (err, errno, "opendir `%s`", path);
     }
   /* Sorted, so that output is stable from call to call. */
-  char **names = NULL;
-  size_t n = 0, cap = 0;
-  struct dirent *de;
-  while ((de = readdir (d)) != NULL)
-    {
-      if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0)
-        continue;
-      if (de->d_type != DT_DIR && de->d_type != DT_REG && de->d_type != DT_UNKNOWN)
-        continue;
-      if (n == cap)
-        {
-          cap = cap ? cap * 2 : 64;
-          names = xrealloc (names, cap * sizeof *names);
-        }
-      names[n++] = xstrdup (de->d_name);
-    }
-  qsort (names, n, sizeof *names, cmp_names);
+  size_t n;
+  _cleanup_strv_ char **names = sbx_dir_sorted (d, dir_or_file, NULL, &n);
   int r = 0;
   for (size_t i = 0; i < n && r == 0; i++)
     {
@@ -635,9 +640,6 @@ walk_dir (int fd, const char *path, const char *glob, int depth, file_fn fn, voi
             r = fn (dirfd (d), names[i], p, rd, &st, data, err);
         }
     }
-  for (size_t i = 0; i < n; i++)
-    free (names[i]);
-  free (names);
   closedir (d);
   return r;
 }

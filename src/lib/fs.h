@@ -11,6 +11,7 @@
 #ifndef SBX_FS_H
 #define SBX_FS_H
 
+#include <dirent.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -39,6 +40,12 @@ void sbx_fs_entries_free (sbx_fs_entry *v, size_t n);
 
 /* PATH_INVALID unless PATH is absolute, has no `..` component and fits. */
 int sbx_fs_path_check (const char *path, sbx_error **err);
+
+/* The names in directory D but `.` and `..` that KEEP accepts (NULL: all),
+ * sorted bytewise (stable output, and a cursor for pages): a strv of
+ * *RET_N names. */
+char **sbx_dir_sorted (DIR *d, bool (*keep) (const struct dirent *de, const void *data), const void *data,
+                       size_t *ret_n);
 
 /* An fd of PATH (openat2 FLAGS, O_CLOEXEC added); FOLLOW: whether a final
  * symlink is followed (inside the root). */
