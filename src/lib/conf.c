@@ -1,0 +1,615 @@
+/* The operator's config file and the host's resolv.conf (see conf.h): a
+ * line splitter that refuses what it does not understand, one small parser
+ * per key, and the checks that make each value safe to build rules from. */
+#include "config.h"
+#include "conf.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#define RESOLV_CONF_PATH "/etc/resolv.conf"
+
+/* Only these are refused to sandboxes by default (egress.h), so only these
+ * can be opened: opening anything else would open nothing. */
+static const char *const private_ranges[] = {
+  "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "fc00::/7",
+};
+#define PRIVATE_RANGES_TEXT "10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, 100.64.0.0/10 or fc00::/7"
+
+/* What a pool may not overlap: addresses the host or the network already
+ * give a meaning that a sandbox's address must not take. */
+static const char *const pool4_reserved[][2] = {
+  { "0.0.0.0/8", "\"this network\"" }, { "127.0.0.0/8", "loopback" }, { "169.254.0.0/16", "link-local" },
+  { "224.0.0.0/4", "multicast" },      { "240.0.0.0/4", "reserved" },
+};
+static const char *const pool6_reserved[][2] = {
+  { "::/8", "loopback, unspecified and IPv4-mapped" },
+  { "fe80::/10", "link-local" },
+  { "ff00::/8", "multicast" },
+};
+
+/* ---- small helpers ---- */
+
+static sbx_cidr
+cidr_const (const char *s)
+{
+  sbx_cidr c;
+  if (sbx_cidr_parse (s, &c, NULL) < 0)
+    abort ();
+  return c;
+}
+
+/* Whether INNER lies inside OUTER. */
+static bool
+cidr_contains (const sbx_cidr *outer, const sbx_cidr *inner)
+{
+  if (outer->family != inner->family || outer->prefix > inner->prefix)
+    return false;
+  unsigned full = outer->prefix / 8, rest = outer->prefix % 8;
+  if (memcmp (outer->addr, inner->addr, full) != 0)
+    return false;
+  uint8_t mask = (uint8_t) (0xff00 >> rest);
+  return rest == 0 || (outer->addr[full] & mask) == (inner->addr[full] & mask);
+}
+
+static bool
+cidr_overlaps (const sbx_cidr *a, const sbx_cidr *b)
+{
+  return cidr_contains (a, b) || cidr_contains (b, a);
+}
+
+static bool
+cidr_is_unspecified (const sbx_cidr *c)
+{
+  static const uint8_t zero[16];
+  return memcmp (c->addr, zero, sizeof zero) == 0;
+}
+
+/* The address of a host CIDR, without its prefix: "10.0.0.1", "fd00::1". */
+static char *
+address_text (const sbx_cidr *c)
+{
+  char buf[SBX_CIDR_STRLEN];
+  sbx_cidr_format (c, buf);
+  char *slash = strchr (buf, '/');
+  if (slash)
+    *slash = '\0';
+  return xstrdup (buf);
+}
+
+/* An address literal: what sbx_cidr_parse takes, without a prefix. */
+static int
+address_parse (const char *s, sbx_cidr *ret, sbx_error **err)
+{
+  if (strchr (s, '/'))
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "expected an address, not a network");
+  _cleanup_error_ sbx_error *e = NULL;
+  if (sbx_cidr_parse (s, ret, &e) < 0)
+    {
+      const char *m = e->msg;
+      if (strncmp (m, "invalid CIDR ", 13) == 0)
+        return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid address %s", m + 13);
+      return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s", m);
+    }
+  return 0;
+}
+
+static bool
+is_blank (char c)
+{
+  return c == ' ' || c == '\t';
+}
+
+/* S as it goes into a message: at most 64 characters, a tab as \t (no
+ * other control byte gets past parse_line). */
+static char *
+printable (const char *s)
+{
+  size_t n = strlen (s);
+  bool cut = n > 64;
+  if (cut)
+    n = 64;
+  char *out = xmalloc (n * 2 + 4), *p = out;
+  for (size_t i = 0; i < n; i++)
+    if (s[i] == '\t')
+      p = stpcpy (p, "\\t");
+    else
+      *p++ = s[i];
+  if (cut)
+    p = stpcpy (p, "...");
+  *p = '\0';
+  return out;
+}
+
+/* Reads PATH (following symlinks: /etc/resolv.conf usually is one), a
+ * regular file of at most MAX bytes, NUL-terminated. NOT_FOUND when it does
+ * not exist, INVALID_ARGUMENT for anything else. */
+static int
+read_text (const char *path, size_t max, char **ret, size_t *ret_len, sbx_error **err)
+{
+  /* O_NONBLOCK: a FIFO planted at PATH must not hang the open. */
+  _cleanup_close_ int fd = open (path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0)
+    return sbx_error_set (err, errno == ENOENT ? SBX_E_NOT_FOUND : SBX_E_INVALID_ARGUMENT, errno, "%s: cannot open",
+                          path);
+  struct stat st;
+  if (fstat (fd, &st) < 0)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, errno, "%s: cannot stat", path);
+  if (!S_ISREG (st.st_mode))
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s: not a regular file", path);
+  size_t cap = 4096, len = 0;
+  _cleanup_free_ char *buf = xmalloc (cap + 1);
+  for (;;)
+    {
+      if (len == cap)
+        {
+          if (cap > max)
+            return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s: the file is larger than %zu bytes", path, max);
+          cap = cap * 2 > max + 1 ? max + 1 : cap * 2;
+          buf = xrealloc (buf, cap + 1);
+        }
+      ssize_t r = read (fd, buf + len, cap - len);
+      if (r < 0 && errno == EINTR)
+        continue;
+      if (r < 0)
+        return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, errno, "%s: cannot read", path);
+      if (r == 0)
+        break;
+      len += (size_t) r;
+    }
+  if (len > max)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s: the file is larger than %zu bytes", path, max);
+  buf[len] = '\0';
+  *ret_len = len;
+  *ret = steal_pointer (&buf);
+  return 0;
+}
+
+/* ---- the config file ---- */
+
+typedef enum conf_key {
+  KEY_POOL4,
+  KEY_POOL6,
+  KEY_DNS,
+  KEY_OPEN,
+  KEY_PRIVATE_POLICY,
+  KEY_EXPOSE_ADDRESS,
+  KEY_EXPOSE_HOST,
+  KEY__MAX
+} conf_key;
+
+typedef struct parser {
+  const char *name;
+  size_t line;
+  sbx_conf *conf;
+  size_t seen[KEY__MAX]; /* the line a key was first set on; 0: not yet */
+} parser;
+
+/* "NAME:LINE: KEY: why" (no "KEY: " when KEY is NULL). */
+static int __attribute__ ((format (printf, 4, 5)))
+perr (parser *p, const char *key, sbx_error **err, const char *fmt, ...)
+{
+  char why[1024];
+  va_list ap;
+  va_start (ap, fmt);
+  vsnprintf (why, sizeof why, fmt, ap);
+  va_end (ap);
+  return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s:%zu: %s%s%s", p->name, p->line, key ? key : "",
+                        key ? ": " : "", why);
+}
+
+static int
+set_pool4 (parser *p, const char *key, const char *v, sbx_error **err)
+{
+  _cleanup_error_ sbx_error *e = NULL;
+  sbx_cidr c;
+  if (sbx_cidr_parse (v, &c, &e) < 0)
+    return perr (p, key, err, "%s", e->msg);
+  if (c.family != AF_INET)
+    return perr (p, key, err, "expected an IPv4 network, such as 10.200.0.0/16");
+  if (c.prefix < 8 || c.prefix > 28)
+    return perr (p, key, err, "the prefix must be 8 to 28, not /%u", c.prefix);
+  for (size_t i = 0; i < ARRAY_SIZE (pool4_reserved); i++)
+    {
+      sbx_cidr r = cidr_const (pool4_reserved[i][0]);
+      if (cidr_overlaps (&c, &r))
+        return perr (p, key, err, "%s overlaps %s (%s)", v, pool4_reserved[i][0], pool4_reserved[i][1]);
+    }
+  p->conf->pool4 = c;
+  return 0;
+}
+
+static int
+set_pool6 (parser *p, const char *key, const char *v, sbx_error **err)
+{
+  if (strcmp (v, "off") == 0)
+    {
+      p->conf->pool6 = (sbx_cidr) { 0 };
+      return 0;
+    }
+  _cleanup_error_ sbx_error *e = NULL;
+  sbx_cidr c;
+  if (sbx_cidr_parse (v, &c, &e) < 0)
+    return perr (p, key, err, "%s (or `off`)", e->msg);
+  if (c.family != AF_INET6)
+    return perr (p, key, err, "expected an IPv6 network, such as fd00:5b78::/64, or `off`");
+  if (c.prefix < 48 || c.prefix > 120)
+    return perr (p, key, err, "the prefix must be 48 to 120, not /%u", c.prefix);
+  for (size_t i = 0; i < ARRAY_SIZE (pool6_reserved); i++)
+    {
+      sbx_cidr r = cidr_const (pool6_reserved[i][0]);
+      if (cidr_overlaps (&c, &r))
+        return perr (p, key, err, "%s overlaps %s (%s)", v, pool6_reserved[i][0], pool6_reserved[i][1]);
+    }
+  p->conf->pool6 = c;
+  return 0;
+}
+
+static int
+add_dns (parser *p, const char *key, const char *v, sbx_error **err)
+{
+  sbx_conf *c = p->conf;
+  _cleanup_error_ sbx_error *e = NULL;
+  sbx_cidr a;
+  if (address_parse (v, &a, &e) < 0)
+    return perr (p, key, err, "%s", e->msg);
+  if (cidr_is_unspecified (&a))
+    return perr (p, key, err, "%s is not a resolver's address", v);
+  if (c->ndns == SBX_CONF_DNS_MAX)
+    return perr (p, key, err, "more than %d resolvers", SBX_CONF_DNS_MAX);
+  for (size_t i = 0; i < c->ndns; i++)
+    if (sbx_cidr_equal (&c->dns[i], &a))
+      return perr (p, key, err, "%s is listed twice", v);
+  c->dns = xrealloc (c->dns, (c->ndns + 1) * sizeof *c->dns);
+  c->dns[c->ndns++] = a;
+  return 0;
+}
+
+static bool
+open_name_is_valid (const char *s, size_t n)
+{
+  if (n == 0 || n > SBX_CONF_OPEN_NAME_MAX)
+    return false;
+  for (size_t i = 0; i < n; i++)
+    if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '-'))
+      return false;
+  return true;
+}
+
+static bool
+cidr_is_private (const sbx_cidr *c)
+{
+  for (size_t i = 0; i < ARRAY_SIZE (private_ranges); i++)
+    {
+      sbx_cidr r = cidr_const (private_ranges[i]);
+      if (cidr_contains (&r, c))
+        return true;
+    }
+  return false;
+}
+
+static int
+add_open (parser *p, const char *key, const char *v, sbx_error **err)
+{
+  sbx_conf *c = p->conf;
+  size_t n = strcspn (v, " \t");
+  const char *cidr = v + n + strspn (v + n, " \t");
+  if (v[n] == '\0' || *cidr == '\0')
+    return perr (p, key, err, "expected `NAME CIDR`, such as `lab 10.1.0.0/16`");
+  if (!open_name_is_valid (v, n))
+    return perr (p, key, err, "the name `%.*s` is not 1 to %d of [a-z0-9_-]", (int) (n > 64 ? 64 : n), v,
+                 SBX_CONF_OPEN_NAME_MAX);
+  _cleanup_error_ sbx_error *e = NULL;
+  sbx_cidr r;
+  if (sbx_cidr_parse (cidr, &r, &e) < 0)
+    return perr (p, key, err, "%.*s: %s", (int) n, v, e->msg);
+  if (!cidr_is_private (&r))
+    return perr (p, key, err,
+                 "%.*s: %s is not a private range (" PRIVATE_RANGES_TEXT
+                 "): only those can be opened; other addresses are reachable already or always refused",
+                 (int) n, v, cidr);
+  if (c->nopen == SBX_CONF_OPEN_MAX)
+    return perr (p, key, err, "more than %d destinations", SBX_CONF_OPEN_MAX);
+  for (size_t i = 0; i < c->nopen; i++)
+    if (strlen (c->open[i].name) == n && memcmp (c->open[i].name, v, n) == 0)
+      return perr (p, key, err, "the name `%.*s` is used twice", (int) n, v);
+  c->open = xrealloc (c->open, (c->nopen + 1) * sizeof *c->open);
+  c->open[c->nopen++] = (sbx_conf_open) { .name = xstrndup (v, n), .cidr = r };
+  return 0;
+}
+
+static int
+set_private_policy (parser *p, const char *key, const char *v, sbx_error **err)
+{
+  if (strcmp (v, "drop") != 0 && strcmp (v, "observe") != 0)
+    {
+      _cleanup_free_ char *q = printable (v);
+      return perr (p, key, err, "expected `drop` or `observe`, not `%s`", q);
+    }
+  p->conf->observe = strcmp (v, "observe") == 0;
+  return 0;
+}
+
+static int
+set_expose_address (parser *p, const char *key, const char *v, sbx_error **err)
+{
+  _cleanup_error_ sbx_error *e = NULL;
+  sbx_cidr a;
+  if (address_parse (v, &a, &e) < 0)
+    return perr (p, key, err, "%s (expected an IPv4 or IPv6 address, such as 127.0.0.1 or ::1)", e->msg);
+  free (p->conf->expose_address);
+  p->conf->expose_address = address_text (&a);
+  return 0;
+}
+
+/* Labels of 1 to 63 of [A-Za-z0-9-], not starting or ending with '-',
+ * joined by single dots. */
+static bool
+hostname_is_valid (const char *s)
+{
+  size_t label = 0;
+  for (const char *c = s;; c++)
+    {
+      if (*c == '.' || *c == '\0')
+        {
+          if (label == 0 || label > 63 || c[-1] == '-')
+            return false;
+          if (*c == '\0')
+            return true;
+          label = 0;
+          continue;
+        }
+      if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '-'))
+        return false;
+      if (label == 0 && *c == '-')
+        return false;
+      label++;
+    }
+}
+
+static int
+set_expose_host (parser *p, const char *key, const char *v, sbx_error **err)
+{
+  size_t n = strlen (v);
+  if (n > SBX_CONF_HOST_MAX)
+    return perr (p, key, err, "longer than %d characters", SBX_CONF_HOST_MAX);
+  if (v[0] == '[')
+    {
+      if (n < 3 || v[n - 1] != ']')
+        return perr (p, key, err, "an IPv6 address in brackets needs its `]`");
+      _cleanup_free_ char *inner = xstrndup (v + 1, n - 2);
+      _cleanup_error_ sbx_error *e = NULL;
+      sbx_cidr a;
+      if (address_parse (inner, &a, &e) < 0)
+        return perr (p, key, err, "%s", e->msg);
+      if (a.family != AF_INET6)
+        return perr (p, key, err, "only an IPv6 address goes in brackets");
+    }
+  else if (!hostname_is_valid (v))
+    {
+      _cleanup_free_ char *q = printable (v);
+      return perr (p, key, err, "`%s` is not a host name ([A-Za-z0-9.-]) or an IPv6 address in brackets", q);
+    }
+  free (p->conf->expose_host);
+  p->conf->expose_host = xstrdup (v);
+  return 0;
+}
+
+typedef int (*key_setter) (parser *p, const char *key, const char *value, sbx_error **err);
+
+static const struct {
+  const char *name;
+  key_setter set;
+  bool repeatable;
+} keys[KEY__MAX] = {
+  [KEY_POOL4] = { "pool4", set_pool4, false },
+  [KEY_POOL6] = { "pool6", set_pool6, false },
+  [KEY_DNS] = { "dns", add_dns, true },
+  [KEY_OPEN] = { "open", add_open, true },
+  [KEY_PRIVATE_POLICY] = { "private_policy", set_private_policy, false },
+  [KEY_EXPOSE_ADDRESS] = { "expose_address", set_expose_address, false },
+  [KEY_EXPOSE_HOST] = { "expose_host", set_expose_host, false },
+};
+
+/* One line of N bytes (no newline, no NUL): `key = value`, a comment or blank. */
+static int
+parse_line (parser *p, const char *s, size_t n, sbx_error **err)
+{
+  while (n > 0 && (is_blank (s[n - 1]) || s[n - 1] == '\r'))
+    n--;
+  while (n > 0 && is_blank (*s))
+    s++, n--;
+  if (n == 0 || *s == '#')
+    return 0;
+  for (size_t i = 0; i < n; i++)
+    {
+      unsigned char ch = (unsigned char) s[i];
+      if ((ch < 0x20 && ch != '\t') || ch >= 0x7f)
+        return perr (p, NULL, err, "a control character or a non-ASCII byte (0x%02x); only comments may have those",
+                     ch);
+    }
+  const char *eq = memchr (s, '=', n);
+  if (eq == NULL)
+    return perr (p, NULL, err, "expected `key = value`");
+  size_t klen = (size_t) (eq - s);
+  while (klen > 0 && is_blank (s[klen - 1]))
+    klen--;
+  if (klen == 0)
+    return perr (p, NULL, err, "expected `key = value`: the key is empty");
+  _cleanup_free_ char *key = xstrndup (s, klen);
+  const char *v = eq + 1, *end = s + n;
+  while (v < end && is_blank (*v))
+    v++;
+  _cleanup_free_ char *value = xstrndup (v, (size_t) (end - v));
+
+  conf_key k = 0;
+  while (k < KEY__MAX && strcmp (keys[k].name, key) != 0)
+    k++;
+  if (k == KEY__MAX)
+    {
+      _cleanup_free_ char *q = printable (key);
+      return perr (p, NULL, err, "unknown key `%s`", q);
+    }
+  if (*value == '\0')
+    return perr (p, key, err, "the value is empty");
+  if (!keys[k].repeatable && p->seen[k])
+    return perr (p, key, err, "given twice (first on line %zu)", p->seen[k]);
+  if (p->seen[k] == 0)
+    p->seen[k] = p->line;
+  return keys[k].set (p, key, value, err);
+}
+
+static sbx_conf *
+conf_defaults (void)
+{
+  sbx_conf *c = xmalloc0 (sizeof *c);
+  c->pool4 = cidr_const ("10.200.0.0/16");
+  c->expose_address = xstrdup ("127.0.0.1");
+  return c;
+}
+
+/* The defaults that depend on other keys. */
+static void
+conf_finish (sbx_conf *c)
+{
+  if (c->expose_host == NULL)
+    c->expose_host = strchr (c->expose_address, ':') ? xasprintf ("[%s]", c->expose_address)
+                                                      : xstrdup (c->expose_address);
+}
+
+int
+sbx_conf_parse (const char *name, const char *text, size_t len, sbx_conf **ret, sbx_error **err)
+{
+  _cleanup_conf_ sbx_conf *c = conf_defaults ();
+  parser p = { .name = name ? name : "sbx.conf", .conf = c };
+  if (len > SBX_CONF_SIZE_MAX)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s: the file is larger than %d bytes", p.name,
+                          SBX_CONF_SIZE_MAX);
+  for (size_t off = 0; off < len;)
+    {
+      const char *s = text + off;
+      const char *nl = memchr (s, '\n', len - off);
+      size_t n = nl ? (size_t) (nl - s) : len - off;
+      off += n + (nl ? 1 : 0);
+      p.line++;
+      if (n > SBX_CONF_LINE_MAX)
+        return perr (&p, NULL, err, "the line is longer than %d bytes", SBX_CONF_LINE_MAX);
+      if (memchr (s, '\0', n))
+        return perr (&p, NULL, err, "a NUL byte");
+      if (parse_line (&p, s, n, err) < 0)
+        return -1;
+    }
+  conf_finish (c);
+  c->path = xstrdup (p.name);
+  *ret = steal_pointer (&c);
+  return 0;
+}
+
+int
+sbx_conf_load (const char *path, sbx_conf **ret, sbx_error **err)
+{
+  if (path == NULL)
+    {
+      const char *env = getenv ("SBX_CONF");
+      path = env && *env ? env : SBX_CONF_PATH_DEFAULT;
+    }
+  _cleanup_free_ char *text = NULL;
+  size_t len = 0;
+  _cleanup_error_ sbx_error *e = NULL;
+  if (read_text (path, SBX_CONF_SIZE_MAX, &text, &len, &e) < 0)
+    {
+      if (e->code != SBX_E_NOT_FOUND)
+        return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, e->errnum, "%s", e->msg);
+      sbx_conf *c = conf_defaults ();
+      conf_finish (c);
+      *ret = c;
+      return 0;
+    }
+  return sbx_conf_parse (path, text, len, ret, err);
+}
+
+void
+sbx_conf_free (sbx_conf *c)
+{
+  if (c == NULL)
+    return;
+  free (c->path);
+  free (c->dns);
+  for (size_t i = 0; i < c->nopen; i++)
+    free (c->open[i].name);
+  free (c->open);
+  free (c->expose_address);
+  free (c->expose_host);
+  free (c);
+}
+
+/* ---- resolv.conf ---- */
+
+/* The address of a "nameserver ADDR" line, or false. */
+static bool
+resolv_line (const char *s, size_t n, sbx_cidr *ret)
+{
+  static const char kw[] = "nameserver";
+  char buf[256];
+  while (n > 0 && is_blank (*s))
+    s++, n--;
+  if (n <= sizeof kw - 1 || memcmp (s, kw, sizeof kw - 1) != 0 || !is_blank (s[sizeof kw - 1]))
+    return false;
+  s += sizeof kw, n -= sizeof kw;
+  while (n > 0 && is_blank (*s))
+    s++, n--;
+  size_t alen = 0;
+  while (alen < n && !is_blank (s[alen]) && s[alen] != '\r' && s[alen] != '%'
+         && s[alen] != '\0')
+    alen++;
+  if (alen == 0 || alen >= sizeof buf)
+    return false;
+  memcpy (buf, s, alen);
+  buf[alen] = '\0';
+  return address_parse (buf, ret, NULL) == 0;
+}
+
+int
+sbx_resolv_conf_nameservers (const char *path, sbx_cidr **ret, size_t *ret_n, sbx_error **err)
+{
+  if (path == NULL)
+    path = RESOLV_CONF_PATH;
+  _cleanup_free_ char *text = NULL;
+  size_t len = 0;
+  _cleanup_error_ sbx_error *e = NULL;
+  if (read_text (path, SBX_CONF_SIZE_MAX, &text, &len, &e) < 0)
+    {
+      if (e->code != SBX_E_NOT_FOUND)
+        return sbx_error_set (err, e->code, e->errnum, "%s", e->msg);
+      *ret = NULL;
+      *ret_n = 0;
+      return 0;
+    }
+  _cleanup_free_ sbx_cidr *list = NULL;
+  size_t count = 0;
+  for (size_t off = 0; off < len && count < SBX_RESOLV_MAX;)
+    {
+      const char *s = text + off;
+      const char *nl = memchr (s, '\n', len - off);
+      size_t n = nl ? (size_t) (nl - s) : len - off;
+      off += n + (nl ? 1 : 0);
+      sbx_cidr a;
+      if (!resolv_line (s, n, &a))
+        continue;
+      bool dup = false;
+      for (size_t i = 0; i < count && !dup; i++)
+        dup = sbx_cidr_equal (&list[i], &a);
+      if (dup)
+        continue;
+      list = xrealloc (list, (count + 1) * sizeof *list);
+      list[count++] = a;
+    }
+  *ret = steal_pointer (&list);
+  *ret_n = count;
+  return 0;
+}

@@ -1,0 +1,76 @@
+/* The operator's config file, /etc/sbx/sbx.conf (sbx.conf(5)): the address
+ * pools, upstream resolvers, opened private destinations, the private-range
+ * policy and where exposed ports listen, read strictly into one struct. Also
+ * the nameservers of the host's resolv.conf, the resolvers used when the
+ * file names none.
+ *
+ * The format is `key = value` lines; anything not understood exactly (an
+ * unknown key, a value outside its grammar, a key given twice that may be
+ * given once) is INVALID_ARGUMENT with "FILE:LINE: KEY: why", never a
+ * silently ignored line. */
+#ifndef SBX_CONF_H
+#define SBX_CONF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "egress.h" /* sbx_cidr, sbx_cidr_parse */
+#include "error.h"
+
+#define SBX_CONF_PATH_DEFAULT "/etc/sbx/sbx.conf"
+
+/* The limits of the file and of its lists. */
+#define SBX_CONF_SIZE_MAX (1024 * 1024)
+#define SBX_CONF_LINE_MAX 4096
+#define SBX_CONF_DNS_MAX 8
+#define SBX_CONF_OPEN_MAX 256
+#define SBX_CONF_OPEN_NAME_MAX 63
+#define SBX_CONF_HOST_MAX 253
+#define SBX_RESOLV_MAX 8
+
+typedef struct sbx_conf_open {
+  char *name;    /* 1-63 of [a-z0-9_-], unique in the file */
+  sbx_cidr cidr; /* inside 10/8, 172.16/12, 192.168/16, 100.64/10 or fc00::/7 */
+} sbx_conf_open;
+
+typedef struct sbx_conf {
+  char *path;            /* the file read, or NULL when none existed (defaults) */
+  sbx_cidr pool4;        /* default 10.200.0.0/16; prefix 8..28 */
+  sbx_cidr pool6;        /* family 0 = IPv6 off in sandboxes (default); prefix 48..120 */
+  sbx_cidr *dns;         /* upstream resolvers (host addresses, /32 or /128), in file order; */
+  size_t ndns;           /*   empty: none configured */
+  sbx_conf_open *open;   /* operator-opened private destinations, in file order */
+  size_t nopen;
+  bool observe;          /* private_policy = observe (default: drop) */
+  char *expose_address;  /* address exposed ports listen on; default "127.0.0.1"; an IPv4 or IPv6 literal */
+  char *expose_host;     /* host name printed in URLs; default: expose_address (IPv6 in brackets) */
+} sbx_conf;
+
+/* PATH NULL: $SBX_CONF if set and not empty, else SBX_CONF_PATH_DEFAULT
+ * (symlinks are followed). A missing file gives the defaults (path NULL);
+ * an unreadable one or any error in it is INVALID_ARGUMENT with
+ * "FILE:LINE: ..." naming the key ("FILE: ..." for what concerns the whole
+ * file: unreadable, over 1 MiB). */
+int sbx_conf_load (const char *path, sbx_conf **ret, sbx_error **err);
+
+/* Parse from memory (for tests and the fuzzer); NAME (NULL: "sbx.conf") is
+ * used in messages and becomes the result's path. TEXT need not be
+ * NUL-terminated. */
+int sbx_conf_parse (const char *name, const char *text, size_t len, sbx_conf **ret, sbx_error **err);
+
+void sbx_conf_free (sbx_conf *c);
+static inline void
+sbx_conf_freep (sbx_conf **c)
+{
+  sbx_conf_free (*c);
+}
+#define _cleanup_conf_ __attribute__ ((cleanup (sbx_conf_freep)))
+
+/* The nameservers of a resolv.conf (PATH NULL: /etc/resolv.conf): "nameserver
+ * ADDR" lines, IPv4 or IPv6 (a %scope suffix is dropped), in file order,
+ * duplicates once, at most 8; a line whose address does not parse is skipped,
+ * as the C library does. A missing file or none listed gives an empty list
+ * (*ret NULL), not an error. */
+int sbx_resolv_conf_nameservers (const char *path, sbx_cidr **ret, size_t *ret_n, sbx_error **err);
+
+#endif

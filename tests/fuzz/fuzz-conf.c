@@ -1,0 +1,330 @@
+/* Fuzz harness for the config file parser (src/lib/conf.c): arbitrary
+ * bytes, and valid sbx.conf files mutated byte by byte, go to
+ * sbx_conf_parse. It must never crash, and what it accepts must hold its
+ * promises: pools of the right family and prefix outside the reserved
+ * ranges, host addresses for resolvers, opened destinations inside the
+ * private ranges with unique names, list limits, a host name of its
+ * grammar; written back out as a file, it must parse to the same thing.
+ * What it refuses must be INVALID_ARGUMENT with a printable message that
+ * starts with "FILE:LINE: ".
+ *
+ * With -fsanitize=fuzzer and -DSBX_LIBFUZZER it is a libFuzzer target;
+ * without, a check program over a fixed pseudo-random corpus (TAP). */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "conf.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#define CHECK(cond)                                                                                \
+  do                                                                                               \
+    {                                                                                              \
+      if (!(cond))                                                                                 \
+        {                                                                                          \
+          fprintf (stderr, "fuzz-conf: %s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);    \
+          abort ();                                                                                \
+        }                                                                                          \
+    }                                                                                              \
+  while (0)
+
+#define NAME "fuzz.conf"
+
+static size_t accepted;
+
+static sbx_cidr
+cidr (const char *s)
+{
+  sbx_cidr c;
+  CHECK (sbx_cidr_parse (s, &c, NULL) == 0);
+  return c;
+}
+
+/* Whether INNER lies inside OUTER (written apart from conf.c's on purpose). */
+static bool
+inside (const sbx_cidr *outer, const sbx_cidr *inner)
+{
+  if (outer->family != inner->family || outer->prefix > inner->prefix)
+    return false;
+  for (unsigned bit = 0; bit < outer->prefix; bit++)
+    if (((outer->addr[bit / 8] ^ inner->addr[bit / 8]) >> (7 - bit % 8)) & 1)
+      return false;
+  return true;
+}
+
+static bool
+overlaps (const sbx_cidr *a, const char *b)
+{
+  sbx_cidr r = cidr (b);
+  return inside (a, &r) || inside (&r, a);
+}
+
+static bool
+is_private (const sbx_cidr *c)
+{
+  static const char *const ranges[] = { "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10",
+                                        "fc00::/7" };
+  for (size_t i = 0; i < sizeof ranges / sizeof *ranges; i++)
+    {
+      sbx_cidr r = cidr (ranges[i]);
+      if (inside (&r, c))
+        return true;
+    }
+  return false;
+}
+
+static bool
+is_address (const char *s, int family)
+{
+  sbx_cidr a;
+  return strchr (s, '/') == NULL && sbx_cidr_parse (s, &a, NULL) == 0 && (family == 0 || a.family == family);
+}
+
+static void
+check_conf (const sbx_conf *c)
+{
+  CHECK (c->path && strcmp (c->path, NAME) == 0);
+  CHECK (c->pool4.family == AF_INET && c->pool4.prefix >= 8 && c->pool4.prefix <= 28);
+  CHECK (!overlaps (&c->pool4, "127.0.0.0/8") && !overlaps (&c->pool4, "169.254.0.0/16"));
+  CHECK (c->pool6.family == 0 || (c->pool6.family == AF_INET6 && c->pool6.prefix >= 48 && c->pool6.prefix <= 120));
+  CHECK (c->pool6.family == 0 || (!overlaps (&c->pool6, "fe80::/10") && !overlaps (&c->pool6, "::1/128")));
+  CHECK (c->ndns <= SBX_CONF_DNS_MAX && (c->ndns == 0) == (c->dns == NULL));
+  for (size_t i = 0; i < c->ndns; i++)
+    {
+      CHECK (c->dns[i].prefix == (c->dns[i].family == AF_INET ? 32u : 128u));
+      for (size_t j = 0; j < i; j++)
+        CHECK (!sbx_cidr_equal (&c->dns[i], &c->dns[j]));
+    }
+  CHECK (c->nopen <= SBX_CONF_OPEN_MAX && (c->nopen == 0) == (c->open == NULL));
+  for (size_t i = 0; i < c->nopen; i++)
+    {
+      const char *n = c->open[i].name;
+      CHECK (n && n[0] && strlen (n) <= SBX_CONF_OPEN_NAME_MAX && strspn (n, "abcdefghijklmnopqrstuvwxyz0123456789_-")
+                                                                      == strlen (n));
+      CHECK (is_private (&c->open[i].cidr));
+      for (size_t j = 0; j < i; j++)
+        CHECK (strcmp (c->open[i].name, c->open[j].name) != 0);
+    }
+  CHECK (c->expose_address && is_address (c->expose_address, 0));
+  const char *h = c->expose_host;
+  size_t hl = h ? strlen (h) : 0;
+  CHECK (h && hl >= 1 && hl <= SBX_CONF_HOST_MAX);
+  if (h[0] == '[')
+    {
+      char inner[SBX_CONF_HOST_MAX + 1];
+      CHECK (hl >= 3 && h[hl - 1] == ']');
+      memcpy (inner, h + 1, hl - 2);
+      inner[hl - 2] = '\0';
+      CHECK (is_address (inner, AF_INET6));
+    }
+  else
+    CHECK (strspn (h, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.-") == hl && h[0] != '.'
+           && h[0] != '-' && h[hl - 1] != '.' && strstr (h, "..") == NULL);
+}
+
+/* C written back out as a file. */
+static char *
+conf_text (const sbx_conf *c, size_t *ret_len)
+{
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream (&buf, &len);
+  char a[SBX_CIDR_STRLEN];
+  CHECK (f);
+  sbx_cidr_format (&c->pool4, a);
+  fprintf (f, "pool4 = %s\n", a);
+  if (c->pool6.family)
+    sbx_cidr_format (&c->pool6, a);
+  fprintf (f, "pool6 = %s\n", c->pool6.family ? a : "off");
+  for (size_t i = 0; i < c->ndns; i++)
+    {
+      sbx_cidr_format (&c->dns[i], a);
+      *strchr (a, '/') = '\0';
+      fprintf (f, "dns = %s\n", a);
+    }
+  for (size_t i = 0; i < c->nopen; i++)
+    {
+      sbx_cidr_format (&c->open[i].cidr, a);
+      fprintf (f, "open = %s %s\n", c->open[i].name, a);
+    }
+  fprintf (f, "private_policy = %s\nexpose_address = %s\nexpose_host = %s\n", c->observe ? "observe" : "drop",
+           c->expose_address, c->expose_host);
+  CHECK (fclose (f) == 0);
+  *ret_len = len;
+  return buf;
+}
+
+static void
+check_round_trip (const sbx_conf *c)
+{
+  size_t len;
+  char *text = conf_text (c, &len);
+  sbx_conf *d = NULL;
+  sbx_error *err = NULL;
+  if (sbx_conf_parse (NAME, text, len, &d, &err) < 0)
+    {
+      fprintf (stderr, "fuzz-conf: written back, refused: %s\n%s", err->msg, text);
+      abort ();
+    }
+  CHECK (sbx_cidr_equal (&c->pool4, &d->pool4) && sbx_cidr_equal (&c->pool6, &d->pool6));
+  CHECK (c->ndns == d->ndns && c->nopen == d->nopen && c->observe == d->observe);
+  for (size_t i = 0; i < c->ndns; i++)
+    CHECK (sbx_cidr_equal (&c->dns[i], &d->dns[i]));
+  for (size_t i = 0; i < c->nopen; i++)
+    CHECK (strcmp (c->open[i].name, d->open[i].name) == 0 && sbx_cidr_equal (&c->open[i].cidr, &d->open[i].cidr));
+  CHECK (strcmp (c->expose_address, d->expose_address) == 0 && strcmp (c->expose_host, d->expose_host) == 0);
+  sbx_conf_free (d);
+  free (text);
+}
+
+/* "fuzz.conf:LINE: ..." with LINE within the input, printable ASCII. */
+static void
+check_error (const sbx_error *err, const uint8_t *data, size_t size)
+{
+  CHECK (err && err->code == SBX_E_INVALID_ARGUMENT && err->msg && err->msg[0]);
+  for (const char *p = err->msg; *p; p++)
+    if (*p < 0x20 || *p >= 0x7f)
+      {
+        fprintf (stderr, "fuzz-conf: a message that is not printable: %s\n", err->msg);
+        abort ();
+      }
+  const char *m = err->msg + strlen (NAME);
+  CHECK (strncmp (err->msg, NAME ":", strlen (NAME) + 1) == 0);
+  char *end;
+  unsigned long line = strtoul (m + 1, &end, 10);
+  size_t lines = 1;
+  for (size_t i = 0; i < size; i++)
+    lines += data[i] == '\n';
+  CHECK (end != m + 1 && line >= 1 && line <= lines && strncmp (end, ": ", 2) == 0);
+}
+
+int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
+
+int
+LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
+{
+  sbx_conf *c = NULL;
+  sbx_error *err = NULL;
+  if (size > SBX_CONF_SIZE_MAX)
+    return 0;
+  if (sbx_conf_parse (NAME, (const char *) data, size, &c, &err) == 0)
+    {
+      check_conf (c);
+      check_round_trip (c);
+      accepted++;
+      sbx_conf_free (c);
+    }
+  else
+    {
+      check_error (err, data, size);
+      sbx_error_free (err);
+    }
+  return 0;
+}
+
+#ifndef SBX_LIBFUZZER
+
+#define CORPUS_SIZE 30000
+#define INPUT_MAX 8192
+
+static uint32_t seed = 4242;
+
+static uint32_t
+rnd (uint32_t n)
+{
+  seed = seed * 1103515245u + 12345u;
+  return (seed >> 8) % (n ? n : 1);
+}
+
+/* The corpus: valid files, from the empty one to one with every key. */
+static const char *const seeds[] = {
+  "",
+  "# defaults\n\n",
+  "pool4 = 10.77.0.0/20\npool6 = fd00:5b78::/64\ndns = 1.1.1.1\ndns = 2606:4700:4700::1111\n"
+  "open = lab 10.1.0.0/16\nopen = printer 192.168.1.10\nopen = v6-lab fd12:3456::/32\n"
+  "private_policy = observe\nexpose_address = 0.0.0.0\nexpose_host = sbx.example.com\n",
+  "  pool4=172.20.0.0/16  \r\n\t# comment\npool6 = off\nprivate_policy = drop\n",
+  "expose_address = ::1\nexpose_host = [fd00::1]\ndns = 9.9.9.9\nopen = cgnat 100.64.0.0/10\n",
+  "open =\tk8s_pods\t10.244.0.0/16\nopen = ula fc00::/7\ndns = 192.0.2.53\nexpose_host = 192.0.2.7",
+};
+
+static const char *const tokens[] = { "=",  " = ", " ",   "\t",      "\n",     "#",       "/",    "/33", "/8",
+                                      ":",  "::",  ".",   "[",       "]",      "%eth0",   "\r",   "off", "observe",
+                                      "0",  "00",  "255", "fd00::",  "10.",    "169.254", "127.", "-",   "_",
+                                      "\n", "dns = 10.0.0.1\n",      "open = a 10.0.0.0/8\n", "pool4 = 10.0.0.0/8\n",
+                                      "pool6 = fd00::/64\n", "expose_host = ", "\xc3\xa9" };
+
+static size_t
+make_input (unsigned i, char *out)
+{
+  const char *s = seeds[i % (sizeof seeds / sizeof *seeds)];
+  size_t n = strlen (s);
+  memcpy (out, s, n);
+  if (i % 5 == 0)
+    return n; /* valid as is */
+  unsigned edits = 1 + rnd (4);
+  for (unsigned e = 0; e < edits; e++)
+    {
+      size_t at = rnd ((uint32_t) n + 1);
+      switch (rnd (4))
+        {
+        case 0: /* flip a byte */
+          if (n)
+            out[at % n] = (char) rnd (256);
+          break;
+        case 1: /* delete a span */
+          if (n)
+            {
+              size_t len = rnd (8);
+              if (at + len > n)
+                len = n - at;
+              memmove (out + at, out + at + len, n - at - len);
+              n -= len;
+            }
+          break;
+        case 2: /* change a digit: the values are mostly numbers */
+          if (n)
+            {
+              size_t k = at % n;
+              if (out[k] >= '0' && out[k] <= '9')
+                out[k] = (char) ('0' + rnd (10));
+            }
+          break;
+        default: /* insert a token */
+          {
+            const char *t = tokens[rnd (sizeof tokens / sizeof *tokens)];
+            size_t tl = strlen (t);
+            if (n + tl < INPUT_MAX)
+              {
+                memmove (out + at + tl, out + at, n - at);
+                memcpy (out + at, t, tl);
+                n += tl;
+              }
+          }
+        }
+    }
+  return n;
+}
+
+int
+main (void)
+{
+  static char input[INPUT_MAX];
+  printf ("1..2\n");
+  for (unsigned i = 0; i < CORPUS_SIZE; i++)
+    {
+      size_t n = make_input (i, input);
+      LLVMFuzzerTestOneInput ((const uint8_t *) input, n);
+    }
+  printf ("ok 1 - %d pseudo-random config files to the parser\n", CORPUS_SIZE);
+  printf ("%s 2 - %zu of them accepted, each with its promises kept and written back the same\n",
+          accepted > CORPUS_SIZE / 10 ? "ok" : "not ok", accepted);
+  return 0;
+}
+
+#endif
