@@ -30,6 +30,7 @@
 #include <libnftnl/common.h>
 #include <libnftnl/expr.h>
 #include <libnftnl/gen.h>
+#include <libnftnl/object.h>
 #include <libnftnl/rule.h>
 #include <libnftnl/set.h>
 #include <libnftnl/table.h>
@@ -41,8 +42,14 @@
 #define CHAIN_INBOUND "inbound"
 #define CHAIN_INPUT "input"
 #define CHAIN_POSTROUTING "postrouting"
+#define CHAIN_PRIVATE "private"
 #define SET_REFUSED4 "refused4"
 #define SET_REFUSED6 "refused6"
+#define SET_PRIVATE4 "private4"
+#define SET_PRIVATE6 "private6"
+#define SET_OPEN4 "open4"
+#define SET_OPEN6 "open6"
+#define COUNTER_SUFFIX "-private"
 #define SET_DNS "dns-ifnames"
 
 /* nft's datatype numbers, so that `nft list` prints the keys as addresses. */
@@ -56,16 +63,24 @@
 #define NL_BUFSZ (1u << 16)
 #define RETRIES 30
 
-/* Always refused, whatever the allow-list says (DESIGN.md section 5). */
+/* Always refused, whatever the allow-list, the operator's opened ranges or
+ * observe mode say (DESIGN.md section 5). */
 static const char *const refused_v4[] = {
-  "169.254.0.0/16", /* link-local: most clouds' metadata service */
+  "169.254.0.0/16",   /* link-local: most clouds' metadata service */
   "168.63.129.16/32", /* Azure's wire server */
-  "192.0.0.0/24",   /* IETF protocol assignments, some clouds' metadata */
-  "10.0.0.0/8",     "172.16.0.0/12", "192.168.0.0/16",
-  "100.64.0.0/10", /* carrier-grade NAT, also used for cloud internals */
+  "192.0.0.0/24",     /* IETF protocol assignments, some clouds' metadata */
   "127.0.0.0/8",
+  "0.0.0.0/8",        /* "this network": reaches the host itself */
 };
-static const char *const refused_v6[] = { "::1/128", "fe80::/10", "fc00::/7" };
+/* AWS's IPv6 metadata address lies inside fc00::/7: refused here, so that
+ * neither an opened ULA range nor observe mode reaches it. */
+static const char *const refused_v6[] = { "::1/128", "fe80::/10", "fd00:ec2::254/128" };
+/* Private: refused unless the operator opened them or the table observes. */
+static const char *const private_v4[] = {
+  "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16",
+  "100.64.0.0/10", /* carrier-grade NAT, also used for cloud internals */
+};
+static const char *const private_v6[] = { "fc00::/7" };
 /* The same IPv4 ranges reached through IPv6: v4-mapped, and NAT64's
  * well-known prefix (a NAT64 gateway would carry them to IPv4). */
 static const uint8_t v4mapped_prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
@@ -82,6 +97,7 @@ DEFINE_NFTNL_FREEP (nftnl_chain)
 DEFINE_NFTNL_FREEP (nftnl_rule)
 DEFINE_NFTNL_FREEP (nftnl_set)
 DEFINE_NFTNL_FREEP (nftnl_gen)
+DEFINE_NFTNL_FREEP (nftnl_obj)
 #define _cleanup_nftnl_(type) __attribute__ ((cleanup (type##_freep)))
 
 /* ---- CIDR ---- */
@@ -425,28 +441,66 @@ cidr_embed_v4 (const uint8_t prefix[12], const sbx_cidr *v4)
   return c;
 }
 
-/* What every sandbox is refused: the constant ranges and the pool. */
+/* C into R4 or R6; an IPv4 range also into R6 in its v4-mapped and NAT64
+ * forms, the ways IPv6 can reach it. */
+static void
+ranges_push_all_forms (ranges *r4, ranges *r6, const sbx_cidr *c)
+{
+  if (c->family == AF_INET6)
+    {
+      ranges_push (r6, c);
+      return;
+    }
+  sbx_cidr m = cidr_embed_v4 (v4mapped_prefix, c), t = cidr_embed_v4 (nat64_prefix, c);
+  ranges_push (r4, c);
+  ranges_push (r6, &m);
+  ranges_push (r6, &t);
+}
+
+static void
+ranges_push_consts (ranges *r4, ranges *r6, const char *const *v, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    {
+      sbx_cidr c = cidr_const (v[i]);
+      ranges_push_all_forms (r4, r6, &c);
+    }
+}
+
+static void
+ranges_merge_both (ranges *r4, ranges *r6)
+{
+  r4->n = ranges_merge (r4->v, r4->n, 4);
+  r6->n = ranges_merge (r6->v, r6->n, 16);
+}
+
+/* What every sandbox is refused: the constant ranges and the pools. */
 static void
 refused_ranges (const sbx_egress_pool *pool, ranges *r4, ranges *r6)
 {
-  for (size_t i = 0; i < ARRAY_SIZE (refused_v4); i++)
-    {
-      sbx_cidr c = cidr_const (refused_v4[i]);
-      sbx_cidr m = cidr_embed_v4 (v4mapped_prefix, &c), t = cidr_embed_v4 (nat64_prefix, &c);
-      ranges_push (r4, &c);
-      ranges_push (r6, &m);
-      ranges_push (r6, &t);
-    }
-  for (size_t i = 0; i < ARRAY_SIZE (refused_v6); i++)
-    {
-      sbx_cidr c = cidr_const (refused_v6[i]);
-      ranges_push (r6, &c);
-    }
-  ranges_push (r4, &pool->v4);
+  ranges_push_consts (r4, r6, refused_v4, ARRAY_SIZE (refused_v4));
+  ranges_push_consts (r4, r6, refused_v6, ARRAY_SIZE (refused_v6));
+  ranges_push_all_forms (r4, r6, &pool->v4);
   if (pool->v6.family == AF_INET6)
     ranges_push (r6, &pool->v6);
-  r4->n = ranges_merge (r4->v, r4->n, 4);
-  r6->n = ranges_merge (r6->v, r6->n, 16);
+  ranges_merge_both (r4, r6);
+}
+
+static void
+private_ranges (ranges *r4, ranges *r6)
+{
+  ranges_push_consts (r4, r6, private_v4, ARRAY_SIZE (private_v4));
+  ranges_push_consts (r4, r6, private_v6, ARRAY_SIZE (private_v6));
+  ranges_merge_both (r4, r6);
+}
+
+/* The operator's opened destinations (checked by check_pool). */
+static void
+open_ranges (const sbx_egress_pool *pool, ranges *r4, ranges *r6)
+{
+  for (size_t i = 0; i < pool->nopen; i++)
+    ranges_push_all_forms (r4, r6, &pool->open[i]);
+  ranges_merge_both (r4, r6);
 }
 
 /* ---- Names ---- */
@@ -521,6 +575,16 @@ check_pool (const sbx_egress_pool *pool, sbx_error **err)
     return -1;
   if (pool->ifprefix && !ifname_valid (pool->ifprefix, IFNAMSIZ - 2))
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "egress: invalid interface prefix `%s`", pool->ifprefix);
+  if (pool->nopen && pool->open == NULL)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "egress: %zu opened destinations but no array",
+                          pool->nopen);
+  if (pool->nopen > SBX_EGRESS_ALLOW_MAX)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "egress: %zu opened destinations, at most %d",
+                          pool->nopen, SBX_EGRESS_ALLOW_MAX);
+  for (size_t i = 0; i < pool->nopen; i++)
+    if (!cidr_valid (&pool->open[i]))
+      return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
+                            "egress: opened destination %zu is not a CIDR (family, prefix, host bits)", i + 1);
   return 0;
 }
 
@@ -645,6 +709,7 @@ typedef struct tstate {
   uint32_t genid;
   char **chains;
   char **sets;
+  char **counters; /* the table's named counters */
   uint64_t *handles; /* the forward rules to delete */
   char (*rule_ifnames)[IFNAMSIZ];
   size_t nrules;
@@ -655,6 +720,7 @@ tstate_free (tstate *t)
 {
   strv_free (t->chains);
   strv_free (t->sets);
+  strv_free (t->counters);
   free (t->handles);
   free (t->rule_ifnames);
 }
@@ -702,6 +768,25 @@ set_cb (const struct nlmsghdr *nlh, void *data)
   const char *table = nftnl_set_get_str (s, NFTNL_SET_TABLE), *name = nftnl_set_get_str (s, NFTNL_SET_NAME);
   if (table && name && strcmp (table, t->table) == 0 && nftnl_set_get_u32 (s, NFTNL_SET_FAMILY) == NFPROTO_INET)
     strv_push (&t->sets, name);
+  return MNL_CB_OK;
+}
+
+static int
+obj_cb (const struct nlmsghdr *nlh, void *data)
+{
+  tstate *t = data;
+  _cleanup_nftnl_ (nftnl_obj) struct nftnl_obj *o = nftnl_obj_alloc ();
+  if (o == NULL)
+    abort ();
+  if (nftnl_obj_nlmsg_parse (nlh, o) < 0)
+    {
+      errno = EPROTO;
+      return MNL_CB_ERROR;
+    }
+  const char *table = nftnl_obj_get_str (o, NFTNL_OBJ_TABLE), *name = nftnl_obj_get_str (o, NFTNL_OBJ_NAME);
+  if (table && name && strcmp (table, t->table) == 0 && nftnl_obj_get_u32 (o, NFTNL_OBJ_FAMILY) == NFPROTO_INET
+      && nftnl_obj_get_u32 (o, NFTNL_OBJ_TYPE) == NFT_OBJECT_COUNTER)
+    strv_push (&t->counters, name);
   return MNL_CB_OK;
 }
 
@@ -766,8 +851,8 @@ rule_cb (const struct nlmsghdr *nlh, void *data)
   return MNL_CB_OK;
 }
 
-/* Reads the generation id, then the table's chains and sets, then (with a
- * TARGET) the forward rules of that sandbox. 1: changed meanwhile. */
+/* Reads the generation id, then the table's chains, sets and counters, then
+ * (with a TARGET) the forward rules of that sandbox. 1: changed meanwhile. */
 static int
 tstate_read (nft *n, tstate *t, sbx_error **err)
 {
@@ -789,6 +874,16 @@ tstate_read (nft *n, tstate *t, sbx_error **err)
   nlh = req_hdr (n, buf, NFT_MSG_GETSET, NFPROTO_INET, NLM_F_DUMP);
   nftnl_set_nlmsg_build_payload (nlh, s);
   r = nft_talk (n, nlh, set_cb, t, "list sets", err);
+  if (r != 0)
+    return r;
+
+  _cleanup_nftnl_ (nftnl_obj) struct nftnl_obj *o = nftnl_obj_alloc ();
+  if (o == NULL)
+    abort ();
+  nftnl_obj_set_str (o, NFTNL_OBJ_TABLE, t->table);
+  nlh = req_hdr (n, buf, NFT_MSG_GETOBJ, NFPROTO_INET, NLM_F_DUMP);
+  nftnl_obj_nlmsg_build_payload (nlh, o);
+  r = nft_talk (n, nlh, obj_cb, t, "list stateful objects", err);
   if (r != 0 || t->target == NULL || !strv_has (t->chains, CHAIN_FORWARD))
     return r;
 
@@ -1122,6 +1217,10 @@ set_add_key (struct nftnl_set *s, const void *key, size_t len, bool end, bool op
   nftnl_set_elem_add (s, e);
 }
 
+/* Ranges per element message: the element list is one attribute, whose
+ * length (16 bits) holds about 1000 IPv6 elements. */
+#define RANGES_PER_MSG 256
+
 /* Creates, flushes and fills the interval set NAME with merged ranges, in
  * the kernel's encoding: a start element, then an end element one past the
  * last address (none when it is the last of all), and an end element at
@@ -1132,23 +1231,59 @@ b_interval_set (batch *b, const char *name, int family, const ranges *rs)
   size_t len = family == AF_INET6 ? 16 : 4;
   b_set (b, name, family == AF_INET6 ? NFT_TYPE_IP6ADDR : NFT_TYPE_IPADDR, (uint32_t) len, NFT_SET_INTERVAL);
   b_set_flush (b, name);
-  if (rs->n == 0)
-    return;
-  _cleanup_nftnl_ (nftnl_set) struct nftnl_set *s = set_new (b, name);
   static const uint8_t zero[16];
-  if (memcmp (rs->v[0].lo, zero, len) != 0)
-    set_add_key (s, zero, len, true, false);
-  for (size_t i = 0; i < rs->n; i++)
+  for (size_t first = 0; first < rs->n; first += RANGES_PER_MSG)
     {
-      uint8_t end[16];
-      memcpy (end, rs->v[i].hi, sizeof end);
-      bool open = !addr_inc (end, len);
-      set_add_key (s, rs->v[i].lo, len, false, open);
-      if (!open)
-        set_add_key (s, end, len, true, false);
+      _cleanup_nftnl_ (nftnl_set) struct nftnl_set *s = set_new (b, name);
+      if (first == 0 && memcmp (rs->v[0].lo, zero, len) != 0)
+        set_add_key (s, zero, len, true, false);
+      size_t last = first + RANGES_PER_MSG < rs->n ? first + RANGES_PER_MSG : rs->n;
+      for (size_t i = first; i < last; i++)
+        {
+          uint8_t end[16];
+          memcpy (end, rs->v[i].hi, sizeof end);
+          bool open = !addr_inc (end, len);
+          set_add_key (s, rs->v[i].lo, len, false, open);
+          if (!open)
+            set_add_key (s, end, len, true, false);
+        }
+      nftnl_set_elems_nlmsg_build_payload (batch_msg (b, NFT_MSG_NEWSETELEM, NLM_F_CREATE), s);
+      if (rs->n <= RANGES_PER_MSG)
+        batch_next (b, "fill set %s (%zu ranges)", name, rs->n);
+      else
+        batch_next (b, "fill set %s (ranges %zu to %zu of %zu)", name, first + 1, last, rs->n);
     }
-  nftnl_set_elems_nlmsg_build_payload (batch_msg (b, NFT_MSG_NEWSETELEM, NLM_F_CREATE), s);
-  batch_next (b, "fill set %s (%zu ranges)", name, rs->n);
+}
+
+static struct nftnl_obj *
+counter_new (const batch *b, const char *name)
+{
+  struct nftnl_obj *o = nftnl_obj_alloc ();
+  if (o == NULL)
+    abort ();
+  nftnl_obj_set_str (o, NFTNL_OBJ_TABLE, b->table);
+  nftnl_obj_set_str (o, NFTNL_OBJ_NAME, name);
+  nftnl_obj_set_u32 (o, NFTNL_OBJ_TYPE, NFT_OBJECT_COUNTER);
+  nftnl_obj_set_u32 (o, NFTNL_OBJ_FAMILY, NFPROTO_INET);
+  return o;
+}
+
+/* Creates the named counter NAME if missing; one that exists keeps its
+ * counts. */
+static void
+b_counter (batch *b, const char *name)
+{
+  _cleanup_nftnl_ (nftnl_obj) struct nftnl_obj *o = counter_new (b, name);
+  nftnl_obj_nlmsg_build_payload (batch_msg (b, NFT_MSG_NEWOBJ, NLM_F_CREATE), o);
+  batch_next (b, "create counter %s", name);
+}
+
+static void
+b_counter_del (batch *b, const char *name)
+{
+  _cleanup_nftnl_ (nftnl_obj) struct nftnl_obj *o = counter_new (b, name);
+  nftnl_obj_nlmsg_build_payload (batch_msg (b, NFT_MSG_DELOBJ, 0), o);
+  batch_next (b, "delete counter %s", name);
 }
 
 /* Whether IFNAME may ask the gateway's resolver. Taking it away adds the
@@ -1220,12 +1355,29 @@ e_bitwise (struct nftnl_rule *r, const void *mask, uint32_t len)
   nftnl_expr_set (e, NFTNL_EXPR_BITWISE_XOR, zero, len);
 }
 
-static void
+static struct nftnl_expr *
 e_lookup (struct nftnl_rule *r, const char *set)
 {
   struct nftnl_expr *e = expr_add (r, "lookup");
   nftnl_expr_set_u32 (e, NFTNL_EXPR_LOOKUP_SREG, NFT_REG_1);
   nftnl_expr_set_str (e, NFTNL_EXPR_LOOKUP_SET, set);
+  return e;
+}
+
+/* Matches when the register is NOT in SET. */
+static void
+e_lookup_not (struct nftnl_rule *r, const char *set)
+{
+  nftnl_expr_set_u32 (e_lookup (r, set), NFTNL_EXPR_LOOKUP_FLAGS, NFT_LOOKUP_F_INV);
+}
+
+/* `counter name NAME`: counts into the table's named counter. */
+static void
+e_counter_ref (struct nftnl_rule *r, const char *name)
+{
+  struct nftnl_expr *e = expr_add (r, "objref");
+  nftnl_expr_set_u32 (e, NFTNL_EXPR_OBJREF_IMM_TYPE, NFT_OBJECT_COUNTER);
+  nftnl_expr_set_str (e, NFTNL_EXPR_OBJREF_IMM_NAME, name);
 }
 
 /* NF_ACCEPT, NF_DROP, or NFT_JUMP / NFT_GOTO to CHAIN. */
@@ -1301,15 +1453,32 @@ m_addr_in_cidr (struct nftnl_rule *r, bool dst, const sbx_cidr *c)
   e_cmp (r, NFT_CMP_EQ, c->addr, len);
 }
 
+/* `ct state` is one of the states in MASK. */
 static void
-m_ct_established (struct nftnl_rule *r)
+m_ct_state (struct nftnl_rule *r, uint32_t mask)
 {
-  uint32_t mask = NF_CT_STATE_BIT (IP_CT_ESTABLISHED) | NF_CT_STATE_BIT (IP_CT_RELATED), zero = 0;
+  uint32_t zero = 0;
   struct nftnl_expr *e = expr_add (r, "ct");
   nftnl_expr_set_u32 (e, NFTNL_EXPR_CT_KEY, NFT_CT_STATE);
   nftnl_expr_set_u32 (e, NFTNL_EXPR_CT_DREG, NFT_REG_1);
   e_bitwise (r, &mask, sizeof mask);
   e_cmp (r, NFT_CMP_NEQ, &zero, sizeof zero);
+}
+
+static void
+m_ct_established (struct nftnl_rule *r)
+{
+  m_ct_state (r, NF_CT_STATE_BIT (IP_CT_ESTABLISHED) | NF_CT_STATE_BIT (IP_CT_RELATED));
+}
+
+/* The destination is private and the operator did not open it. */
+static void
+m_private_not_open (struct nftnl_rule *r, int family)
+{
+  bool v6 = family == AF_INET6;
+  m_addr_in_set (r, family, true, v6 ? SET_PRIVATE6 : SET_PRIVATE4);
+  e_payload (r, NFT_PAYLOAD_NETWORK_HEADER, v6 ? 24 : 16, v6 ? 16 : 4);
+  e_lookup_not (r, v6 ? SET_OPEN6 : SET_OPEN4);
 }
 
 /* The transport header's byte at OFFSET (icmpv6 type) or port (dport). */
@@ -1407,6 +1576,24 @@ b_input_chain (batch *b, const sbx_egress_pool *pool, const char *pfx)
   b_rule_add (b, rest, "nothing else from sandboxes to the host");
 }
 
+/* What sandboxes do with private destinations the operator did not open:
+ * refused, or under observe nothing here (each sandbox's chain counts them
+ * on return). Every sandbox chain jumps here, so init switches them all. */
+static void
+b_private_chain (batch *b, const sbx_egress_pool *pool)
+{
+  static const int families[] = { AF_INET, AF_INET6 };
+  b_chain (b, CHAIN_PRIVATE, NULL, 0, 0);
+  b_rule_del (b, CHAIN_PRIVATE, NULL);
+  for (size_t i = 0; !pool->observe && i < ARRAY_SIZE (families); i++)
+    {
+      _cleanup_nftnl_ (nftnl_rule) struct nftnl_rule *r = rule_new (b, CHAIN_PRIVATE);
+      m_private_not_open (r, families[i]);
+      e_verdict (r, NFT_GOTO, CHAIN_REFUSE);
+      b_rule_add (b, r, "private, not opened");
+    }
+}
+
 static void
 b_postrouting_chain (batch *b, const sbx_egress_pool *pool, const char *pfx)
 {
@@ -1431,18 +1618,25 @@ sbx_egress_init (const char *table, const sbx_egress_pool *pool, sbx_error **err
   if (check_table (table, err) < 0 || check_pool (pool, err) < 0)
     return -1;
   const char *pfx = pool->ifprefix ? pool->ifprefix : "sbx";
-  _cleanup_ranges_ ranges r4 = { 0 }, r6 = { 0 };
+  _cleanup_ranges_ ranges r4 = { 0 }, r6 = { 0 }, p4 = { 0 }, p6 = { 0 }, o4 = { 0 }, o6 = { 0 };
   refused_ranges (pool, &r4, &r6);
+  private_ranges (&p4, &p6);
+  open_ranges (pool, &o4, &o6);
 
   _cleanup_nft_ nft n = { 0 };
   if (nft_open (&n, err) < 0)
     return sbx_error_wrap (err, "egress: set up table inet %s", table);
   _cleanup_batch_ batch b = { 0 };
-  batch_start (&b, &n, table, 1 << 16, NULL);
+  batch_start (&b, &n, table, (1 << 16) + (o4.n + o6.n) * 256, NULL);
   b_table (&b);
   b_refuse_chain (&b);
   b_interval_set (&b, SET_REFUSED4, AF_INET, &r4);
   b_interval_set (&b, SET_REFUSED6, AF_INET6, &r6);
+  b_interval_set (&b, SET_PRIVATE4, AF_INET, &p4);
+  b_interval_set (&b, SET_PRIVATE6, AF_INET6, &p6);
+  b_interval_set (&b, SET_OPEN4, AF_INET, &o4);
+  b_interval_set (&b, SET_OPEN6, AF_INET6, &o6);
+  b_private_chain (&b, pool);
   /* Both hold per-sandbox state: created, never flushed here. */
   b_set (&b, SET_DNS, NFT_TYPE_IFNAME, IFNAMSIZ, 0);
   b_chain (&b, CHAIN_FORWARD, "filter", NF_INET_FORWARD, PRIO_FILTER);
@@ -1472,7 +1666,7 @@ backoff (int attempt)
 }
 
 typedef struct names {
-  char *chain, *set4, *set6;
+  char *chain, *set4, *set6, *counter;
 } names;
 
 static void
@@ -1481,6 +1675,7 @@ names_init (names *nm, const char *sandbox_id)
   nm->chain = sbx_egress_chain_name (sandbox_id);
   nm->set4 = xasprintf ("%s-v4", nm->chain);
   nm->set6 = xasprintf ("%s-v6", nm->chain);
+  nm->counter = xasprintf ("%s" COUNTER_SUFFIX, nm->chain);
 }
 
 static void
@@ -1489,12 +1684,15 @@ names_free (names *nm)
   free (nm->chain);
   free (nm->set4);
   free (nm->set6);
+  free (nm->counter);
 }
 #define _cleanup_names_ __attribute__ ((cleanup (names_free)))
 
 /* The sandbox's chain: the refused ranges first, whatever the state of the
- * connection, then the mode. Nothing here accepts established traffic on
- * its own, so a destination the new rules refuse is cut at once. */
+ * connection; then the private ranges the operator did not open, as the
+ * shared chain says (refused, or under observe counted here); then the
+ * mode. Nothing here accepts established traffic on its own, so a
+ * destination the new rules refuse is cut at once. */
 static void
 b_sandbox_rules (batch *b, const names *nm, sbx_egress_mode mode)
 {
@@ -1506,6 +1704,17 @@ b_sandbox_rules (batch *b, const names *nm, sbx_egress_mode mode)
       m_addr_in_set (r, families[i], true, refused[i]);
       e_verdict (r, NFT_GOTO, CHAIN_REFUSE);
       b_rule_add (b, r, "always refused");
+    }
+  _cleanup_nftnl_ (nftnl_rule) struct nftnl_rule *priv = rule_new (b, nm->chain);
+  e_verdict (priv, NFT_JUMP, CHAIN_PRIVATE);
+  b_rule_add (b, priv, "private destinations");
+  for (size_t i = 0; i < 2; i++)
+    {
+      _cleanup_nftnl_ (nftnl_rule) struct nftnl_rule *r = rule_new (b, nm->chain);
+      m_private_not_open (r, families[i]);
+      m_ct_state (r, NF_CT_STATE_BIT (IP_CT_NEW));
+      e_counter_ref (r, nm->counter);
+      b_rule_add (b, r, "observed private destinations");
     }
   for (size_t i = 0; mode == SBX_EGRESS_ALLOW && i < 2; i++)
     {
@@ -1550,6 +1759,9 @@ apply_once (const char *table, const names *nm, const char *ifname, sbx_egress_m
   if (!strv_has (t.chains, CHAIN_FORWARD))
     return sbx_error_set (err, SBX_E_NOT_FOUND, 0, "nftables table inet %s is not set up (no forward chain)",
                           table);
+  if (!strv_has (t.chains, CHAIN_PRIVATE))
+    return sbx_error_set (err, SBX_E_NOT_FOUND, 0,
+                          "nftables table inet %s was set up by an older sbx (no " CHAIN_PRIVATE " chain)", table);
 
   _cleanup_batch_ batch b = { 0 };
   batch_start (&b, &n, table, (1 << 16) + (a4->n + a6->n + 1) * 256, &t.genid);
@@ -1558,6 +1770,7 @@ apply_once (const char *table, const names *nm, const char *ifname, sbx_egress_m
   b_rule_del (&b, nm->chain, NULL);
   b_interval_set (&b, nm->set4, AF_INET, a4);
   b_interval_set (&b, nm->set6, AF_INET6, a6);
+  b_counter (&b, nm->counter);
   b_sandbox_rules (&b, nm, mode);
   _cleanup_nftnl_ (nftnl_rule) struct nftnl_rule *jump = rule_new (&b, CHAIN_FORWARD);
   m_ifname (jump, NFT_META_IIFNAME, ifname, false, NFT_CMP_EQ);
@@ -1629,6 +1842,9 @@ remove_once (const char *table, const names *nm, const char *ifname, sbx_error *
     b_set_del (&b, nm->set4);
   if (strv_has (t.sets, nm->set6))
     b_set_del (&b, nm->set6);
+  /* After the chain: its rules refer to the counter. */
+  if (strv_has (t.counters, nm->counter))
+    b_counter_del (&b, nm->counter);
   bool done = false;
   for (size_t i = 0; ifname && i < t.nrules; i++)
     done = done || strcmp (t.rule_ifnames[i], ifname) == 0;
@@ -1666,7 +1882,8 @@ strv_cmp (const void *a, const void *b)
   return strcmp (*(char *const *) a, *(char *const *) b);
 }
 
-/* The sandbox id in NAME (a chain, or a set with SUFFIX), added to IDS. */
+/* The sandbox id in NAME (a chain, or a set or counter with SUFFIX), added
+ * to IDS. */
 static void
 collect_id (char ***ids, const char *name, const char *suffix)
 {
@@ -1705,9 +1922,57 @@ sbx_egress_list (const char *table, char ***ret_ids, sbx_error **err)
           collect_id (&ids, t.sets[i], "-v4");
           collect_id (&ids, t.sets[i], "-v6");
         }
+      for (size_t i = 0; t.counters && t.counters[i]; i++)
+        collect_id (&ids, t.counters[i], COUNTER_SUFFIX);
       qsort (ids, strv_len (ids), sizeof *ids, strv_cmp);
       *ret_ids = steal_pointer (&ids);
       return 0;
     }
   return sbx_error_set (err, SBX_E_BUSY, 0, "list egress rules in table inet %s: the ruleset kept changing", table);
+}
+
+static int
+counter_cb (const struct nlmsghdr *nlh, void *data)
+{
+  _cleanup_nftnl_ (nftnl_obj) struct nftnl_obj *o = nftnl_obj_alloc ();
+  if (o == NULL)
+    abort ();
+  if (nftnl_obj_nlmsg_parse (nlh, o) < 0)
+    {
+      errno = EPROTO;
+      return MNL_CB_ERROR;
+    }
+  if (nftnl_obj_is_set (o, NFTNL_OBJ_CTR_PKTS))
+    *(uint64_t *) data = nftnl_obj_get_u64 (o, NFTNL_OBJ_CTR_PKTS);
+  return MNL_CB_OK;
+}
+
+int
+sbx_egress_private_count (const char *table, const char *sandbox_id, uint64_t *ret_packets, sbx_error **err)
+{
+  if (check_ids (table, sandbox_id, NULL, false, err) < 0)
+    return -1;
+  _cleanup_names_ names nm = { 0 };
+  names_init (&nm, sandbox_id);
+  _cleanup_nft_ nft n = { 0 };
+  if (nft_open (&n, err) < 0)
+    return sbx_error_wrap (err, "read counter %s in table inet %s", nm.counter, table);
+  _cleanup_nftnl_ (nftnl_obj) struct nftnl_obj *o = nftnl_obj_alloc ();
+  if (o == NULL)
+    abort ();
+  nftnl_obj_set_str (o, NFTNL_OBJ_TABLE, table);
+  nftnl_obj_set_str (o, NFTNL_OBJ_NAME, nm.counter);
+  nftnl_obj_set_u32 (o, NFTNL_OBJ_TYPE, NFT_OBJECT_COUNTER);
+  char buf[8192];
+  struct nlmsghdr *nlh = req_hdr (&n, buf, NFT_MSG_GETOBJ, NFPROTO_INET, NLM_F_ACK);
+  nftnl_obj_nlmsg_build_payload (nlh, o);
+  /* No table or no counter (ENOENT) reads as 0. */
+  uint64_t packets = 0;
+  int r = nft_talk (&n, nlh, counter_cb, &packets, "read a counter", err);
+  if (r < 0)
+    return sbx_error_wrap (err, "read counter %s in table inet %s", nm.counter, table);
+  if (r > 0)
+    return sbx_error_set (err, SBX_E_BUSY, 0, "read counter %s in table inet %s: interrupted", nm.counter, table);
+  *ret_packets = packets;
+  return 0;
 }

@@ -3,9 +3,14 @@
  *
  * All of sbx's rules live in one inet table (normally "sbx"):
  *
- *   set refused4, refused6   always refused, whatever the allow-list says:
- *                            link-local and cloud metadata, the private
- *                            ranges, loopback, ULA, and the sandbox pool
+ *   set refused4, refused6   always refused, whatever the allow-list, the
+ *                            opened ranges or observe mode say: link-local
+ *                            and cloud metadata (fd00:ec2::254 included),
+ *                            loopback, 0/8, the sandbox pools, and the IPv4
+ *                            ones as v4-mapped and NAT64 addresses
+ *   set private4, private6   10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7
+ *                            (and the IPv4 ones as v4-mapped and NAT64)
+ *   set open4, open6         the private destinations the operator opened
  *   set dns-ifnames          sandbox interfaces that may ask the gateway's
  *                            resolver (not those in block mode)
  *   chain refuse             tcp reset, else icmpx admin-prohibited: a
@@ -18,8 +23,15 @@
  *                            gateway; everything else refused
  *   chain postrouting        nat: masquerade the pool leaving by any interface
  *                            that is not a sandbox's
- *   chain sandbox-ID         per sandbox: refused ranges first, then the mode
+ *   chain private            private and not opened: refused; under observe,
+ *                            empty (every sandbox chain jumps here, so one
+ *                            init switches them all)
+ *   chain sandbox-ID         per sandbox: refused ranges first, then `jump
+ *                            private`, then new connections to private, not
+ *                            opened destinations counted (only reached under
+ *                            observe), then the mode
  *   set sandbox-ID-v4, -v6   per sandbox: its allow-list (intervals)
+ *   counter sandbox-ID-private  per sandbox: those observed connections
  *
  * Each call is one nf_tables transaction: it applies whole or not at all. */
 #ifndef SBX_EGRESS_H
@@ -65,15 +77,23 @@ typedef struct sbx_egress_pool {
   bool dns;             /* accept DNS (udp and tcp 53) to the gateway */
   sbx_cidr gateway4;    /* where the resolver listens; family 0: any host */
   sbx_cidr gateway6;    /*   address inside the pool (v4, v6) */
+  const sbx_cidr *open; /* private destinations the operator opened: not */
+  size_t nopen;         /*   refused, the mode decides (at most ALLOW_MAX) */
+  bool observe;         /* private destinations not refused: each new
+                           connection to one counted per sandbox, then the
+                           mode decides */
 } sbx_egress_pool;
 
 /* Creates the table and its shared chains and sets where missing and
- * rewrites their rules from POOL, leaving every sandbox's chain, sets and
- * forward jump alone. Idempotent; one transaction. */
+ * rewrites their rules and the shared sets from POOL, leaving every
+ * sandbox's chain, sets, counter and forward jump alone: a change of the
+ * opened ranges or of observe reaches every sandbox at once. Idempotent;
+ * one transaction. */
 int sbx_egress_init (const char *table, const sbx_egress_pool *pool, sbx_error **err);
 
 /* (Re)makes the sandbox's chain and allow sets for MODE and ALLOW (ignored
- * unless MODE is ALLOW), and the forward rule `iifname IFNAME jump
+ * unless MODE is ALLOW), its private counter (kept if it exists), and the
+ * forward rule `iifname IFNAME jump
  * sandbox-ID`, replacing any earlier rules of this sandbox or of IFNAME in
  * one transaction. The refused ranges are checked before anything is
  * accepted, established connections included, so a destination refused by
@@ -82,14 +102,19 @@ int sbx_egress_init (const char *table, const sbx_egress_pool *pool, sbx_error *
 int sbx_egress_apply (const char *table, const char *sandbox_id, const char *ifname, sbx_egress_mode mode,
                       const sbx_cidr *allow, size_t nallow, sbx_error **err);
 
-/* Removes the sandbox's chain, sets, forward rule and DNS permission;
+/* Removes the sandbox's chain, sets, counter, forward rule and DNS permission;
  * IFNAME (may be NULL) also drops forward rules matching that interface.
  * Nothing to remove (or no table) is success. */
 int sbx_egress_remove (const char *table, const char *sandbox_id, const char *ifname, sbx_error **err);
 
-/* The ids of the sandboxes that have a chain or sets in TABLE, sorted; an
- * empty vector when the table does not exist. */
+/* The ids of the sandboxes that have a chain, sets or a counter in TABLE,
+ * sorted; an empty vector when the table does not exist. */
 int sbx_egress_list (const char *table, char ***ret_ids, sbx_error **err);
+
+/* The packets of new connections to private, not opened destinations the
+ * sandbox made under observe (counter sandbox-ID-private; apply creates it
+ * and keeps its count). 0 when there is no such counter or table. */
+int sbx_egress_private_count (const char *table, const char *sandbox_id, uint64_t *ret_packets, sbx_error **err);
 
 /* The names sbx gives a sandbox's objects (caller frees). */
 char *sbx_egress_chain_name (const char *sandbox_id);

@@ -4,11 +4,13 @@
  * against libc's inet_pton as a reference. Then, as root, a throwaway table
  * with a random name, read back with `nft -j`: the shared chains and sets,
  * a sandbox in allow, block and open mode, a failed apply that leaves
- * nothing behind, removal, listing. Last, real traffic: a sandbox namespace
- * and an "internet" namespace joined through a host namespace (all three
- * throwaway) that runs the rules, proving what connects and what does not,
- * and that an established connection is cut when its destination becomes
- * refused. */
+ * nothing behind, removal, listing, the shared private/open sets, observe,
+ * the per-sandbox counter. Last, real traffic: a sandbox namespace and an
+ * "internet" namespace joined through a host namespace (all three
+ * throwaway) that runs the rules, proving what connects and what does not
+ * (IPv4 and IPv6), that an established connection is cut when its
+ * destination becomes refused, and what operator-opened ranges and observe
+ * mode change for private destinations and what they never change. */
 #include "config.h"
 #include "egress.h"
 #include "json.h"
@@ -495,8 +497,10 @@ test_ruleset (void)
   _cleanup_free_ char *pfx = xasprintf ("st%.6s", hex);
   _cleanup_free_ char *ifa = xasprintf ("%sa", pfx), *ifb = xasprintf ("%sb", pfx), *ifc = xasprintf ("%sc", pfx);
   test_table = table;
+  sbx_cidr opened[] = { cidr ("10.9.0.0/16"), cidr ("fd12::/16") };
   sbx_egress_pool pool = { .v4 = cidr ("198.18.0.0/24"), .v6 = cidr ("2001:db8:5b::/64"), .ifprefix = pfx,
-                           .dns = true, .gateway4 = cidr ("198.18.0.1/32") };
+                           .dns = true, .gateway4 = cidr ("198.18.0.1/32"), .open = opened,
+                           .nopen = ARRAY_SIZE (opened) };
   _cleanup_error_ sbx_error *err = NULL;
   int r;
 
@@ -510,9 +514,11 @@ test_ruleset (void)
   static const char *const base[] = { "refuse", "forward", "inbound", "input", "postrouting" };
   for (size_t i = 0; i < ARRAY_SIZE (base); i++)
     chains = chains && rs_find (rs, "chain", base[i]);
-  tap_ok (chains && rs_find (rs, "set", "refused4") && rs_find (rs, "set", "refused6")
-            && rs_find (rs, "set", "dns-ifnames"),
-          "shared chains refuse, forward, inbound, input, postrouting and sets refused4, refused6, dns-ifnames");
+  tap_ok (chains && rs_find (rs, "chain", "private") && rs_find (rs, "set", "refused4")
+            && rs_find (rs, "set", "refused6") && rs_find (rs, "set", "private4") && rs_find (rs, "set", "private6")
+            && rs_find (rs, "set", "open4") && rs_find (rs, "set", "open6") && rs_find (rs, "set", "dns-ifnames"),
+          "shared chains refuse, forward, inbound, input, postrouting, private and sets refused4/6, private4/6, "
+          "open4/6, dns-ifnames");
   yajl_val fwd = rs_find (rs, "chain", "forward"), in = rs_find (rs, "chain", "input");
   const char *hook = NULL, *policy = NULL;
   j_get_str (fwd, "hook", false, &hook, NULL);
@@ -523,19 +529,41 @@ test_ruleset (void)
   j_get_str (in, "hook", false, &hook, NULL);
   tap_ok (hook && strcmp (hook, "input") == 0, "input: hook input");
 
-  static const char *const want4[] = { "10.0.0.0/8",     "100.64.0.0/10",    "127.0.0.0/8",  "168.63.129.16/32",
-                                       "169.254.0.0/16", "172.16.0.0/12",    "192.0.0.0/24", "192.168.0.0/16",
-                                       "198.18.0.0/24",  NULL };
+  static const char *const want4[] = { "0.0.0.0/8",      "127.0.0.0/8",  "168.63.129.16/32",
+                                       "169.254.0.0/16", "192.0.0.0/24", "198.18.0.0/24",
+                                       NULL };
   _cleanup_strv_ char **r4 = rs_elems (rs, "refused4");
   _cleanup_free_ char *r4s = strv_join (r4);
-  tap_ok (elems_are (r4, want4), "refused4: metadata, private, CGNAT, loopback ranges and the pool (%s)", r4s);
+  tap_ok (elems_are (r4, want4), "refused4: metadata, loopback, 0/8 and the pool, no private range (%s)", r4s);
   _cleanup_strv_ char **r6 = rs_elems (rs, "refused6");
   _cleanup_free_ char *r6s = strv_join (r6);
-  tap_ok (strv_has (r6, "::1/128") && strv_has (r6, "fe80::/10") && strv_has (r6, "fc00::/7")
+  tap_ok (strv_has (r6, "::1/128") && strv_has (r6, "fe80::/10") && strv_has (r6, "fd00:ec2::254/128")
             && strv_has (r6, "2001:db8:5b::/64") && strv_has (r6, "::ffff:169.254.0.0/112")
-            && strv_has (r6, "64:ff9b::a9fe:0/112") && strv_has (r6, "::ffff:10.0.0.0/104"),
-          "refused6: loopback, link-local, ULA, the pool, and the refused IPv4 ranges as v4-mapped and NAT64 (%s)",
+            && strv_has (r6, "64:ff9b::a9fe:0/112") && strv_has (r6, "::ffff:198.18.0.0/120")
+            && !strv_has (r6, "fc00::/7") && !strv_has (r6, "::ffff:10.0.0.0/104"),
+          "refused6: loopback, link-local, AWS metadata, the pools, the refused IPv4 ranges as v4-mapped and "
+          "NAT64; not ULA (%s)",
           r6s);
+  static const char *const wantp4[] = { "10.0.0.0/8", "100.64.0.0/10", "172.16.0.0/12", "192.168.0.0/16", NULL };
+  _cleanup_strv_ char **p4 = rs_elems (rs, "private4"), **p6 = rs_elems (rs, "private6");
+  _cleanup_free_ char *p4s = strv_join (p4), *p6s = strv_join (p6);
+  tap_ok (elems_are (p4, wantp4), "private4: 10/8, 100.64/10, 172.16/12, 192.168/16 (%s)", p4s);
+  tap_ok (strv_len (p6) == 9 && strv_has (p6, "fc00::/7") && strv_has (p6, "::ffff:10.0.0.0/104")
+            && strv_has (p6, "64:ff9b::a00:0/104") && strv_has (p6, "::ffff:192.168.0.0/112")
+            && strv_has (p6, "64:ff9b::6440:0/106"),
+          "private6: ULA, and the private IPv4 ranges as v4-mapped and NAT64 (%s)", p6s);
+  static const char *const wanto4[] = { "10.9.0.0/16", NULL };
+  static const char *const wanto6[] = { "fd12::/16", "::ffff:10.9.0.0/112", "64:ff9b::a09:0/112", NULL };
+  _cleanup_strv_ char **o4 = rs_elems (rs, "open4"), **o6 = rs_elems (rs, "open6");
+  _cleanup_free_ char *o6s = strv_join (o6);
+  tap_ok (elems_are (o4, wanto4) && elems_are (o6, wanto6),
+          "open4/open6: the opened destinations, IPv4 also as v4-mapped and NAT64 (%s)", o6s);
+  _cleanup_strv_ char **priv = rs_rules (rs, "private");
+  tap_ok (strv_len (priv) == 2
+            && has_all (priv[0], "\"ip\"", "@private4", "\"!=\"", "@open4", "\"goto\":{\"target\":\"refuse\"}", NULL)
+            && has_all (priv[1], "\"ip6\"", "@private6", "\"!=\"", "@open6", "\"goto\":{\"target\":\"refuse\"}",
+                        NULL),
+          "private: private destinations not opened are refused");
 
   _cleanup_strv_ char **input = rs_rules (rs, "input");
   size_t ninput = strv_len (input);
@@ -572,12 +600,21 @@ test_ruleset (void)
   tap_ok (elems_are (a6, t1v6), "sandbox-t1-v6 holds the IPv6 allow-list");
   _cleanup_strv_ char **sb = rs_rules (rs, "sandbox-t1");
   static const char goto_refuse[] = "\"goto\":{\"target\":\"refuse\"}";
-  tap_ok (strv_len (sb) == 5 && has_all (sb[0], "\"ip\"", "\"daddr\"", "@refused4", goto_refuse, NULL)
+  static const char count_t1[] = "\"counter\":\"sandbox-t1-private\"";
+  tap_ok (strv_len (sb) == 8 && has_all (sb[0], "\"ip\"", "\"daddr\"", "@refused4", goto_refuse, NULL)
             && has_all (sb[1], "\"ip6\"", "@refused6", goto_refuse, NULL)
-            && has_all (sb[2], "@sandbox-t1-v4", "\"accept\"", NULL)
-            && has_all (sb[3], "@sandbox-t1-v6", "\"accept\"", NULL)
-            && strcmp (sb[4], "[{\"goto\":{\"target\":\"refuse\"}}]") == 0,
-          "sandbox-t1: refused ranges first (10.1.2.0/24 stays refused), then the allow sets, then refuse");
+            && strcmp (sb[2], "[{\"jump\":{\"target\":\"private\"}}]") == 0
+            && has_all (sb[3], "@private4", "\"!=\"", "@open4", "\"new\"", count_t1, NULL)
+            && has_all (sb[4], "@private6", "\"!=\"", "@open6", "\"new\"", count_t1, NULL)
+            && has_all (sb[5], "@sandbox-t1-v4", "\"accept\"", NULL)
+            && has_all (sb[6], "@sandbox-t1-v6", "\"accept\"", NULL)
+            && strcmp (sb[7], "[{\"goto\":{\"target\":\"refuse\"}}]") == 0,
+          "sandbox-t1: refused ranges first, then private (10.1.2.0/24 stays refused), new private connections "
+          "counted, then the allow sets, then refuse");
+  tap_ok (rs_find (rs, "counter", "sandbox-t1-private") != NULL, "counter sandbox-t1-private exists");
+  uint64_t pk = 1;
+  r = sbx_egress_private_count (table, "t1", &pk, &err);
+  tap_ok (r == 0 && pk == 0, "private count of t1: 0 (%s)", r ? errmsg (err) : "ok");
   _cleanup_strv_ char **fw = rs_rules (rs, "forward");
   _cleanup_free_ char *want_iif = xasprintf ("\"right\":\"%s\"", ifa);
   tap_ok (strv_len (fw) == 1 && has_all (fw[0], "iifname", want_iif, "\"jump\":{\"target\":\"sandbox-t1\"}", NULL),
@@ -599,6 +636,46 @@ test_ruleset (void)
   tap_ok (strv_len (fw) == 1 && strv_has (dns, ifa) && strv_len (input) == 8,
           "init again keeps sandbox jumps and DNS permissions, and does not duplicate its rules");
 
+  /* Observe: the shared chain stops refusing; the sandboxes' chains stay. */
+  pool.observe = true;
+  r = sbx_egress_init (table, &pool, &err);
+  yajl_tree_free (rs);
+  rs = ruleset (table);
+  strv_free (priv);
+  priv = rs_rules (rs, "private");
+  strv_free (sb);
+  sb = rs_rules (rs, "sandbox-t1");
+  tap_ok (r == 0 && rs_find (rs, "chain", "private") && strv_len (priv) == 0 && strv_len (sb) == 8
+            && rs_find (rs, "counter", "sandbox-t1-private"),
+          "init with observe: chain private is empty, sandbox-t1 and its counter unchanged (%s)",
+          r ? errmsg (err) : "ok");
+  pool.observe = false;
+  pool.nopen = 0;
+  r = sbx_egress_init (table, &pool, &err);
+  yajl_tree_free (rs);
+  rs = ruleset (table);
+  strv_free (priv);
+  priv = rs_rules (rs, "private");
+  strv_free (o4);
+  o4 = rs_elems (rs, "open4");
+  strv_free (o6);
+  o6 = rs_elems (rs, "open6");
+  tap_ok (r == 0 && strv_len (priv) == 2 && strv_len (o4) == 0 && strv_len (o6) == 0,
+          "init without observe or opened ranges: private refuses again, open4/open6 emptied (%s)",
+          r ? errmsg (err) : "ok");
+  sbx_cidr bad_open = cidr ("10.9.0.0/16");
+  bad_open.prefix = 8;
+  pool.open = &bad_open;
+  pool.nopen = 1;
+  r = sbx_egress_init (table, &pool, &err);
+  tap_ok (r < 0 && err->code == SBX_E_INVALID_ARGUMENT, "an opened destination with host bits set is refused (%s)",
+          r ? errmsg (err) : "accepted");
+  pool.open = NULL;
+  r = sbx_egress_init (table, &pool, &err);
+  tap_ok (r < 0 && err->code == SBX_E_INVALID_ARGUMENT, "nopen without an array is refused (%s)",
+          r ? errmsg (err) : "accepted");
+  pool.nopen = 0;
+
   /* Block replaces allow. */
   r = sbx_egress_apply (table, "t1", ifa, SBX_EGRESS_BLOCK, NULL, 0, &err);
   tap_ok (r == 0, "apply block to t1 (%s)", r ? errmsg (err) : "ok");
@@ -611,8 +688,9 @@ test_ruleset (void)
   strv_free (sb);
   sb = rs_rules (rs, "sandbox-t1");
   tap_ok (strv_len (a4) == 0 && strv_len (a6) == 0, "block: the allow sets are emptied");
-  tap_ok (strv_len (sb) == 3 && has_all (sb[0], "@refused4", NULL) && has_all (sb[1], "@refused6", NULL)
-            && strcmp (sb[2], "[{\"goto\":{\"target\":\"refuse\"}}]") == 0,
+  tap_ok (strv_len (sb) == 6 && has_all (sb[0], "@refused4", NULL) && has_all (sb[1], "@refused6", NULL)
+            && has_all (sb[2], "private", NULL) && has_all (sb[3], count_t1, NULL)
+            && strcmp (sb[5], "[{\"goto\":{\"target\":\"refuse\"}}]") == 0,
           "block: sandbox-t1 refuses everything, nothing accepted");
   strv_free (fw);
   fw = rs_rules (rs, "forward");
@@ -633,8 +711,9 @@ test_ruleset (void)
   strv_free (dns);
   dns = rs_elems (rs, "dns-ifnames");
   _cleanup_free_ char *want_iif_b = xasprintf ("\"right\":\"%s\"", ifb);
-  tap_ok (strv_len (sb) == 3 && has_all (sb[0], "@refused4", NULL) && strcmp (sb[2], "[{\"accept\":null}]") == 0,
-          "open: refused ranges, then accept");
+  tap_ok (strv_len (sb) == 6 && has_all (sb[0], "@refused4", NULL) && has_all (sb[2], "private", NULL)
+            && strcmp (sb[5], "[{\"accept\":null}]") == 0,
+          "open: refused ranges, private, then accept");
   tap_ok (strv_len (fw) == 1 && has_all (fw[0], want_iif_b, "sandbox-t1", NULL),
           "open: the jump moved to %s, the old one is gone", ifb);
   tap_ok (strv_has (dns, ifb) && !strv_has (dns, ifa), "open: DNS for %s only", ifb);
@@ -670,9 +749,28 @@ test_ruleset (void)
   strv_free (dns);
   dns = rs_elems (rs, "dns-ifnames");
   tap_ok (!rs_find (rs, "chain", "sandbox-t1") && !rs_find (rs, "set", "sandbox-t1-v4")
-            && !rs_find (rs, "set", "sandbox-t1-v6") && strv_len (fw) == 1 && has_all (fw[0], "sandbox-t2", NULL)
+            && !rs_find (rs, "set", "sandbox-t1-v6") && !rs_find (rs, "counter", "sandbox-t1-private")
+            && strv_len (fw) == 1 && has_all (fw[0], "sandbox-t2", NULL)
+            && rs_find (rs, "counter", "sandbox-t2-private")
             && !strv_has (dns, ifb),
-          "remove: t1's chain, sets, jump and DNS permission are gone; t2's stay");
+          "remove: t1's chain, sets, counter, jump and DNS permission are gone; t2's stay");
+  pk = 1;
+  r = sbx_egress_private_count (table, "t1", &pk, &err);
+  tap_ok (r == 0 && pk == 0, "private count of a removed sandbox: 0 (%s)", r ? errmsg (err) : "ok");
+  tap_ok (sbx_egress_private_count (table, "../t1", &pk, &err) < 0 && err->code == SBX_E_INVALID_ARGUMENT,
+          "private count of an invalid id is refused");
+
+  /* A counter left on its own still names a sandbox. */
+  sh ("nft add counter inet %s sandbox-t9-private", table);
+  strv_free (ids);
+  ids = NULL;
+  tap_ok (sbx_egress_list (table, &ids, &err) == 0 && strv_len (ids) == 2 && strcmp (ids[1], "t9") == 0,
+          "list: a sandbox with only a counter left is listed (t2 t9)");
+  r = sbx_egress_remove (table, "t9", NULL, &err);
+  yajl_tree_free (rs);
+  rs = ruleset (table);
+  tap_ok (r == 0 && !rs_find (rs, "counter", "sandbox-t9-private"), "remove t9: its lone counter is gone (%s)",
+          r ? errmsg (err) : "ok");
   r = sbx_egress_remove (table, "t1", ifb, &err);
   tap_ok (r == 0, "remove t1 again: idempotent (%s)", r ? errmsg (err) : "ok");
   r = sbx_egress_remove (table, "t2", NULL, &err);
@@ -687,6 +785,36 @@ test_ruleset (void)
   ids = NULL;
   tap_ok (strv_len (fw) == 0 && strv_len (dns) == 0 && sbx_egress_list (table, &ids, &err) == 0 && strv_len (ids) == 0,
           "nothing of any sandbox is left");
+
+  /* The longest lists: more elements than one netlink attribute holds. */
+  sbx_cidr *many = xmalloc (SBX_EGRESS_ALLOW_MAX * sizeof *many);
+  for (size_t i = 0; i < SBX_EGRESS_ALLOW_MAX; i++)
+    {
+      char a[SBX_CIDR_STRLEN];
+      snprintf (a, sizeof a, "2001:db8:%zx::/48", i * 2);
+      many[i] = cidr (a);
+    }
+  pool.open = many;
+  pool.nopen = SBX_EGRESS_ALLOW_MAX;
+  r = sbx_egress_init (table, &pool, &err);
+  tap_ok (r == 0, "init with %d opened ranges (%s)", SBX_EGRESS_ALLOW_MAX, r ? errmsg (err) : "ok");
+  if (r == 0)
+    r = sbx_egress_apply (table, "t5", ifa, SBX_EGRESS_ALLOW, many, SBX_EGRESS_ALLOW_MAX, &err);
+  tap_ok (r == 0, "apply an allow-list of %d ranges (%s)", SBX_EGRESS_ALLOW_MAX, r ? errmsg (err) : "ok");
+  yajl_tree_free (rs);
+  rs = ruleset (table);
+  strv_free (o6);
+  o6 = rs_elems (rs, "open6");
+  strv_free (a6);
+  a6 = rs_elems (rs, "sandbox-t5-v6");
+  tap_ok (strv_len (o6) == SBX_EGRESS_ALLOW_MAX && strv_len (a6) == SBX_EGRESS_ALLOW_MAX
+            && strv_has (a6, "2001:db8:1ffe::/48"),
+          "open6 and sandbox-t5-v6 hold all %d (%zu, %zu)", SBX_EGRESS_ALLOW_MAX, strv_len (o6), strv_len (a6));
+  free (many);
+  pool.open = NULL;
+  pool.nopen = 0;
+  r = sbx_egress_remove (table, "t5", ifa, &err) == 0 ? sbx_egress_init (table, &pool, &err) : -1;
+  tap_ok (r == 0, "remove t5, init without opened ranges (%s)", r ? errmsg (err) : "ok");
 
   /* Bad input. */
   tap_ok (sbx_egress_apply (table, "t1", "bad/if", SBX_EGRESS_OPEN, NULL, 0, &err) < 0
@@ -707,9 +835,11 @@ test_ruleset (void)
   tap_ok (sh ("nft delete table inet %s", table) == 0, "delete the test table");
   strv_free (ids);
   ids = NULL;
+  uint64_t none = 1;
   tap_ok (sbx_egress_list (table, &ids, &err) == 0 && strv_len (ids) == 0
-            && sbx_egress_remove (table, "t1", ifa, &err) == 0,
-          "no table: list is empty, remove succeeds");
+            && sbx_egress_remove (table, "t1", ifa, &err) == 0
+            && sbx_egress_private_count (table, "t1", &none, &err) == 0 && none == 0,
+          "no table: list is empty, remove succeeds, the private count is 0");
   _cleanup_free_ char *tables = capture ("nft list tables");
   tap_ok (tables && !strstr (tables, table), "nft list tables: no %s left", table);
   test_table = NULL;
@@ -786,8 +916,30 @@ enter (int fd)
     abort ();
 }
 
-/* A TCP server in namespace NSFD on PORTS: says the peer's address, then
- * echoes. Returns once it listens. */
+/* A listening TCP socket on PORT, IPv4 or IPv6 only; -1 on failure. */
+static int
+listen_on (int family, uint16_t port)
+{
+  int one = 1, fd = socket (family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in a4 = { .sin_family = AF_INET, .sin_port = htons (port) };
+  struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_port = htons (port) };
+  if (fd < 0)
+    return -1;
+  setsockopt (fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (family == AF_INET6)
+    setsockopt (fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+  bool ok = family == AF_INET6 ? bind (fd, (struct sockaddr *) &a6, sizeof a6) == 0
+                               : bind (fd, (struct sockaddr *) &a4, sizeof a4) == 0;
+  if (!ok || listen (fd, 16) < 0)
+    {
+      close (fd);
+      return -1;
+    }
+  return fd;
+}
+
+/* A TCP server in namespace NSFD on PORTS, IPv4 and IPv6: says the peer's
+ * address, then echoes. Returns once it listens. */
 static pid_t
 serve (int nsfd, const uint16_t *ports, size_t n)
 {
@@ -806,27 +958,27 @@ serve (int nsfd, const uint16_t *ports, size_t n)
   prctl (PR_SET_PDEATHSIG, SIGKILL);
   enter (nsfd);
   signal (SIGCHLD, SIG_IGN);
-  struct pollfd pf[4];
+  struct pollfd pf[8];
+  size_t npf = 0;
   for (size_t i = 0; i < n && i < 4; i++)
     {
-      int one = 1, fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-      struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons (ports[i]) };
-      setsockopt (fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-      if (bind (fd, (struct sockaddr *) &a, sizeof a) < 0 || listen (fd, 16) < 0)
+      int fd4 = listen_on (AF_INET, ports[i]), fd6 = listen_on (AF_INET6, ports[i]);
+      if (fd4 < 0 || fd6 < 0)
         _exit (1);
-      pf[i] = (struct pollfd) { .fd = fd, .events = POLLIN };
+      pf[npf++] = (struct pollfd) { .fd = fd4, .events = POLLIN };
+      pf[npf++] = (struct pollfd) { .fd = fd6, .events = POLLIN };
     }
   if (write (ready[1], "r", 1) != 1)
     _exit (1);
   for (;;)
     {
-      if (poll (pf, (nfds_t) n, -1) < 0)
+      if (poll (pf, (nfds_t) npf, -1) < 0)
         continue;
-      for (size_t i = 0; i < n; i++)
+      for (size_t i = 0; i < npf; i++)
         {
           if (!(pf[i].revents & POLLIN))
             continue;
-          struct sockaddr_in peer;
+          struct sockaddr_storage peer;
           socklen_t pl = sizeof peer;
           int c = accept4 (pf[i].fd, (struct sockaddr *) &peer, &pl, SOCK_CLOEXEC);
           if (c < 0)
@@ -834,8 +986,11 @@ serve (int nsfd, const uint16_t *ports, size_t n)
           if (fork () == 0)
             {
               prctl (PR_SET_PDEATHSIG, SIGKILL);
-              char line[64], buf[512];
-              inet_ntop (AF_INET, &peer.sin_addr, line, sizeof line);
+              char line[INET6_ADDRSTRLEN + 2], buf[512];
+              if (peer.ss_family == AF_INET6)
+                inet_ntop (AF_INET6, &((struct sockaddr_in6 *) &peer)->sin6_addr, line, sizeof line);
+              else
+                inet_ntop (AF_INET, &((struct sockaddr_in *) &peer)->sin_addr, line, sizeof line);
               strcat (line, "\n");
               write_all (c, line, strlen (line));
               ssize_t r;
@@ -854,18 +1009,26 @@ now_ms (void)
   return (int64_t) now_ms_monotonic ();
 }
 
-/* From the sandbox namespace to ADDR:PORT within 3 s: the connected fd
- * (the server's greeting read into PEER), or -errno. */
+/* From the sandbox namespace to ADDR:PORT (IPv4 or IPv6) within 3 s: the
+ * connected fd (the server's greeting read into PEER), or -errno. */
 static int
 dial (netenv *ne, const char *addr, uint16_t port, char *peer, size_t peerlen)
 {
+  bool v6 = strchr (addr, ':') != NULL;
   enter (ne->sfd);
-  int fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  int fd = socket (v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   enter (ne->orig);
   struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons (port) };
-  inet_pton (AF_INET, addr, &a.sin_addr);
+  struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_port = htons (port) };
+  if (fd < 0 || inet_pton (v6 ? AF_INET6 : AF_INET, addr, v6 ? (void *) &a6.sin6_addr : (void *) &a.sin_addr) != 1)
+    {
+      if (fd >= 0)
+        close (fd);
+      return -EINVAL;
+    }
   int e = 0;
-  if (connect (fd, (struct sockaddr *) &a, sizeof a) < 0 && errno != EINPROGRESS)
+  int cr = v6 ? connect (fd, (struct sockaddr *) &a6, sizeof a6) : connect (fd, (struct sockaddr *) &a, sizeof a);
+  if (cr < 0 && errno != EINPROGRESS)
     e = errno;
   struct pollfd p = { .fd = fd, .events = POLLOUT };
   if (!e && poll (&p, 1, 3000) != 1)
@@ -946,6 +1109,23 @@ netenv_setup (netenv *ne, const char *pfx)
               "ip -n %s route add 169.254.169.254/32 via 203.0.113.2;"
               "ip netns exec %s sh -c 'echo 1 > /proc/sys/net/ipv4/ip_forward'",
               h, s, w, h, s, w, h, pfx, s, h, w, h, pfx, h, pfx, h, h, s, s, s, w, w, w, h, h, h);
+  /* Private IPv4 destinations the operator may open, and IPv6: the pool
+   * 2001:db8:5b::/64, the world 2001:db8:ff::/64 holding a ULA address and
+   * AWS's metadata address. nodad: usable at once. */
+  if (r == 0)
+    r = sh ("set -e; exec >/dev/null 2>&1;"
+            "for a in 10.77.0.1/32 10.78.0.1/32; do ip -n %s addr add $a dev eth0;"
+            " ip -n %s route add $a via 203.0.113.2; done;"
+            "ip -n %s addr add 2001:db8:5b::1/64 dev %s0 nodad;"
+            "ip -n %s addr add 2001:db8:ff::1/64 dev wan0 nodad;"
+            "ip -n %s addr add 2001:db8:5b::2/64 dev eth0 nodad;"
+            "ip -n %s route add default via 2001:db8:5b::1;"
+            "for a in 2001:db8:ff::2/64 2001:db8:ff::3/64 fd12::1/128 fd00:ec2::254/128; do"
+            " ip -n %s addr add $a dev eth0 nodad; done;"
+            "for a in fd12::1/128 fd00:ec2::254/128; do ip -n %s route add $a via 2001:db8:ff::2; done;"
+            "ip -n %s route add 2001:db8:5b::/64 via 2001:db8:ff::1;"
+            "ip netns exec %s sh -c 'echo 1 > /proc/sys/net/ipv6/conf/all/forwarding'",
+            w, h, h, pfx, h, s, s, w, h, w, h);
   if (r != 0)
     return -1;
   ne->hfd = ns_open (h);
@@ -1070,6 +1250,133 @@ test_traffic (void)
   netenv_teardown (&ne);
 }
 
+/* init in the host namespace of NE. */
+static int
+init_in_host (netenv *ne, const sbx_egress_pool *pool, sbx_error **err)
+{
+  enter (ne->hfd);
+  int r = sbx_egress_init ("sbx", pool, err);
+  enter (ne->orig);
+  return r;
+}
+
+static uint64_t
+private_count (netenv *ne)
+{
+  uint64_t n = UINT64_MAX;
+  enter (ne->hfd);
+  if (sbx_egress_private_count ("sbx", "sb-traffic", &n, NULL) < 0)
+    n = UINT64_MAX;
+  enter (ne->orig);
+  return n;
+}
+
+/* Private destinations: refused, opened by the operator, observed. The
+ * metadata addresses stay refused through all of it. */
+static void
+test_private_traffic (void)
+{
+  const char *pfx = "sbp";
+  netenv ne = { .orig = -1, .hfd = -1, .sfd = -1, .wfd = -1 };
+  if (netenv_setup (&ne, pfx) < 0)
+    {
+      skip ("private traffic tests: cannot make network namespaces with ip(8)");
+      netenv_teardown (&ne);
+      return;
+    }
+  char peer[64];
+  int e = 0, r;
+  tap_ok (connects (&ne, "10.77.0.1", 8080, peer, sizeof peer) && connects (&ne, "fd12::1", 8080, peer, sizeof peer)
+            && connects (&ne, "fd00:ec2::254", 8080, peer, sizeof peer)
+            && connects (&ne, "2001:db8:ff::3", 8080, peer, sizeof peer) && strcmp (peer, "2001:db8:5b::2") == 0,
+          "control, before any rule: the sandbox reaches 10.77.0.1, fd12::1, fd00:ec2::254, 2001:db8:ff::3 (%s)",
+          peer);
+
+  sbx_cidr opened[] = { cidr ("10.78.0.0/16") };
+  sbx_egress_pool pool = { .v4 = cidr ("198.18.0.0/24"), .v6 = cidr ("2001:db8:5b::/64"), .ifprefix = pfx,
+                           .dns = true, .gateway4 = cidr ("198.18.0.1/32"), .open = opened, .nopen = 1 };
+  _cleanup_error_ sbx_error *err = NULL;
+  r = init_in_host (&ne, &pool, &err);
+  tap_ok (r == 0, "private: init, 10.78.0.0/16 opened (%s)", r ? errmsg (err) : "ok");
+  r = in_host (&ne, SBX_EGRESS_OPEN, NULL, 0, pfx, &err);
+  tap_ok (r == 0, "private: apply open (%s)", r ? errmsg (err) : "ok");
+  tap_ok (connects (&ne, "2001:db8:ff::3", 8080, peer, sizeof peer) && strcmp (peer, "2001:db8:ff::1") == 0,
+          "open: a public IPv6 destination connects, masqueraded (seen as %s)", peer);
+  tap_ok (refused (&ne, "10.77.0.1", 8080, &e), "open: a private 10.x destination is refused (%s)", strerror (e));
+  tap_ok (refused (&ne, "fd12::1", 8080, &e), "open: a ULA destination is refused (%s)", strerror (e));
+  tap_ok (connects (&ne, "10.78.0.1", 8080, peer, sizeof peer) && strcmp (peer, "203.0.113.1") == 0,
+          "open: the operator-opened 10.78.0.1 connects (seen as %s)", peer);
+  tap_ok (refused (&ne, "169.254.169.254", 8080, &e) && refused (&ne, "fd00:ec2::254", 8080, &e),
+          "open: the metadata addresses 169.254.169.254 and fd00:ec2::254 stay refused (%s)", strerror (e));
+
+  sbx_cidr allow[] = { cidr ("203.0.113.2/32") };
+  r = in_host (&ne, SBX_EGRESS_ALLOW, allow, ARRAY_SIZE (allow), pfx, &err);
+  tap_ok (r == 0, "private: apply allow 203.0.113.2 (%s)", r ? errmsg (err) : "ok");
+  tap_ok (refused (&ne, "10.78.0.1", 8080, &e), "allow: the opened 10.78.0.1 is refused when not on the list (%s)",
+          strerror (e));
+  sbx_cidr allow2[] = { cidr ("203.0.113.2/32"), cidr ("10.78.0.1/32"), cidr ("10.77.0.1/32") };
+  r = in_host (&ne, SBX_EGRESS_ALLOW, allow2, ARRAY_SIZE (allow2), pfx, &err);
+  tap_ok (r == 0, "private: apply allow 203.0.113.2, 10.78.0.1, 10.77.0.1 (%s)", r ? errmsg (err) : "ok");
+  tap_ok (connects (&ne, "10.78.0.1", 8080, peer, sizeof peer),
+          "allow: the opened 10.78.0.1 connects once on the list (%s)", peer);
+  tap_ok (refused (&ne, "10.77.0.1", 8080, &e), "allow: a private 10.x not opened stays refused though listed (%s)",
+          strerror (e));
+  r = in_host (&ne, SBX_EGRESS_BLOCK, NULL, 0, pfx, &err);
+  tap_ok (r == 0, "private: apply block (%s)", r ? errmsg (err) : "ok");
+  tap_ok (refused (&ne, "10.77.0.1", 8080, &e) && refused (&ne, "10.78.0.1", 8080, &e)
+            && refused (&ne, "fd12::1", 8080, &e),
+          "block: private and opened destinations are refused (%s)", strerror (e));
+  tap_ok (private_count (&ne) == 0, "not observing: nothing counted");
+
+  pool.observe = true;
+  r = init_in_host (&ne, &pool, &err);
+  tap_ok (r == 0, "observe: init with observe (%s)", r ? errmsg (err) : "ok");
+  r = in_host (&ne, SBX_EGRESS_OPEN, NULL, 0, pfx, &err);
+  tap_ok (r == 0, "observe: apply open (%s)", r ? errmsg (err) : "ok");
+  uint64_t c0 = private_count (&ne);
+  tap_ok (connects (&ne, "10.77.0.1", 8080, peer, sizeof peer) && strcmp (peer, "203.0.113.1") == 0,
+          "observe: the private 10.77.0.1 connects (seen as %s)", peer);
+  uint64_t c1 = private_count (&ne);
+  tap_ok (c0 == 0 && c1 == 1, "observe: the new connection is counted (%llu then %llu)", (unsigned long long) c0,
+          (unsigned long long) c1);
+  int fd = dial (&ne, "fd12::1", 8080, peer, sizeof peer);
+  char buf[8] = "";
+  bool echoed = fd >= 0 && write (fd, "ping", 4) == 4 && read (fd, buf, 4) == 4 && write (fd, "pong", 4) == 4
+                && read (fd, buf, 4) == 4;
+  if (fd >= 0)
+    close (fd);
+  uint64_t c2 = private_count (&ne);
+  tap_ok (echoed && c2 == c1 + 1, "observe: a ULA connection carries data and counts once, not per packet (%llu)",
+          (unsigned long long) c2);
+  tap_ok (connects (&ne, "10.78.0.1", 8080, peer, sizeof peer) && connects (&ne, "203.0.113.3", 8080, peer, sizeof peer)
+            && private_count (&ne) == c2,
+          "observe: opened and public destinations connect, uncounted");
+  tap_ok (refused (&ne, "169.254.169.254", 8080, &e) && refused (&ne, "fd00:ec2::254", 8080, &e)
+            && private_count (&ne) == c2,
+          "observe: the metadata addresses 169.254.169.254 and fd00:ec2::254 stay refused, uncounted (%s)",
+          strerror (e));
+  r = in_host (&ne, SBX_EGRESS_ALLOW, allow, ARRAY_SIZE (allow), pfx, &err);
+  tap_ok (r == 0, "observe: apply allow 203.0.113.2 (%s)", r ? errmsg (err) : "ok");
+  uint64_t c3 = private_count (&ne);
+  tap_ok (refused (&ne, "10.77.0.1", 8080, &e) && c3 == c2 && private_count (&ne) == c3 + 1,
+          "observe, allow: the mode refuses 10.77.0.1 after counting it; the count survived the apply (%llu)",
+          (unsigned long long) private_count (&ne));
+  r = in_host (&ne, SBX_EGRESS_OPEN, NULL, 0, pfx, &err);
+  tap_ok (r == 0, "observe: apply open again (%s)", r ? errmsg (err) : "ok");
+
+  pool.observe = false;
+  r = init_in_host (&ne, &pool, &err);
+  tap_ok (r == 0 && refused (&ne, "10.77.0.1", 8080, &e) && refused (&ne, "fd12::1", 8080, &e),
+          "init without observe: the running sandbox's private destinations are refused again (%s)",
+          r ? errmsg (err) : strerror (e));
+  enter (ne.hfd);
+  r = sbx_egress_remove ("sbx", "sb-traffic", NULL, &err);
+  enter (ne.orig);
+  tap_ok (r == 0 && private_count (&ne) == 0, "remove: the counter goes with the sandbox (%s)",
+          r ? errmsg (err) : "ok");
+  netenv_teardown (&ne);
+}
+
 int
 main (void)
 {
@@ -1085,6 +1392,7 @@ main (void)
       test_ruleset ();
       test_concurrent ();
       test_traffic ();
+      test_private_traffic ();
     }
   tap_plan (tap_n);
   return tap_done ();
