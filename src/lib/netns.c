@@ -124,17 +124,20 @@ rtnl_open_here (int *ret_errno, const char **ret_step)
   return s;
 }
 
-typedef struct ns_socket_job {
+/* Work done inside a namespace: FN (ARG) runs there; a failure to get
+ * there is left in ERRNUM and STEP. */
+typedef struct ns_job {
   int nsfd;
-  struct mnl_socket *sock;
+  void (*fn) (void *arg);
+  void *arg;
   int errnum;
   const char *step;
-} ns_socket_job;
+} ns_job;
 
 static void *
-ns_socket_thread (void *arg)
+ns_thread (void *arg)
 {
-  ns_socket_job *job = arg;
+  ns_job *job = arg;
   /* Only this thread moves; it ends right after, taking the namespace with it. */
   if (setns (job->nsfd, CLONE_NEWNET) < 0)
     {
@@ -142,30 +145,65 @@ ns_socket_thread (void *arg)
       job->step = "setns";
       return NULL;
     }
-  job->sock = rtnl_open_here (&job->errnum, &job->step);
+  job->fn (job->arg);
   return NULL;
+}
+
+/* Runs FN (ARG) in NSFD's namespace, in a short-lived thread; right here
+ * when NSFD < 0. -1 with *RET_ERRNO and *RET_STEP when it could not get
+ * there (FN then did not run). */
+static int
+in_netns (int nsfd, void (*fn) (void *), void *arg, int *ret_errno, const char **ret_step)
+{
+  if (nsfd < 0)
+    {
+      fn (arg);
+      return 0;
+    }
+  ns_job job = { .nsfd = nsfd, .fn = fn, .arg = arg };
+  /* The helper thread takes no signals: they stay with the caller's threads. */
+  sigset_t all, old;
+  pthread_t t;
+  sigfillset (&all);
+  pthread_sigmask (SIG_BLOCK, &all, &old);
+  int r = pthread_create (&t, NULL, ns_thread, &job);
+  pthread_sigmask (SIG_SETMASK, &old, NULL);
+  if (r != 0)
+    {
+      *ret_errno = r;
+      *ret_step = "start a thread";
+      return -1;
+    }
+  pthread_join (t, NULL);
+  if (job.step)
+    {
+      *ret_errno = job.errnum;
+      *ret_step = job.step;
+      return -1;
+    }
+  return 0;
+}
+
+typedef struct ns_socket_job {
+  struct mnl_socket *sock;
+  int errnum;
+  const char *step;
+} ns_socket_job;
+
+static void
+ns_socket_open (void *arg)
+{
+  ns_socket_job *job = arg;
+  job->sock = rtnl_open_here (&job->errnum, &job->step);
 }
 
 /* A NETLINK_ROUTE socket in NSFD's namespace (the caller's when NSFD < 0). */
 static int
 rtnl_open (int nsfd, struct mnl_socket **ret, sbx_error **err)
 {
-  ns_socket_job job = { .nsfd = nsfd, .step = "socket" };
-  if (nsfd < 0)
-    job.sock = rtnl_open_here (&job.errnum, &job.step);
-  else
-    {
-      /* The helper thread takes no signals: they stay with the caller's threads. */
-      sigset_t all, old;
-      pthread_t t;
-      sigfillset (&all);
-      pthread_sigmask (SIG_BLOCK, &all, &old);
-      int r = pthread_create (&t, NULL, ns_socket_thread, &job);
-      pthread_sigmask (SIG_SETMASK, &old, NULL);
-      if (r != 0)
-        return sbx_error_errno (err, r, "netlink socket in a namespace: start a thread");
-      pthread_join (t, NULL);
-    }
+  ns_socket_job job = { .step = "socket" };
+  if (in_netns (nsfd, ns_socket_open, &job, &job.errnum, &job.step) < 0)
+    return sbx_error_errno (err, job.errnum, "netlink socket in a namespace: %s", job.step);
   if (job.sock == NULL)
     return sbx_error_errno (err, job.errnum, "netlink socket%s: %s", nsfd >= 0 ? " in a namespace" : "",
                             job.step);
@@ -397,7 +435,75 @@ sbx_addr_add (int nsfd, const char *ifname, int family, const void *addr, int pr
   /* As `ip addr add` does without a peer: local and address are the same. */
   mnl_attr_put (nlh, IFA_LOCAL, addr_len (family), addr);
   mnl_attr_put (nlh, IFA_ADDRESS, addr_len (family), addr);
+  if (family == AF_INET6)
+    {
+      /* No duplicate address detection: the address is usable at once
+       * rather than tentative for a second or two (sbx alone hands out
+       * the pool's addresses). ifa_flags holds the low 8 bits for kernels
+       * without IFA_FLAGS. */
+      ifa->ifa_flags = IFA_F_NODAD;
+      mnl_attr_put_u32 (nlh, IFA_FLAGS, IFA_F_NODAD);
+    }
   return rtnl_talk (s, nlh, NULL, NULL, what, err);
+}
+
+/* ---- sysctl ---- */
+
+typedef struct sysctl_job {
+  const char *file, *value;
+  int errnum;
+  const char *step;
+} sysctl_job;
+
+/* /proc/sys/net resolves against the namespace of the thread that opens
+ * it, so open and write happen in the job's thread. */
+static void
+sysctl_write (void *arg)
+{
+  sysctl_job *job = arg;
+  _cleanup_close_ int fd = open (job->file, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0)
+    {
+      job->errnum = errno;
+      job->step = "open";
+      return;
+    }
+  if (write_all (fd, job->value, strlen (job->value)) < 0)
+    {
+      job->errnum = errno;
+      job->step = "write";
+    }
+}
+
+static bool
+sysctl_path_is_valid (const char *path)
+{
+  if (path == NULL || *path == '\0' || *path == '/' || strstr (path, "..") || strstr (path, "//"))
+    return false;
+  for (const char *p = path; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_'
+          || *p == '-' || *p == '.' || *p == '/'))
+      return false;
+  return true;
+}
+
+int
+sbx_netns_sysctl (int nsfd, const char *path, const char *value, sbx_error **err)
+{
+  if (!sysctl_path_is_valid (path))
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
+                          "invalid sysctl path '%s' (relative to /proc/sys, [A-Za-z0-9_.-/], no '..')",
+                          path ? path : "");
+  if (value == NULL)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "sysctl %s: no value", path);
+  _cleanup_free_ char *file = xasprintf ("/proc/sys/%s", path);
+  sysctl_job job = { .file = file, .value = value };
+  if (in_netns (nsfd, sysctl_write, &job, &job.errnum, &job.step) < 0)
+    return sbx_error_errno (err, job.errnum, "sysctl %s in a namespace: %s", path, job.step);
+  if (job.step)
+    return sbx_error_set (err, job.errnum == ENOENT ? SBX_E_NOT_FOUND : SBX_E_INTERNAL, job.errnum,
+                          "sysctl %s = %s: %s %s", path, value, job.step, file);
+  return 0;
 }
 
 int
