@@ -1,0 +1,1085 @@
+/* The exposed-port proxy: listeners, per-connection state machines driven
+ * by the monitor's poll loop, the strict HTTP request-head parser, the
+ * authorization check and head rewrite, and the host token file.
+ *
+ * A connection goes HEAD (reading the request head) -> RELAY (to and from
+ * the sandbox) or REPLY (an error answer of our own) -> LINGER (draining
+ * what the client still sends, so that closing does not reset the answer
+ * away) -> closed. Nothing reaches the sandbox, not even a connection, before
+ * the head has parsed and authorized. Memory per connection is bounded: the
+ * head buffer, then two relay buffers whose fullness stops reading the side
+ * that fills them. */
+#include "config.h"
+#include "proxy.h"
+#include "util.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#define HANDSHAKE_MS 10000 /* accept to head read and sandbox connected */
+#define IDLE_MS 300000     /* relaying, without a byte either way */
+#define LINGER_MS 2000     /* an answer of ours written and drained */
+#define RELAY_BUF 65536    /* each direction */
+#define ACCEPT_BURST 32    /* per listener per dispatch */
+#define ACCEPT_PAUSE_MS 100 /* out of fds: stop accepting for a while */
+#define LISTEN_BACKLOG 128
+#define TOKEN_MAX 512
+
+/* --- request heads ----------------------------------------------------- */
+
+/* RFC 9110 tchar. */
+static bool
+is_tchar (unsigned char ch)
+{
+  if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9'))
+    return true;
+  return ch != '\0' && strchr ("!#$%&'*+-.^_`|~", ch) != NULL;
+}
+
+static size_t
+span_tchar (const char *s, size_t n)
+{
+  size_t i = 0;
+  while (i < n && is_tchar ((unsigned char) s[i]))
+    i++;
+  return i;
+}
+
+/* METHOD SP TARGET SP HTTP/1.D, without the CRLF. */
+static bool
+request_line_ok (const char *s, size_t n)
+{
+  size_t i = span_tchar (s, n);
+  if (i == 0 || i >= n || s[i] != ' ')
+    return false;
+  size_t t = ++i;
+  while (i < n && (unsigned char) s[i] > 0x20 && (unsigned char) s[i] < 0x7f)
+    i++;
+  if (i == t || i >= n || s[i] != ' ')
+    return false;
+  i++;
+  return n - i == 8 && memcmp (s + i, "HTTP/1.", 7) == 0 && s[i + 7] >= '0' && s[i + 7] <= '9';
+}
+
+/* NAME ":" VALUE without the CRLF: a token right before the colon (no space,
+ * so no obs-fold either), a value of visible characters, spaces and tabs. */
+static bool
+header_line_ok (const char *s, size_t n)
+{
+  size_t i = span_tchar (s, n);
+  if (i == 0 || i >= n || s[i] != ':')
+    return false;
+  for (i++; i < n; i++)
+    {
+      unsigned char ch = (unsigned char) s[i];
+      if ((ch < 0x20 && ch != '\t') || ch == 0x7f)
+        return false;
+    }
+  return true;
+}
+
+/* An incomplete last line already known bad: a NUL or a CR not before LF. */
+static bool
+partial_bad (const char *s, size_t n)
+{
+  if (memchr (s, '\0', n) != NULL)
+    return true;
+  for (const char *cr = s; (cr = memchr (cr, '\r', n - (size_t) (cr - s))) != NULL; cr++)
+    if ((size_t) (cr - s) + 1 < n)
+      return true;
+  return false;
+}
+
+ssize_t
+sbx_http_head_len (const char *p, size_t n)
+{
+  size_t lim = n < SBX_HTTP_HEAD_MAX ? n : SBX_HTTP_HEAD_MAX;
+  size_t pos = 0, nheaders = 0;
+  for (;;)
+    {
+      const char *lf = memchr (p + pos, '\n', lim - pos);
+      if (lf == NULL)
+        return n >= SBX_HTTP_HEAD_MAX || partial_bad (p + pos, lim - pos) ? -1 : 0;
+      size_t eol = (size_t) (lf - p);
+      if (eol == pos || p[eol - 1] != '\r')
+        return -1; /* bare LF */
+      size_t ll = eol - 1 - pos;
+      if (ll == 0)
+        return pos == 0 ? -1 : (ssize_t) (eol + 1);
+      if (pos == 0 ? !request_line_ok (p, ll)
+                   : (++nheaders > SBX_HTTP_HEADERS_MAX || !header_line_ok (p + pos, ll)))
+        return -1;
+      pos = eol + 1;
+    }
+}
+
+/* One header line of a head that sbx_http_head_len accepted. */
+struct hdr {
+  const char *line; /* with its CRLF */
+  size_t line_len;
+  const char *name;
+  size_t name_len;
+  const char *value; /* without surrounding spaces and tabs */
+  size_t value_len;
+};
+
+/* *POS: 0 to start. False at the empty line that ends the head. */
+static bool
+next_header (const char *head, size_t len, size_t *pos, struct hdr *h)
+{
+  if (*pos == 0)
+    *pos = (size_t) ((const char *) memchr (head, '\n', len) - head) + 1;
+  if (head[*pos] == '\r')
+    return false;
+  const char *line = head + *pos;
+  const char *lf = memchr (line, '\n', len - *pos);
+  const char *colon = memchr (line, ':', (size_t) (lf - line));
+  const char *v = colon + 1, *end = lf - 1; /* at the CR */
+  while (v < end && (*v == ' ' || *v == '\t'))
+    v++;
+  while (end > v && (end[-1] == ' ' || end[-1] == '\t'))
+    end--;
+  *h = (struct hdr){ line, (size_t) (lf + 1 - line), line, (size_t) (colon - line), v, (size_t) (end - v) };
+  *pos += h->line_len;
+  return true;
+}
+
+static bool
+hdr_is (const struct hdr *h, const char *name)
+{
+  return h->name_len == strlen (name) && strncasecmp (h->name, name, h->name_len) == 0;
+}
+
+/* Whether the comma-separated list V (a Connection value) has TOKEN. */
+static bool
+list_has (const char *v, size_t n, const char *token)
+{
+  size_t tl = strlen (token);
+  for (size_t i = 0; i < n;)
+    {
+      while (i < n && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
+        i++;
+      size_t s = i;
+      while (i < n && v[i] != ',')
+        i++;
+      size_t e = i;
+      while (e > s && (v[e - 1] == ' ' || v[e - 1] == '\t'))
+        e--;
+      if (e - s == tl && strncasecmp (v + s, token, tl) == 0)
+        return true;
+    }
+  return false;
+}
+
+/* Constant time over TOKEN's length: neither where the first difference is
+ * nor, beyond "too short/long", anything about the token leaks by timing. */
+static bool
+token_equal (const char *cred, size_t cl, const char *token)
+{
+  size_t tl = strlen (token);
+  unsigned diff = (cl != tl) | (tl == 0);
+  for (size_t i = 0; i < tl; i++)
+    diff |= (unsigned char) token[i] ^ (unsigned char) (i < cl ? cred[i] : 0);
+  return diff == 0;
+}
+
+int
+sbx_http_authorized (const char *head, size_t len, const char *token)
+{
+  if (token == NULL)
+    return 1;
+  ssize_t hl = sbx_http_head_len (head, len);
+  if (hl <= 0)
+    return 0;
+  struct hdr h, auth = { 0 };
+  size_t pos = 0, count = 0;
+  while (next_header (head, (size_t) hl, &pos, &h))
+    if (hdr_is (&h, "Authorization"))
+      {
+        auth = h;
+        count++;
+      }
+  if (count != 1 || auth.value_len < 7 || strncasecmp (auth.value, "Bearer ", 7) != 0)
+    return 0;
+  size_t i = 7;
+  while (i < auth.value_len && auth.value[i] == ' ')
+    i++;
+  return token_equal (auth.value + i, auth.value_len - i, token) ? 1 : 0;
+}
+
+/* An Upgrade header and `upgrade` in a Connection header (RFC 9110 7.8). */
+static bool
+is_upgrade (const char *head, size_t len)
+{
+  struct hdr h;
+  size_t pos = 0;
+  bool upgrade = false, conn_upgrade = false;
+  while (next_header (head, len, &pos, &h))
+    {
+      if (hdr_is (&h, "Upgrade") && h.value_len > 0)
+        upgrade = true;
+      else if (hdr_is (&h, "Connection") && list_has (h.value, h.value_len, "upgrade"))
+        conn_upgrade = true;
+    }
+  return upgrade && conn_upgrade;
+}
+
+static bool
+printable (const char *s)
+{
+  size_t n = strlen (s);
+  if (n == 0 || n > 64)
+    return false;
+  for (size_t i = 0; i < n; i++)
+    if ((unsigned char) s[i] <= 0x20 || (unsigned char) s[i] >= 0x7f)
+      return false;
+  return true;
+}
+
+static void
+append (char *out, size_t *olen, const char *s, size_t n)
+{
+  memcpy (out + *olen, s, n);
+  *olen += n;
+}
+
+char *
+sbx_http_rewrite_head (const char *head, size_t len, const char *client_addr, size_t *ret_len)
+{
+  ssize_t hl = sbx_http_head_len (head, len);
+  if (hl <= 0 || hl != (ssize_t) len || (client_addr && !printable (client_addr)))
+    return NULL;
+  bool upgrade = is_upgrade (head, len);
+  size_t cap = len + 128 + (client_addr ? strlen (client_addr) : 0), olen = 0;
+  _cleanup_free_ char *out = xmalloc (cap);
+  size_t rl = (size_t) ((const char *) memchr (head, '\n', len) - head) + 1;
+  append (out, &olen, head, rl);
+  struct hdr h;
+  size_t pos = 0;
+  while (next_header (head, len, &pos, &h))
+    {
+      if (hdr_is (&h, "Authorization") || hdr_is (&h, "Proxy-Authorization") || hdr_is (&h, "X-Forwarded-For")
+          || hdr_is (&h, "X-Forwarded-Proto") || (!upgrade && hdr_is (&h, "Connection")))
+        continue;
+      append (out, &olen, h.line, h.line_len);
+    }
+  if (!upgrade)
+    append (out, &olen, "Connection: close\r\n", 19);
+  if (client_addr)
+    olen += (size_t) snprintf (out + olen, cap - olen, "X-Forwarded-For: %s\r\n", client_addr);
+  append (out, &olen, "X-Forwarded-Proto: http\r\n\r\n", 27);
+  /* What the sandbox gets holds to the limits we hold clients to. */
+  if (sbx_http_head_len (out, olen) != (ssize_t) olen)
+    return NULL;
+  out[olen] = '\0';
+  *ret_len = olen;
+  return steal_pointer (&out);
+}
+
+/* --- the host token ---------------------------------------------------- */
+
+/* RFC 6750 b64token: what may follow `Bearer `. */
+static bool
+token_valid (const char *s, size_t n)
+{
+  size_t i = 0;
+  while (i < n && s[i] != '\0' && (strchr ("-._~+/", s[i]) || (s[i] >= 'a' && s[i] <= 'z')
+                                   || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' && s[i] <= '9')))
+    i++;
+  if (i == 0)
+    return false;
+  while (i < n && s[i] == '=')
+    i++;
+  return i == n;
+}
+
+static int
+token_read (int fd, const char *path, char **ret_token, sbx_error **err)
+{
+  struct stat st;
+  if (fstat (fd, &st) < 0)
+    return sbx_error_errno (err, errno, "stat `%s`", path);
+  if (!S_ISREG (st.st_mode) || st.st_uid != 0 || (st.st_mode & 07777) != 0600)
+    return sbx_error_set (err, SBX_E_POLICY_REFUSED, 0,
+                          "token file `%s` must be a regular file owned by root with mode 0600", path);
+  _cleanup_free_ char *buf = xmalloc (TOKEN_MAX + 2);
+  ssize_t n = read_all (fd, buf, TOKEN_MAX + 2);
+  if (n < 0)
+    return sbx_error_errno (err, (int) -n, "read `%s`", path);
+  if (n > 0 && buf[n - 1] == '\n')
+    n--;
+  if (n > TOKEN_MAX || !token_valid (buf, (size_t) n))
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "token file `%s` does not hold a token", path);
+  buf[n] = '\0';
+  *ret_token = steal_pointer (&buf);
+  return 0;
+}
+
+/* A whole new token file at PATH, or the one a concurrent caller linked
+ * first: link(2), unlike rename, never replaces. */
+static int
+token_create (const char *path, sbx_error **err)
+{
+  _cleanup_free_ char *rnd = random_hex (8);
+  _cleanup_free_ char *tmp = xasprintf ("%s.tmp.%d.%s", path, (int) getpid (), rnd);
+  _cleanup_free_ char *token = random_hex (32);
+  _cleanup_free_ char *line = xasprintf ("%s\n", token);
+  _cleanup_close_ int fd = open (tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0)
+    return sbx_error_errno (err, errno, "create `%s`", tmp);
+  int r = fchmod (fd, 0600) < 0 ? -errno : write_all (fd, line, strlen (line));
+  if (r == 0 && fsync (fd) < 0)
+    r = -errno;
+  if (r == 0 && link (tmp, path) < 0 && errno != EEXIST)
+    r = -errno;
+  unlink (tmp);
+  if (r < 0)
+    return sbx_error_errno (err, -r, "create token file `%s`", path);
+  return 0;
+}
+
+int
+sbx_token_load (const char *path, char **ret_token, sbx_error **err)
+{
+  for (int attempt = 0; attempt < 3; attempt++)
+    {
+      _cleanup_close_ int fd = open (path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
+      if (fd >= 0)
+        return token_read (fd, path, ret_token, err);
+      if (errno == ELOOP)
+        return sbx_error_set (err, SBX_E_POLICY_REFUSED, 0, "token file `%s` is a symbolic link", path);
+      if (errno != ENOENT)
+        return sbx_error_errno (err, errno, "open `%s`", path);
+      if (token_create (path, err) < 0)
+        return -1;
+    }
+  return sbx_error_set (err, SBX_E_BUSY, 0, "token file `%s` keeps disappearing", path);
+}
+
+/* --- connections ------------------------------------------------------- */
+
+enum conn_state { ST_HEAD, ST_RELAY, ST_REPLY, ST_LINGER };
+
+/* One direction of a relay: bytes read from its source, not yet written to
+ * its sink. */
+struct pipe {
+  char *data; /* RELAY_BUF */
+  size_t off, len;
+  uint64_t total;
+  bool eof;    /* the source ended */
+  bool shut;   /* the sink was told (shutdown SHUT_WR) */
+  bool broken; /* the sink is gone: nothing more goes this way */
+};
+
+struct conn {
+  enum conn_state state;
+  bool dead; /* closed; freed at the end of dispatch */
+  bool connected;
+  int cfd, bfd;
+  uint16_t sandbox_port;
+  char addr[INET6_ADDRSTRLEN];
+  uint64_t deadline;
+  char *head; /* ST_HEAD: SBX_HTTP_HEAD_MAX */
+  size_t head_len;
+  char *out; /* ST_REPLY */
+  size_t out_off, out_len;
+  struct pipe up;   /* client to sandbox */
+  struct pipe down; /* sandbox to client */
+};
+
+struct listener {
+  int fd;
+  uint16_t sandbox_port, host_port;
+  uint64_t paused_until;
+};
+
+/* What each pollfd entry of the last sbx_proxy_pollfds refers to. */
+struct slot {
+  int fd;
+  struct conn *c; /* NULL: listener */
+  size_t listener;
+  bool backend;
+};
+
+struct sbx_proxy {
+  char *token;
+  sbx_proxy_connect_fn connect_fn;
+  void *data;
+  struct listener listeners[SBX_PROXY_MAX_LISTENERS];
+  size_t nlisteners;
+  struct conn **conns; /* live ones and, during dispatch, dead ones */
+  size_t nconns, aconns, nlive;
+  struct slot slots[SBX_PROXY_POLLFDS_MAX];
+  size_t nslots;
+  uint64_t last_activity;
+};
+
+static void
+conn_close (sbx_proxy *p, struct conn *c)
+{
+  if (c->dead)
+    return;
+  closep (&c->cfd);
+  closep (&c->bfd);
+  c->dead = true;
+  p->nlive--;
+}
+
+static void
+conn_free (struct conn *c)
+{
+  free (c->head);
+  free (c->out);
+  free (c->up.data);
+  free (c->down.data);
+  free (c);
+}
+
+static void
+conn_drop_buffers (struct conn *c)
+{
+  free (c->head);
+  free (c->up.data);
+  free (c->down.data);
+  c->head = c->up.data = c->down.data = NULL;
+  c->head_len = c->up.len = c->down.len = 0;
+}
+
+/* Stops writing to the client and drains what it still sends, so that the
+ * close does not answer unread bytes with a reset that could destroy what
+ * we wrote before the client reads it. */
+static void
+conn_linger (struct conn *c)
+{
+  closep (&c->bfd);
+  conn_drop_buffers (c);
+  shutdown (c->cfd, SHUT_WR);
+  c->state = ST_LINGER;
+  c->deadline = now_ms_monotonic () + LINGER_MS;
+}
+
+static const char *
+status_reason (int status)
+{
+  switch (status)
+    {
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 408: return "Request Timeout";
+    case 431: return "Request Header Fields Too Large";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    default: return "Error";
+    }
+}
+
+static char *
+status_response (int status)
+{
+  const char *reason = status_reason (status);
+  return xasprintf ("HTTP/1.1 %d %s\r\n%sContent-Type: text/plain\r\nContent-Length: %zu\r\n"
+                    "Cache-Control: no-store\r\nConnection: close\r\n\r\n%s\n",
+                    status, reason, status == 401 ? "WWW-Authenticate: Bearer\r\n" : "", strlen (reason) + 1, reason);
+}
+
+static void conn_write_reply (sbx_proxy *p, struct conn *c);
+
+/* Answers the client ourselves; the sandbox, if connected, is let go. */
+static void
+conn_reply (sbx_proxy *p, struct conn *c, int status)
+{
+  closep (&c->bfd);
+  conn_drop_buffers (c);
+  free (c->out);
+  c->out = status_response (status);
+  c->out_off = 0;
+  c->out_len = strlen (c->out);
+  c->state = ST_REPLY;
+  c->deadline = now_ms_monotonic () + LINGER_MS;
+  conn_write_reply (p, c);
+}
+
+static void
+conn_write_reply (sbx_proxy *p, struct conn *c)
+{
+  ssize_t w = send (c->cfd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+  if (w < 0 && (errno == EAGAIN || errno == EINTR))
+    return;
+  if (w < 0)
+    {
+      conn_close (p, c);
+      return;
+    }
+  c->out_off += (size_t) w;
+  if (c->out_off == c->out_len)
+    conn_linger (c);
+}
+
+static void
+conn_drain (sbx_proxy *p, struct conn *c)
+{
+  char buf[4096];
+  ssize_t r = read (c->cfd, buf, sizeof buf);
+  if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
+    conn_close (p, c);
+}
+
+static void
+client_address (int fd, char addr[INET6_ADDRSTRLEN])
+{
+  struct sockaddr_storage ss;
+  socklen_t sl = sizeof ss;
+  strcpy (addr, "unknown");
+  if (getpeername (fd, (struct sockaddr *) &ss, &sl) < 0)
+    return;
+  if (ss.ss_family == AF_INET)
+    inet_ntop (AF_INET, &((struct sockaddr_in *) &ss)->sin_addr, addr, INET6_ADDRSTRLEN);
+  else if (ss.ss_family == AF_INET6)
+    {
+      const struct in6_addr *a = &((struct sockaddr_in6 *) &ss)->sin6_addr;
+      if (IN6_IS_ADDR_V4MAPPED (a))
+        inet_ntop (AF_INET, &a->s6_addr[12], addr, INET6_ADDRSTRLEN);
+      else
+        inet_ntop (AF_INET6, a, addr, INET6_ADDRSTRLEN);
+    }
+}
+
+/* The head parsed and authorized: only now is the sandbox connected to.
+ * Returns the status to answer instead, or 0. */
+static int
+conn_start_relay (sbx_proxy *p, struct conn *c, size_t hlen)
+{
+  if (!sbx_http_authorized (c->head, hlen, p->token))
+    return 401;
+  size_t rlen;
+  _cleanup_free_ char *rw = sbx_http_rewrite_head (c->head, hlen, c->addr, &rlen);
+  if (rw == NULL)
+    return 431;
+  _cleanup_error_ sbx_error *err = NULL;
+  c->bfd = p->connect_fn (p->data, c->sandbox_port, &err);
+  if (c->bfd < 0 || set_nonblock (c->bfd, true) < 0)
+    return 502;
+  c->up.data = xmalloc (RELAY_BUF);
+  c->down.data = xmalloc (RELAY_BUF);
+  memcpy (c->up.data, rw, rlen);
+  memcpy (c->up.data + rlen, c->head + hlen, c->head_len - hlen);
+  c->up.len = rlen + c->head_len - hlen;
+  free (c->head);
+  c->head = NULL;
+  c->state = ST_RELAY;
+  return 0;
+}
+
+static void
+conn_read_head (sbx_proxy *p, struct conn *c)
+{
+  ssize_t r = read (c->cfd, c->head + c->head_len, SBX_HTTP_HEAD_MAX - c->head_len);
+  if (r < 0 && (errno == EAGAIN || errno == EINTR))
+    return;
+  if (r < 0 || (r == 0 && c->head_len == 0))
+    {
+      conn_close (p, c);
+      return;
+    }
+  int status = 400; /* ended inside the head */
+  if (r > 0)
+    {
+      c->head_len += (size_t) r;
+      ssize_t hl = sbx_http_head_len (c->head, c->head_len);
+      if (hl == 0)
+        return;
+      if (hl > 0)
+        status = conn_start_relay (p, c, (size_t) hl);
+    }
+  if (status != 0)
+    conn_reply (p, c, status);
+}
+
+static void
+note_activity (sbx_proxy *p, struct conn *c)
+{
+  uint64_t now = now_ms_monotonic ();
+  p->last_activity = now;
+  if (c->connected)
+    c->deadline = now + IDLE_MS;
+}
+
+/* 1: bytes, 0: end of stream, -1: nothing now, -2: error. */
+static int
+pipe_fill (sbx_proxy *p, struct conn *c, struct pipe *pp, int fd)
+{
+  if (pp->off > 0 && pp->off + pp->len == RELAY_BUF)
+    {
+      memmove (pp->data, pp->data + pp->off, pp->len);
+      pp->off = 0;
+    }
+  size_t space = RELAY_BUF - pp->off - pp->len;
+  if (space == 0 || pp->eof || pp->broken)
+    return -1;
+  ssize_t r = read (fd, pp->data + pp->off + pp->len, space);
+  if (r < 0)
+    return errno == EAGAIN || errno == EINTR ? -1 : -2;
+  if (r == 0)
+    {
+      pp->eof = true;
+      return 0;
+    }
+  pp->len += (size_t) r;
+  pp->total += (uint64_t) r;
+  note_activity (p, c);
+  return 1;
+}
+
+/* 0: written what could be, -2: the sink is gone. */
+static int
+pipe_flush (sbx_proxy *p, struct conn *c, struct pipe *pp, int fd)
+{
+  if (pp->len == 0 || pp->broken)
+    return 0;
+  ssize_t w = send (fd, pp->data + pp->off, pp->len, MSG_NOSIGNAL | MSG_DONTWAIT);
+  if (w < 0)
+    return errno == EAGAIN || errno == EINTR ? 0 : -2;
+  pp->off += (size_t) w;
+  pp->len -= (size_t) w;
+  if (pp->len == 0)
+    pp->off = 0;
+  note_activity (p, c);
+  return 0;
+}
+
+static bool
+pipe_done (const struct pipe *pp)
+{
+  return pp->broken || (pp->eof && pp->len == 0 && pp->shut);
+}
+
+/* Passes the source's end on to the sink once its bytes are through. */
+static void
+pipe_end (struct pipe *pp, int sink)
+{
+  if (pp->eof && pp->len == 0 && !pp->shut && !pp->broken)
+    {
+      shutdown (sink, SHUT_WR);
+      pp->shut = true;
+    }
+}
+
+static bool
+relaying (const struct conn *c)
+{
+  return !c->dead && c->state == ST_RELAY;
+}
+
+/* The sandbox failed: before it sent anything the client gets 502, after,
+ * what it did send, then the end. */
+static void
+backend_failed (sbx_proxy *p, struct conn *c)
+{
+  if (c->down.total == 0)
+    {
+      conn_reply (p, c, 502);
+      return;
+    }
+  c->down.eof = true;
+  c->up.broken = true;
+  c->up.len = 0;
+}
+
+static void
+backend_check_connect (sbx_proxy *p, struct conn *c, short br)
+{
+  int e = 0;
+  socklen_t el = sizeof e;
+  if (getsockopt (c->bfd, SOL_SOCKET, SO_ERROR, &e, &el) < 0)
+    e = errno;
+  if (e != 0 || !(br & POLLOUT))
+    {
+      backend_failed (p, c);
+      return;
+    }
+  c->connected = true;
+  c->deadline = now_ms_monotonic () + IDLE_MS;
+}
+
+/* After any event: move what can move, pass ends on, close when both
+ * directions are through. */
+static void
+relay_settle (sbx_proxy *p, struct conn *c)
+{
+  if (c->connected && pipe_flush (p, c, &c->up, c->bfd) < 0)
+    {
+      c->up.broken = true; /* the sandbox stopped reading; its answer may still come */
+      c->up.len = 0;
+    }
+  if (pipe_flush (p, c, &c->down, c->cfd) < 0)
+    {
+      conn_close (p, c); /* the client is gone: nobody to answer */
+      return;
+    }
+  if (c->connected)
+    pipe_end (&c->up, c->bfd);
+  pipe_end (&c->down, c->cfd);
+  if (!pipe_done (&c->up) || !pipe_done (&c->down))
+    return;
+  if (c->up.eof)
+    conn_close (p, c);
+  else
+    conn_linger (c);
+}
+
+static void
+conn_relay (sbx_proxy *p, struct conn *c, short cr, short br)
+{
+  const short in = POLLIN | POLLHUP | POLLERR;
+  if (br && !c->connected)
+    backend_check_connect (p, c, br);
+  if (relaying (c) && (cr & in) && pipe_fill (p, c, &c->up, c->cfd) == -2)
+    conn_close (p, c); /* the client reset */
+  if (relaying (c) && c->connected && (br & in))
+    {
+      int r = pipe_fill (p, c, &c->down, c->bfd);
+      if (r == -2 || (r == 0 && c->down.total == 0))
+        backend_failed (p, c);
+    }
+  if (relaying (c))
+    relay_settle (p, c);
+}
+
+static void
+conn_event (sbx_proxy *p, struct conn *c, bool backend, short revents)
+{
+  switch (c->state)
+    {
+    case ST_HEAD:
+      conn_read_head (p, c);
+      break;
+    case ST_RELAY:
+      conn_relay (p, c, backend ? 0 : revents, backend ? revents : 0);
+      break;
+    case ST_REPLY:
+      conn_write_reply (p, c);
+      break;
+    case ST_LINGER:
+      conn_drain (p, c);
+      break;
+    }
+}
+
+static void
+conn_expire (sbx_proxy *p, struct conn *c)
+{
+  if (c->state == ST_HEAD && c->head_len > 0)
+    conn_reply (p, c, 408);
+  else if (c->state == ST_RELAY && !c->connected)
+    conn_reply (p, c, 502);
+  else
+    conn_close (p, c);
+}
+
+/* Over the cap: 503 at once, best effort, and closed. */
+static void
+refuse_busy (int fd)
+{
+  _cleanup_close_ int cfd = fd;
+  _cleanup_free_ char *resp = status_response (503);
+  char buf[4096];
+  (void) !send (cfd, resp, strlen (resp), MSG_NOSIGNAL | MSG_DONTWAIT);
+  shutdown (cfd, SHUT_WR);
+  (void) !read (cfd, buf, sizeof buf);
+}
+
+/* 0 accepted (or refused), else -errno. */
+static int
+accept_one (sbx_proxy *p, struct listener *l)
+{
+  int fd = accept4 (l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  if (fd < 0)
+    return -errno;
+  if (p->nlive >= SBX_PROXY_MAX_CONNS)
+    {
+      refuse_busy (fd);
+      return 0;
+    }
+  struct conn *c = xmalloc0 (sizeof *c);
+  c->state = ST_HEAD;
+  c->cfd = fd;
+  c->bfd = -1;
+  c->sandbox_port = l->sandbox_port;
+  client_address (fd, c->addr);
+  c->deadline = now_ms_monotonic () + HANDSHAKE_MS;
+  c->head = xmalloc (SBX_HTTP_HEAD_MAX);
+  if (p->nconns == p->aconns)
+    {
+      p->aconns = p->aconns ? p->aconns * 2 : 16;
+      p->conns = xrealloc (p->conns, p->aconns * sizeof *p->conns);
+    }
+  p->conns[p->nconns++] = c;
+  p->nlive++;
+  return 0;
+}
+
+static void
+listener_accept (sbx_proxy *p, struct listener *l)
+{
+  for (int i = 0; i < ACCEPT_BURST; i++)
+    {
+      int r = accept_one (p, l);
+      if (r == -EAGAIN || r == -EWOULDBLOCK)
+        return;
+      if (r == -EMFILE || r == -ENFILE || r == -ENOBUFS || r == -ENOMEM)
+        {
+          /* The pending connection stays queued and the listener readable:
+           * without a pause the loop would spin. */
+          l->paused_until = now_ms_monotonic () + ACCEPT_PAUSE_MS;
+          return;
+        }
+    }
+}
+
+/* --- the proxy --------------------------------------------------------- */
+
+sbx_proxy *
+sbx_proxy_new (const char *token, sbx_proxy_connect_fn connect_fn, void *data)
+{
+  sbx_proxy *p = xmalloc0 (sizeof *p);
+  p->token = token ? xstrdup (token) : NULL;
+  p->connect_fn = connect_fn;
+  p->data = data;
+  return p;
+}
+
+static int
+parse_addr (const char *addr, uint16_t port, struct sockaddr_storage *ss, socklen_t *sl)
+{
+  struct sockaddr_in *in4 = (struct sockaddr_in *) ss;
+  struct sockaddr_in6 *in6 = (struct sockaddr_in6 *) ss;
+  memset (ss, 0, sizeof *ss);
+  if (inet_pton (AF_INET, addr, &in4->sin_addr) == 1)
+    {
+      in4->sin_family = AF_INET;
+      in4->sin_port = htons (port);
+      *sl = sizeof *in4;
+      return 0;
+    }
+  if (inet_pton (AF_INET6, addr, &in6->sin6_addr) == 1)
+    {
+      in6->sin6_family = AF_INET6;
+      in6->sin6_port = htons (port);
+      *sl = sizeof *in6;
+      return 0;
+    }
+  return -1;
+}
+
+static int
+listen_socket (const char *addr, uint16_t host_port, uint16_t *ret_port, sbx_error **err)
+{
+  struct sockaddr_storage ss;
+  socklen_t sl;
+  if (addr == NULL || parse_addr (addr, host_port, &ss, &sl) < 0)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "`%s` is not an IPv4 or IPv6 address",
+                          addr ? addr : "(null)");
+  _cleanup_close_ int fd = socket (ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return sbx_error_errno (err, errno, "socket");
+  int one = 1;
+  if (setsockopt (fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0)
+    return sbx_error_errno (err, errno, "SO_REUSEADDR");
+  if (bind (fd, (struct sockaddr *) &ss, sl) < 0)
+    return sbx_error_set (err,
+                          errno == EADDRINUSE ? SBX_E_BUSY
+                          : errno == EADDRNOTAVAIL ? SBX_E_INVALID_ARGUMENT
+                                                    : SBX_E_INTERNAL,
+                          errno, "bind %s port %u", addr, (unsigned) host_port);
+  if (listen (fd, LISTEN_BACKLOG) < 0)
+    return sbx_error_errno (err, errno, "listen on %s port %u", addr, (unsigned) host_port);
+  sl = sizeof ss;
+  if (getsockname (fd, (struct sockaddr *) &ss, &sl) < 0)
+    return sbx_error_errno (err, errno, "getsockname");
+  *ret_port = ntohs (ss.ss_family == AF_INET ? ((struct sockaddr_in *) &ss)->sin_port
+                                              : ((struct sockaddr_in6 *) &ss)->sin6_port);
+  return steal_fd (&fd);
+}
+
+int
+sbx_proxy_listen (sbx_proxy *p, const char *addr, uint16_t host_port, uint16_t sandbox_port, uint16_t *ret_port,
+                  sbx_error **err)
+{
+  if (sandbox_port == 0)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "sandbox port 0");
+  for (size_t i = 0; i < p->nlisteners; i++)
+    if (p->listeners[i].sandbox_port == sandbox_port)
+      {
+        *ret_port = p->listeners[i].host_port;
+        return 0;
+      }
+  if (p->nlisteners == SBX_PROXY_MAX_LISTENERS)
+    return sbx_error_set (err, SBX_E_BUSY, 0, "at most %d exposed ports", SBX_PROXY_MAX_LISTENERS);
+  uint16_t port = 0;
+  int fd = listen_socket (addr, host_port, &port, err);
+  if (fd < 0)
+    return sbx_error_wrap (err, "expose port %u", (unsigned) sandbox_port);
+  p->listeners[p->nlisteners++] = (struct listener){ fd, sandbox_port, port, 0 };
+  *ret_port = port;
+  return 0;
+}
+
+size_t
+sbx_proxy_ports (const sbx_proxy *p, uint16_t (*ret)[2], size_t max)
+{
+  size_t n = 0;
+  for (; n < p->nlisteners && n < max; n++)
+    {
+      ret[n][0] = p->listeners[n].sandbox_port;
+      ret[n][1] = p->listeners[n].host_port;
+    }
+  return n;
+}
+
+/* What the relay waits for on each side: reading a side only while its
+ * buffer toward the other has room is the backpressure. */
+static void
+relay_events (const struct conn *c, short *ce, short *be)
+{
+  *ce = *be = 0;
+  if (!c->up.eof && !c->up.broken && c->up.len < RELAY_BUF)
+    *ce |= POLLIN;
+  if (c->down.len > 0)
+    *ce |= POLLOUT;
+  if (!c->connected)
+    {
+      *be = POLLOUT;
+      return;
+    }
+  if (!c->down.eof && c->down.len < RELAY_BUF)
+    *be |= POLLIN;
+  if (c->up.len > 0 && !c->up.broken)
+    *be |= POLLOUT;
+}
+
+static size_t
+add_slot (sbx_proxy *p, struct pollfd *pf, size_t k, size_t max, int fd, short events, struct slot s)
+{
+  /* An fd with nothing to wait for is left out: poll would still report
+   * its hangup, again and again. */
+  if (events == 0 || k >= max || k >= SBX_PROXY_POLLFDS_MAX)
+    return k;
+  pf[k] = (struct pollfd){ fd, events, 0 };
+  s.fd = fd;
+  p->slots[k] = s;
+  return k + 1;
+}
+
+size_t
+sbx_proxy_pollfds (sbx_proxy *p, struct pollfd *pf, size_t max)
+{
+  uint64_t now = now_ms_monotonic ();
+  size_t k = 0;
+  for (size_t i = 0; i < p->nlisteners; i++)
+    if (p->listeners[i].paused_until <= now)
+      k = add_slot (p, pf, k, max, p->listeners[i].fd, POLLIN, (struct slot){ .listener = i });
+  for (size_t i = 0; i < p->nconns; i++)
+    {
+      struct conn *c = p->conns[i];
+      short ce = 0, be = 0;
+      if (c->dead)
+        continue;
+      if (c->state == ST_RELAY)
+        relay_events (c, &ce, &be);
+      else
+        ce = c->state == ST_REPLY ? POLLOUT : POLLIN;
+      k = add_slot (p, pf, k, max, c->cfd, ce, (struct slot){ .c = c });
+      k = add_slot (p, pf, k, max, c->bfd, be, (struct slot){ .c = c, .backend = true });
+    }
+  p->nslots = k;
+  return k;
+}
+
+static void
+dispatch_one (sbx_proxy *p, const struct slot *s, const struct pollfd *e)
+{
+  if (s->c == NULL)
+    {
+      if (s->listener < p->nlisteners && p->listeners[s->listener].fd == e->fd)
+        listener_accept (p, &p->listeners[s->listener]);
+      return;
+    }
+  /* Closed earlier in this dispatch, its fd number perhaps reused since. */
+  if (s->c->dead || (s->backend ? s->c->bfd : s->c->cfd) != e->fd)
+    return;
+  conn_event (p, s->c, s->backend, e->revents);
+}
+
+void
+sbx_proxy_dispatch (sbx_proxy *p, const struct pollfd *pf, size_t n)
+{
+  size_t nslots = p->nslots;
+  p->nslots = 0; /* the slots hold conn pointers: good for one dispatch */
+  for (size_t i = 0; i < n && i < nslots; i++)
+    if (pf[i].revents != 0 && pf[i].fd == p->slots[i].fd)
+      dispatch_one (p, &p->slots[i], &pf[i]);
+  uint64_t now = now_ms_monotonic ();
+  for (size_t i = 0; i < p->nconns; i++)
+    if (!p->conns[i]->dead && now >= p->conns[i]->deadline)
+      conn_expire (p, p->conns[i]);
+  size_t k = 0;
+  for (size_t i = 0; i < p->nconns; i++)
+    if (p->conns[i]->dead)
+      conn_free (p->conns[i]);
+    else
+      p->conns[k++] = p->conns[i];
+  p->nconns = k;
+}
+
+int
+sbx_proxy_timeout_ms (const sbx_proxy *p)
+{
+  uint64_t now = now_ms_monotonic (), next = UINT64_MAX;
+  for (size_t i = 0; i < p->nconns; i++)
+    if (!p->conns[i]->dead && p->conns[i]->deadline < next)
+      next = p->conns[i]->deadline;
+  for (size_t i = 0; i < p->nlisteners; i++)
+    if (p->listeners[i].paused_until > now && p->listeners[i].paused_until < next)
+      next = p->listeners[i].paused_until;
+  if (next == UINT64_MAX)
+    return -1;
+  return next <= now ? 0 : (int) (next - now);
+}
+
+uint64_t
+sbx_proxy_last_activity_ms (const sbx_proxy *p)
+{
+  return p->last_activity;
+}
+
+size_t
+sbx_proxy_connections (const sbx_proxy *p)
+{
+  return p->nlive;
+}
+
+void
+sbx_proxy_free (sbx_proxy *p)
+{
+  if (p == NULL)
+    return;
+  for (size_t i = 0; i < p->nconns; i++)
+    {
+      conn_close (p, p->conns[i]);
+      conn_free (p->conns[i]);
+    }
+  for (size_t i = 0; i < p->nlisteners; i++)
+    close (p->listeners[i].fd);
+  free (p->conns);
+  if (p->token)
+    explicit_bzero (p->token, strlen (p->token));
+  free (p->token);
+  free (p);
+}

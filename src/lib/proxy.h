@@ -1,0 +1,102 @@
+/* The exposed-port proxy (DESIGN.md section 5): `sbx expose ID PORT` makes
+ * the monitor listen on a host address and relay HTTP to the sandbox's PORT.
+ *
+ * It lives in the monitor's single poll() loop: the monitor asks for the
+ * proxy's fds (sbx_proxy_pollfds), polls them with its own and the timeout
+ * from sbx_proxy_timeout_ms, and hands every poll result back, even a timeout
+ * with no events, to sbx_proxy_dispatch, which also expires deadlines.
+ *
+ * Per connection: the request head is read (at most 16 KiB, within 10 s) and
+ * checked before anything reaches the sandbox: malformed is 400, a missing or
+ * wrong `Authorization: Bearer TOKEN` is 401. Only then is the sandbox
+ * connected to; it receives the head without any Authorization header and
+ * with `Connection: close` (one request per connection, so nothing follows
+ * unchecked), then both directions are relayed through bounded buffers with
+ * backpressure and half-close. The backend's bytes are never interpreted.
+ * Both the sandbox and the clients are untrusted. */
+#ifndef SBX_PROXY_H
+#define SBX_PROXY_H
+
+#include <poll.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "error.h"
+
+#define SBX_PROXY_MAX_CONNS 256      /* per proxy; more are answered 503 */
+#define SBX_PROXY_MAX_LISTENERS 64   /* exposed ports per proxy */
+/* The most entries sbx_proxy_pollfds fills. */
+#define SBX_PROXY_POLLFDS_MAX (SBX_PROXY_MAX_LISTENERS + 2 * SBX_PROXY_MAX_CONNS)
+#define SBX_HTTP_HEAD_MAX 16384      /* bytes, request line to CRLFCRLF */
+#define SBX_HTTP_HEADERS_MAX 100
+
+typedef struct sbx_proxy sbx_proxy;
+
+/* Returns a nonblocking CLOEXEC stream fd connected, or connecting
+ * (EINPROGRESS is fine), to the sandbox's PORT, or -1 with *err. */
+typedef int (*sbx_proxy_connect_fn) (void *data, uint16_t port, sbx_error **err);
+
+/* TOKEN: required bearer token (copied), or NULL for public. An empty token
+ * matches nothing. */
+sbx_proxy *sbx_proxy_new (const char *token, sbx_proxy_connect_fn connect_fn, void *data);
+/* Listens on ADDR (IPv4/IPv6 literal) port HOST_PORT (0: ephemeral) for the
+ * sandbox's SANDBOX_PORT; *ret_port the bound port. Exposing the same
+ * SANDBOX_PORT twice returns the existing listener's port. A port in use is
+ * BUSY, a bad address or port INVALID_ARGUMENT. */
+int sbx_proxy_listen (sbx_proxy *p, const char *addr, uint16_t host_port, uint16_t sandbox_port,
+                      uint16_t *ret_port, sbx_error **err);
+/* The listeners: sandbox port and host port pairs (for `sbx urls`), at most
+ * MAX of them; returns how many were written. */
+size_t sbx_proxy_ports (const sbx_proxy *p, uint16_t (*ret)[2], size_t max);
+/* Fills at most MAX entries (SBX_PROXY_POLLFDS_MAX is always enough);
+ * returns how many. */
+size_t sbx_proxy_pollfds (sbx_proxy *p, struct pollfd *pf, size_t max);
+/* PF, N: the entries the last sbx_proxy_pollfds filled, after poll(). */
+void sbx_proxy_dispatch (sbx_proxy *p, const struct pollfd *pf, size_t n);
+/* Milliseconds to the next idle/handshake deadline, -1 if none. */
+int sbx_proxy_timeout_ms (const sbx_proxy *p);
+/* CLOCK_MONOTONIC ms of the last byte relayed (keep-warm); 0 if none yet.
+ * Bytes from clients that were not let through do not count. */
+uint64_t sbx_proxy_last_activity_ms (const sbx_proxy *p);
+size_t sbx_proxy_connections (const sbx_proxy *p);
+void sbx_proxy_free (sbx_proxy *p);
+
+#define _cleanup_proxy_ __attribute__ ((cleanup (sbx_proxy_freep)))
+static inline void
+sbx_proxy_freep (sbx_proxy **p)
+{
+  if (*p)
+    sbx_proxy_free (*p);
+}
+
+/* Pure helpers, exported for tests and the fuzzer. */
+
+/* Parses one HTTP/1.x request head (up to and including CRLFCRLF) in
+ * P[0..N); returns its length, 0 if incomplete, -1 if malformed (bad request
+ * line, header line without ':', bare CR or LF, NUL or another control
+ * character, obs-fold, space before ':', more than SBX_HTTP_HEADERS_MAX
+ * headers, head over SBX_HTTP_HEAD_MAX). */
+ssize_t sbx_http_head_len (const char *p, size_t n);
+/* 1 when the head carries exactly one Authorization header `Bearer TOKEN`
+ * (scheme case-insensitive) equal to TOKEN, compared in constant time over
+ * the token's length; 0 otherwise. A NULL TOKEN (public) is 1. */
+int sbx_http_authorized (const char *head, size_t len, const char *token);
+/* The head as it goes to the sandbox (malloc'd): every Authorization and
+ * Proxy-Authorization header removed (the host token never reaches the
+ * sandbox), and unless it is an Upgrade request (websocket), any Connection
+ * header replaced by `Connection: close` so that each connection carries one
+ * request; the client's X-Forwarded-For/Proto dropped and ours appended
+ * (CLIENT_ADDR; none when NULL). NUL-terminated too. NULL when HEAD[0..LEN) is not exactly one
+ * valid head, CLIENT_ADDR is not printable, or the result would exceed the
+ * limits of sbx_http_head_len. */
+char *sbx_http_rewrite_head (const char *head, size_t len, const char *client_addr, size_t *ret_len);
+
+/* The host token at PATH: created (32 random bytes, hex, 0600, atomically:
+ * temp file + link so concurrent first callers agree on one token) if
+ * missing; POLICY_REFUSED if it is not a regular file owned by root with
+ * mode 0600, INVALID_ARGUMENT if its content is not a token. */
+int sbx_token_load (const char *path, char **ret_token, sbx_error **err);
+
+#endif
