@@ -3,6 +3,7 @@
 #include "config.h"
 #include "cgroup.h"
 #include "cli.h"
+#include "egress.h"
 #include "client.h"
 #include "json.h"
 #include "lifecycle.h"
@@ -20,7 +21,7 @@
 
 enum {
   O_IMAGE = 256, O_NAME, O_CPU, O_MEMORY, O_PIDS, O_RUNTIME, O_BLOCK_NET, O_KEEP_WARM, O_TIMEOUT, O_ENV, O_CWD,
-  O_RM, O_FORCE, O_ALL, O_QUIET, O_ON_IDLE,
+  O_RM, O_FORCE, O_ALL, O_QUIET, O_ON_IDLE, O_ALLOW, O_PORT, O_PUBLIC,
 };
 
 #define CREATE_OPTS                                                                                             \
@@ -30,7 +31,10 @@ enum {
   { "memory", O_MEMORY, required_argument, "SIZE", "memory limit: MiB, or with a unit (512Mi, 1Gi, 1G)" },          \
   { "pids", O_PIDS, required_argument, "N", "process limit (default 1024)" },                                   \
   { "runtime", O_RUNTIME, required_argument, "RUNTIME", "runsc (default) or runc" },                            \
-  { "block-network", O_BLOCK_NET, no_argument, NULL, "no network but loopback (today every sandbox has loopback only)" },                               \
+  { "block-network", O_BLOCK_NET, no_argument, NULL, "no network interface: loopback only, no DNS" },          \
+  { "allow", O_ALLOW, required_argument, "CIDR", "reach only these destinations, plus DNS (repeatable; IPv4 or IPv6)" }, \
+  { "port", O_PORT, required_argument, "PORT", "expose this port behind a token as a URL on the host (repeatable)" }, \
+  { "public", O_PUBLIC, no_argument, NULL, "exposed ports need no token" },                                      \
   { "keep-warm", O_KEEP_WARM, required_argument, "SECONDS", "idle lifetime (default 600, -1: until terminated)" }, \
   { "timeout", O_TIMEOUT, required_argument, "SECONDS", "hard lifetime (default 3600, at most 86400)" },       \
   { "on-idle", O_ON_IDLE, required_argument, "ACTION", "when the keep-warm time runs out: terminate (default) or pause" }, \
@@ -71,6 +75,8 @@ opts_defaults (sbx_sandbox_opts *o)
   o->timeout = SBX_TIMEOUT_DEFAULT;
   o->pids = SBX_PIDS_DEFAULT;
   o->env = xmalloc0 (sizeof (char *));
+  o->allow = xmalloc0 (sizeof (char *));
+  o->ports = xmalloc0 (sizeof (char *));
 }
 
 static void
@@ -101,6 +107,30 @@ create_opt (sbx_sandbox_opts *o, int key, const char *arg, sbx_error **err)
       return 1;
     case O_BLOCK_NET:
       o->block_network = true;
+      return 1;
+    case O_ALLOW:
+      {
+        sbx_cidr c;
+        if (sbx_cidr_parse (arg, &c, err) < 0)
+          return sbx_error_wrap (err, "--allow");
+        if (strv_len (o->allow) >= SBX_EGRESS_ALLOW_MAX)
+          return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "--allow: at most %d destinations", SBX_EGRESS_ALLOW_MAX);
+        strv_push (&o->allow, arg);
+        return 1;
+      }
+    case O_PORT:
+      {
+        int64_t port;
+        if (cli_int ("port", arg, 1, 65535, &port, err) < 0)
+          return -1;
+        _cleanup_free_ char *s = xasprintf ("%lld", (long long) port);
+        if (strv_len (o->ports) >= 64)
+          return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "--port: at most 64 ports");
+        strv_push (&o->ports, s);
+        return 1;
+      }
+    case O_PUBLIC:
+      o->public_ports = true;
       return 1;
     case 'e':
       if (!env_entry_is_valid (arg))
@@ -278,6 +308,25 @@ human_time (int64_t t, char *buf, size_t len)
 }
 
 static void
+print_network_human (const sbx_sandbox *sb)
+{
+  const char *mode = sb->net_mode ? sb->net_mode : sb->opts.block_network ? "none" : "-";
+  printf ("network:    %s", strcmp (mode, "none") == 0 ? "none (--block-network: loopback only)" : mode);
+  for (size_t i = 0; strcmp (mode, "allow") == 0 && sb->net_allow && sb->net_allow[i]; i++)
+    printf ("%s%s", i ? ", " : " ", sb->net_allow[i]);
+  printf ("\n");
+  if (sb->net_stack)
+    printf ("net stack:  %s\n", sb->net_stack);
+  if (sb->net_addr4)
+    printf ("address:    %s%s%s (gateway and resolver %s)\n", sb->net_addr4, sb->net_addr6 ? ", " : "",
+            sb->net_addr6 ? sb->net_addr6 : "", sb->net_gateway4 ? sb->net_gateway4 : "-");
+  if (sb->net_private_seen > 0)
+    printf ("private:    %lld connections to private ranges (observe mode)\n", (long long) sb->net_private_seen);
+  for (size_t i = 0; sb->urls && sb->urls[i]; i++)
+    printf ("port:       %s%s\n", sb->urls[i], sb->opts.public_ports ? " (public)" : "");
+}
+
+static void
 print_status_human (const sbx_sandbox *sb)
 {
   char c[32], s[32], e[32], d[32];
@@ -300,8 +349,8 @@ print_status_human (const sbx_sandbox *sb)
     snprintf (cpu, sizeof cpu, "%g cores", sb->opts.cpu);
   if (sb->opts.memory > 0)
     snprintf (mem, sizeof mem, "%llu MiB", (unsigned long long) (sb->opts.memory >> 20));
-  printf ("cpu:        %s\nmemory:     %s\npids:       %lld\nnetwork:    %s\n", cpu, mem, (long long) sb->opts.pids,
-          sb->opts.block_network ? "blocked" : "loopback only");
+  printf ("cpu:        %s\nmemory:     %s\npids:       %lld\n", cpu, mem, (long long) sb->opts.pids);
+  print_network_human (sb);
   printf ("oom kills:  %lld\npid limit:  %lld hits\n", (long long) sb->oom_kills, (long long) sb->pids_limit_hits);
 }
 

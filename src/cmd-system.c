@@ -1,5 +1,7 @@
 /* Host-wide commands: info, gc, version. */
 #include "config.h"
+#include "conf.h"
+#include "egress.h"
 #include "cli.h"
 #include "cgroup.h"
 #include "json.h"
@@ -72,7 +74,8 @@ gen_runtime (yajl_gen g, sbx_store *st, const char *name)
   if (strcmp (name, "runsc") == 0)
     {
       j_kstr (g, "platform", "ptrace");
-      j_kstr (g, "network", "none (loopback only)");
+      j_kstr (g, "network", "host stack inside the sandbox's namespace (this runsc cannot run its own stack in one); "
+                            "none with --block-network");
     }
   j_endmap (g);
 }
@@ -110,7 +113,32 @@ cmd_info (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   j_kbool (g, "seccomp_profile_ok", seccomp_ok);
   if (se)
     j_kstr (g, "seccomp_error", se->msg);
-  j_kstr (g, "egress_enforcement", "none: every sandbox has loopback only");
+  /* Egress is enforced with nftables rules: available when the kernel
+   * answers sbx's requests. */
+  _cleanup_strv_ char **chains = NULL;
+  _cleanup_error_ sbx_error *ee = NULL, *ce = NULL;
+  bool egress = sbx_egress_list (SBX_EGRESS_TABLE, &chains, &ee) == 0;
+  j_kbool (g, "egress_enforcement", egress);
+  if (ee)
+    j_kstr (g, "egress_error", ee->msg);
+  _cleanup_conf_ sbx_conf *conf = NULL;
+  if (sbx_conf_load (NULL, &conf, &ce) == 0)
+    {
+      char b[SBX_CIDR_STRLEN];
+      j_str (g, "network");
+      j_map (g);
+      j_kstr (g, "config", conf->path ? conf->path : "(defaults)");
+      sbx_cidr_format (&conf->pool4, b);
+      j_kstr (g, "pool4", b);
+      if (conf->pool6.family)
+        sbx_cidr_format (&conf->pool6, b);
+      j_kstr (g, "pool6", conf->pool6.family ? b : "off");
+      j_kstr (g, "private_policy", conf->observe ? "observe" : "drop");
+      j_kstr (g, "expose_address", conf->expose_address);
+      j_endmap (g);
+    }
+  else
+    j_kstr (g, "network_config_error", ce->msg);
   j_endmap (g);
   if (cli->json)
     {
@@ -172,11 +200,13 @@ cmd_gc (sbx_cli *cli, int argc, char **argv, sbx_error **err)
       j_kint (g, "removed", rep.removed);
       j_kint (g, "orphans", rep.orphans);
       j_kint (g, "layers", rep.layers);
+      j_kint (g, "networks", rep.networks);
       j_endmap (g);
       cli_json_end (g);
     }
   else
-    printf ("reaped %d, removed %d, orphans %d, layers %d\n", rep.reaped, rep.removed, rep.orphans, rep.layers);
+    printf ("reaped %d, removed %d, orphans %d, layers %d, networks %d\n", rep.reaped, rep.removed, rep.orphans,
+            rep.layers, rep.networks);
   return 0;
 }
 

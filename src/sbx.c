@@ -33,6 +33,9 @@ int cmd_terminate (sbx_cli *, int, char **, sbx_error **);
 int cmd_rm (sbx_cli *, int, char **, sbx_error **);
 int cmd_logs (sbx_cli *, int, char **, sbx_error **);
 int cmd_ttl (sbx_cli *, int, char **, sbx_error **);
+int cmd_net (sbx_cli *, int, char **, sbx_error **);
+int cmd_expose (sbx_cli *, int, char **, sbx_error **);
+int cmd_urls (sbx_cli *, int, char **, sbx_error **);
 int cmd_stats (sbx_cli *, int, char **, sbx_error **);
 int cmd_images (sbx_cli *, int, char **, sbx_error **);
 int cmd_import (sbx_cli *, int, char **, sbx_error **);
@@ -46,7 +49,7 @@ extern const cli_opt sbx_run_code_cli_opts[], sbx_ps_cli_opts[], sbx_proc_cli_op
     sbx_snapshot_cli_opts[], sbx_restore_cli_opts[];
 extern const cli_opt sbx_create_opts[], sbx_run_opts[], sbx_exec_cli_opts[], sbx_ls_opts[], sbx_wait_opts[],
     sbx_rm_opts[], sbx_terminate_opts[], sbx_import_opts[], sbx_none_opts[], sbx_logs_opts[];
-extern const cli_opt sbx_export_opts[];
+extern const cli_opt sbx_export_opts[], sbx_net_cli_opts[];
 
 const sbx_command sbx_commands[] = {
   { "create", cmd_create, NULL, "Create a sandbox and print its id.", sbx_create_opts },
@@ -81,6 +84,10 @@ const sbx_command sbx_commands[] = {
     sbx_restore_cli_opts },
   { "snapshots", cmd_snapshots, NULL, "List snapshots.", sbx_none_opts },
   { "rmsnap", cmd_rmsnap, "SNAPSHOT...", "Remove snapshots.", sbx_none_opts },
+  { "net", cmd_net, "ID", "Change a running sandbox's egress: --block, --allow CIDR..., or --open.", sbx_net_cli_opts },
+  { "expose", cmd_expose, "ID PORT", "Publish a sandbox's port as a URL on the host (a token is required unless --public).",
+    sbx_none_opts },
+  { "urls", cmd_urls, "ID", "List a sandbox's exposed ports and their URLs.", sbx_none_opts },
   { "ttl", cmd_ttl, "ID SECONDS", "Set a running sandbox's hard lifetime to SECONDS from now.", sbx_none_opts },
   { "stats", cmd_stats, "[ID]", "Count sandboxes by state; with ID, what that sandbox uses now.", sbx_none_opts },
   { "images", cmd_images, NULL, "List images.", sbx_none_opts },

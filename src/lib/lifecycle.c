@@ -1,6 +1,7 @@
 /* Create, terminate, remove, reap, gc. */
 #include "config.h"
 #include "lifecycle.h"
+#include "net.h"
 #include "cgroup.h"
 #include "image.h"
 #include "json.h"
@@ -37,6 +38,19 @@ validate_opts (const sbx_sandbox_opts *o, sbx_error **err)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "the timeout must be between 1 and %d seconds", SBX_TIMEOUT_MAX);
   if (o->keep_warm < -1 || o->keep_warm == 0 || o->keep_warm > SBX_TIMEOUT_MAX)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "the keep-warm time must be -1 or between 1 and %d seconds", SBX_TIMEOUT_MAX);
+  if (o->block_network && o->allow && o->allow[0])
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
+                          "--block-network and --allow contradict each other: with no network nothing is allowed");
+  _cleanup_free_ sbx_cidr *cidrs = NULL;
+  size_t n;
+  if (sbx_net_parse_allow (o->allow, &cidrs, &n, err) < 0)
+    return -1;
+  for (size_t i = 0; o->ports && o->ports[i]; i++)
+    {
+      int64_t port;
+      if (parse_int64 (o->ports[i], 1, 65535, &port) < 0)
+        return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "port `%s` is not in 1..65535", o->ports[i]);
+    }
   return 0;
 }
 
@@ -184,8 +198,11 @@ sbx_sandbox_reap (const sbx_store *st, const char *id, sbx_error **err)
   if (sbx_cgroup_remove (cg, err) < 0)
     return -1;
   sbx_store_cgroup_release_parent (st);
+  sbx_net_reap (id);
   _cleanup_free_ char *run = sbx_sandbox_run_dir (st, id);
   rm_rf (run, NULL);
+  strv_free (sb->urls);
+  sb->urls = NULL;
   sb->state = SBX_STATE_FAILED;
   free (sb->reason);
   sb->reason = xstrdup (SBX_REASON_MONITOR_LOST);
@@ -365,6 +382,14 @@ sbx_gc (const sbx_store *st, sbx_gc_report *ret, sbx_error **err)
       if (sbx_state_is_final (sb->state) && sbx_sandbox_remove (st, ids[i], NULL) == 0)
         rep.removed++;
     }
+  /* Network leftovers: leases nobody holds (any store's), and what this
+   * store's ended sandboxes left without one. */
+  _cleanup_strv_ char **dead = xmalloc0 (sizeof (char *));
+  for (size_t i = 0; ids[i]; i++)
+    if (!sbx_sandbox_monitor_alive (st, ids[i]))
+      strv_push (&dead, ids[i]);
+  int nn = sbx_net_gc (dead, NULL);
+  rep.networks = nn > 0 ? nn : 0;
   gc_orphan_containers (st, ids, &rep);
   gc_orphan_cgroups (st, &rep);
   gc_leftovers (st);

@@ -34,6 +34,7 @@ typedef struct sbx_gc_report {
   int removed;      /* ended sandboxes removed */
   int orphans;      /* runtime containers / cgroups with no sandbox */
   int layers;       /* unreferenced layers removed */
+  int networks;     /* sandboxes whose namespace, veth or rules were left */
 } sbx_gc_report;
 int sbx_gc (const sbx_store *st, sbx_gc_report *ret, sbx_error **err);
 

@@ -10,7 +10,11 @@
  * client is bounded by the agent's flow-control window. */
 #include "config.h"
 #include "monitor.h"
+#include "net.h"
+#include "proxy.h"
+#include "resolver.h"
 #include "cgroup.h"
+#include "conf.h"
 #include "image.h"
 #include "json.h"
 #include "proto.h"
@@ -32,6 +36,8 @@
 #include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <time.h>
 
@@ -47,6 +53,10 @@
 #define PROC_CMD_MAX 1024
 /* A follower is fed from the log while its socket buffer has room. */
 #define FOLLOW_QUEUE_MAX (256u * 1024)
+/* Poll slots for the resolver's and the port proxy's sockets. */
+#define RESOLVER_FDS_MAX 128
+#define PROXY_FDS_MAX 1024
+#define EXPOSED_MAX 64
 
 struct sync_msg {
   int32_t code;
@@ -120,6 +130,13 @@ struct mon {
   int64_t pids_peak, pids_host_limit;
   sbx_state end_state;
   const char *end_reason;
+  /* The network (net.h); NULL under runsc --block-network, where gVisor
+   * has no interface at all. */
+  sbx_conf *conf;
+  sbx_net *net;
+  int host_netns; /* the monitor's own network namespace, to come back to */
+  sbx_resolver *resolver;
+  sbx_proxy *proxy;
 };
 
 const char *
@@ -725,6 +742,13 @@ handle_snapshot (struct mon *m, struct client *c, yajl_val req)
                    "snapshots need runsc: runc would need CRIU, which this host's sbx does not use");
       return;
     }
+  if (m->net && m->net->veth)
+    {
+      reply_error (c, SBX_E_INVALID_ARGUMENT,
+                   "this runsc cannot checkpoint a sandbox on the host network stack: snapshots need a sandbox "
+                   "created with --block-network");
+      return;
+    }
   if (m->sb->paused && set_paused (m, false, &err) < 0)
     {
       reply_error (c, err->code, err->msg);
@@ -800,6 +824,166 @@ handle_ttl (struct mon *m, struct client *c, yajl_val req)
   c->closing = true;
 }
 
+/* --- network ----------------------------------------------------------- */
+
+static char *
+cidr_addr_str (const sbx_cidr *c)
+{
+  char buf[SBX_CIDR_STRLEN];
+  sbx_cidr_format (c, buf);
+  buf[strcspn (buf, "/")] = '\0';
+  return xstrdup (buf);
+}
+
+static void
+set_net_mode (struct mon *m, const char *mode, char *const *allow)
+{
+  free (m->sb->net_mode);
+  m->sb->net_mode = xstrdup (mode);
+  strv_free (m->sb->net_allow);
+  m->sb->net_allow = strv_dup (allow);
+}
+
+/* A stream socket made inside the sandbox's network namespace, connecting
+ * to its loopback: reaches a server that listens on 127.0.0.1 as well as
+ * one on 0.0.0.0. The monitor is single-threaded: it steps into the
+ * namespace for the socket() call and straight back. */
+static int
+proxy_connect (void *data, uint16_t port, sbx_error **err)
+{
+  struct mon *m = data;
+  if (m->net == NULL)
+    return sbx_error_set (err, SBX_E_NETWORK_BLOCK_UNAVAILABLE, 0,
+                          "runsc without a network: a relay through the sandbox's init is not there yet");
+  if (setns (m->net->nsfd, CLONE_NEWNET) < 0)
+    return sbx_error_errno (err, errno, "enter the sandbox's network namespace");
+  int fd = socket (AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  int e = errno;
+  if (setns (m->host_netns, CLONE_NEWNET) < 0)
+    abort (); /* never stay in the sandbox's namespace */
+  if (fd < 0)
+    return sbx_error_errno (err, e, "socket");
+  struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons (port), .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
+  if (connect (fd, (struct sockaddr *) &sa, sizeof sa) < 0 && errno != EINPROGRESS)
+    {
+      e = errno;
+      close (fd);
+      return sbx_error_errno (err, e, "connect to port %u", port);
+    }
+  return fd;
+}
+
+static int
+expose_port (struct mon *m, int64_t port, char **ret_url, sbx_error **err)
+{
+  if (port < 1 || port > 65535)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "port %lld is not in 1..65535", (long long) port);
+  if (m->proxy == NULL)
+    {
+      _cleanup_free_ char *token = NULL;
+      _cleanup_free_ char *tpath = sbx_store_path (m->st, "token");
+      if (!m->sb->opts.public_ports && sbx_token_load (tpath, &token, err) < 0)
+        return -1;
+      m->proxy = sbx_proxy_new (token, proxy_connect, m);
+    }
+  size_t have = strv_len (m->sb->urls);
+  uint16_t hport = 0;
+  if (sbx_proxy_listen (m->proxy, m->conf->expose_address, 0, (uint16_t) port, &hport, err) < 0)
+    return -1;
+  const char *host = m->conf->expose_host ? m->conf->expose_host : m->conf->expose_address;
+  bool v6 = strchr (host, ':') != NULL && host[0] != '[';
+  _cleanup_free_ char *url = xasprintf ("http://%s%s%s:%u/", v6 ? "[" : "", host, v6 ? "]" : "", hport);
+  _cleanup_free_ char *entry = xasprintf ("%lld %s", (long long) port, url);
+  bool known = false;
+  for (size_t i = 0; i < have && !known; i++)
+    known = strcmp (m->sb->urls[i], entry) == 0;
+  if (!known)
+    {
+      if (have >= EXPOSED_MAX)
+        return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "at most %d ports can be exposed", EXPOSED_MAX);
+      strv_push (&m->sb->urls, entry);
+      mlog (m, "port %lld exposed at %s%s", (long long) port, url, m->sb->opts.public_ports ? " (public)" : "");
+    }
+  *ret_url = steal_pointer (&url);
+  return 0;
+}
+
+static void
+handle_expose (struct mon *m, struct client *c, yajl_val req)
+{
+  int64_t port = 0;
+  _cleanup_error_ sbx_error *err = NULL;
+  _cleanup_free_ char *url = NULL;
+  if (j_get_int (req, "port", true, &port, &err) < 0 || expose_port (m, port, &url, &err) < 0)
+    {
+      reply_error (c, err->code, err->msg);
+      return;
+    }
+  save_state (m);
+  _cleanup_yajl_gen_ yajl_gen g = j_new (false);
+  j_map (g);
+  j_kint (g, "port", port);
+  j_kstr (g, "url", url);
+  j_kbool (g, "public", m->sb->opts.public_ports);
+  j_endmap (g);
+  _cleanup_free_ char *s = j_take (g, NULL);
+  reply_json (c, s);
+  c->closing = true;
+}
+
+/* `sbx net`: the sandbox's egress rules replaced in one transaction. */
+static void
+handle_net (struct mon *m, struct client *c, yajl_val req)
+{
+  const char *mode = NULL;
+  _cleanup_strv_ char **allow = NULL;
+  _cleanup_free_ sbx_cidr *cidrs = NULL;
+  size_t n = 0;
+  _cleanup_error_ sbx_error *err = NULL;
+  if (j_get_str (req, "mode", true, &mode, &err) < 0 || j_get_strv (req, "allow", false, &allow, &err) < 0)
+    {
+      reply_error (c, SBX_E_INVALID_ARGUMENT, err->msg);
+      return;
+    }
+  sbx_egress_mode em;
+  if (strcmp (mode, "block") == 0)
+    em = SBX_EGRESS_BLOCK;
+  else if (strcmp (mode, "open") == 0)
+    em = SBX_EGRESS_OPEN;
+  else if (strcmp (mode, "allow") == 0 && allow && allow[0])
+    em = SBX_EGRESS_ALLOW;
+  else
+    {
+      reply_error (c, SBX_E_INVALID_ARGUMENT, "net: mode must be block, open, or allow with a list");
+      return;
+    }
+  if (em != SBX_EGRESS_ALLOW)
+    strv_free (allow), allow = NULL;
+  if (m->net == NULL || !m->net->veth)
+    {
+      reply_error (c, SBX_E_INVALID_ARGUMENT,
+                   "the sandbox was created with --block-network: it has no network interface (create it without "
+                   "--block-network and use `sbx net --block` to close it while it runs)");
+      return;
+    }
+  if (sbx_net_parse_allow (allow, &cidrs, &n, &err) < 0 || sbx_net_apply (m->net, em, cidrs, n, &err) < 0)
+    {
+      reply_error (c, err->code, err->msg);
+      return;
+    }
+  set_net_mode (m, mode, allow);
+  save_state (m);
+  mlog (m, "network: %s%s", mode, em == SBX_EGRESS_ALLOW ? " (allow-list)" : "");
+  _cleanup_yajl_gen_ yajl_gen g = j_new (false);
+  j_map (g);
+  j_kstr (g, "mode", mode);
+  j_kstrv (g, "allow", allow);
+  j_endmap (g);
+  _cleanup_free_ char *s = j_take (g, NULL);
+  reply_json (c, s);
+  c->closing = true;
+}
+
 static void
 handle_request (struct mon *m, struct client *c, const unsigned char *p, size_t len)
 {
@@ -843,6 +1027,10 @@ handle_request (struct mon *m, struct client *c, const unsigned char *p, size_t 
     }
   else if (strcmp (op, "snapshot") == 0)
     handle_snapshot (m, c, req);
+  else if (strcmp (op, "net") == 0)
+    handle_net (m, c, req);
+  else if (strcmp (op, "expose") == 0)
+    handle_expose (m, c, req);
   else if (strcmp (op, "rootfd") == 0)
     handle_rootfd (m, c);
   else if (strcmp (op, "ps") == 0)
@@ -1046,6 +1234,14 @@ sample_limits (struct mon *m)
   bool changed = sbx_sandbox_merge_stats (m->sb, &cs);
   if (cs.pids_peak > m->pids_peak)
     m->pids_peak = cs.pids_peak;
+  uint64_t seen = 0;
+  if (m->conf && m->conf->observe && m->net && m->net->veth
+      && sbx_egress_private_count (SBX_EGRESS_TABLE, m->sb->id, &seen, NULL) == 0
+      && (int64_t) seen != m->sb->net_private_seen)
+    {
+      m->sb->net_private_seen = (int64_t) seen;
+      changed = true;
+    }
   if (changed && !m->shutting_down)
     save_state (m);
   m->next_sample = now_ms_monotonic () + 1000;
@@ -1068,6 +1264,12 @@ poll_timeout (struct mon *m)
     }
   if (!m->agent_gone && m->next_sample < next)
     next = m->next_sample;
+  int t = m->resolver ? sbx_resolver_timeout_ms (m->resolver) : -1;
+  if (t >= 0 && now + (uint64_t) t < next)
+    next = now + (uint64_t) t;
+  t = m->proxy ? sbx_proxy_timeout_ms (m->proxy) : -1;
+  if (t >= 0 && now + (uint64_t) t < next)
+    next = now + (uint64_t) t;
   for (size_t i = 0; i < m->nclients; i++)
     if (m->clients[i]->watch == WATCH_WAIT && m->clients[i]->wait_deadline && m->clients[i]->wait_deadline < next)
       next = m->clients[i]->wait_deadline;
@@ -1149,7 +1351,7 @@ flush_clients (struct mon *m)
 static void
 run_loop (struct mon *m)
 {
-  struct pollfd *pf = xmalloc ((MAX_CLIENTS + 4) * sizeof *pf);
+  struct pollfd *pf = xmalloc ((MAX_CLIENTS + 4 + RESOLVER_FDS_MAX + PROXY_FDS_MAX) * sizeof *pf);
   for (;;)
     {
       if (m->agent_gone && m->agent_gone_at == 0)
@@ -1169,9 +1371,19 @@ run_loop (struct mon *m)
           short ev = (m->aout.len > AGENT_OUT_MAX || !client_may_send (c) ? 0 : POLLIN) | (c->out.len ? POLLOUT : 0);
           pf[n++] = (struct pollfd){ c->fd, ev, 0 };
         }
+      size_t rbase = n, rn = m->resolver ? sbx_resolver_pollfds (m->resolver, pf + n, RESOLVER_FDS_MAX) : 0;
+      n += rn;
+      size_t pbase = n, pn = m->proxy ? sbx_proxy_pollfds (m->proxy, pf + n, PROXY_FDS_MAX) : 0;
+      n += pn;
       int r = poll (pf, n, m->agent_gone ? 10 : poll_timeout (m));
       if (r < 0 && errno != EINTR)
         break;
+      /* First, while their sockets are as they filled them in (a client's
+       * request may add a listener); with no revents too: their deadlines. */
+      if (r >= 0 && rn)
+        sbx_resolver_dispatch (m->resolver, pf + rbase, rn);
+      if (r >= 0 && pn)
+        sbx_proxy_dispatch (m->proxy, pf + pbase, pn);
       size_t nc = m->nclients;
       if (r > 0)
         {
@@ -1189,6 +1401,9 @@ run_loop (struct mon *m)
           if (pf[3].revents)
             drain_stderr (m);
         }
+      /* A proxied connection is activity (keep-warm). */
+      if (m->proxy && sbx_proxy_last_activity_ms (m->proxy) > m->last_activity)
+        m->last_activity = sbx_proxy_last_activity_ms (m->proxy);
       flush_clients (m);
       /* Sampled when the loop is idle, or when a busy loop is overdue: never
        * on the path of an exec's reply. */
@@ -1386,11 +1601,116 @@ wait_hello (struct mon *m, sbx_error **err)
     }
 }
 
+/* The sandbox's network, before anything else is set up (its namespace is
+ * bind-mounted where every mount namespace sees it). Under runsc
+ * --block-network there is none: gVisor runs with no interface at all. */
+static int
+setup_network (struct mon *m, sbx_error **err)
+{
+  sbx_sandbox *sb = m->sb;
+  bool runsc = strcmp (m->rt->name, "runsc") == 0;
+  if (sbx_conf_load (NULL, &m->conf, err) < 0)
+    return -1;
+  m->host_netns = open ("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+  if (m->host_netns < 0)
+    return sbx_error_errno (err, errno, "open /proc/self/ns/net");
+  free (sb->net_stack);
+  if (sb->opts.block_network)
+    {
+      set_net_mode (m, "none", NULL);
+      if (runsc)
+        {
+          sb->net_stack = xstrdup ("none (gVisor, loopback only)");
+          return 0;
+        }
+      sb->net_stack = xstrdup ("none (its own namespace, loopback only)");
+      if (sbx_net_setup (m->conf, sb->id, false, SBX_EGRESS_BLOCK, NULL, 0, &m->net, err) < 0)
+        {
+          (*err)->code = SBX_E_NETWORK_BLOCK_UNAVAILABLE;
+          return sbx_error_wrap (err, "network namespace");
+        }
+      return 0;
+    }
+  _cleanup_free_ sbx_cidr *allow = NULL, *open = NULL;
+  size_t nallow = 0;
+  if (sbx_net_parse_allow (sb->opts.allow, &allow, &nallow, err) < 0)
+    return -1;
+  for (size_t i = 0; i < nallow; i++)
+    if (allow[i].family == AF_INET6 && m->conf->pool6.family != AF_INET6)
+      return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
+                            "--allow %s: IPv6 is off for sandboxes on this host (pool6 in sbx.conf)", sb->opts.allow[i]);
+  sbx_egress_mode mode = nallow > 0 ? SBX_EGRESS_ALLOW : SBX_EGRESS_OPEN;
+  /* Egress that cannot be enforced is refused, never run open. */
+  sbx_egress_pool pool;
+  sbx_net_pool (m->conf, &pool, &open);
+  if (sbx_egress_init (SBX_EGRESS_TABLE, &pool, err) < 0)
+    {
+      (*err)->code = SBX_E_NETWORK_BLOCK_UNAVAILABLE;
+      return sbx_error_wrap (err, "egress rules cannot be enforced on this host");
+    }
+  if (sbx_net_setup (m->conf, sb->id, true, mode, allow, nallow, &m->net, err) < 0)
+    {
+      if ((*err)->code == SBX_E_INTERNAL)
+        (*err)->code = SBX_E_NETWORK_BLOCK_UNAVAILABLE;
+      return sbx_error_wrap (err, "network");
+    }
+  set_net_mode (m, nallow > 0 ? "allow" : "open", nallow > 0 ? sb->opts.allow : NULL);
+  sb->net_stack = xstrdup (runsc ? "host (runsc --network=host inside the sandbox's namespace)"
+                                 : "kernel (runc in the sandbox's namespace)");
+  m->rt->host_network = runsc;
+  sb->net_addr4 = cidr_addr_str (&m->net->addr4);
+  sb->net_gateway4 = cidr_addr_str (&m->net->gw4);
+  if (m->net->addr6.family == AF_INET6)
+    {
+      sb->net_addr6 = cidr_addr_str (&m->net->addr6);
+      sb->net_gateway6 = cidr_addr_str (&m->net->gw6);
+    }
+  /* The resolver on the gateway, forwarding to the host's (which may be
+   * on the host's loopback, out of the sandbox's reach). */
+  _cleanup_free_ sbx_cidr *ups = NULL;
+  size_t nups = 0;
+  const sbx_cidr *up = m->conf->dns;
+  if (m->conf->ndns == 0)
+    {
+      if (sbx_resolv_conf_nameservers (NULL, &ups, &nups, err) < 0)
+        return -1;
+      up = ups;
+    }
+  else
+    nups = m->conf->ndns;
+  m->resolver = sbx_resolver_new (up, nups, 53);
+  if (sbx_resolver_listen (m->resolver, AF_INET, m->net->gw4.addr, 53, err) < 0
+      || (m->net->gw6.family == AF_INET6 && sbx_resolver_listen (m->resolver, AF_INET6, m->net->gw6.addr, 53, err) < 0))
+    return sbx_error_wrap (err, "resolver");
+  _cleanup_free_ char *resolv = xasprintf ("nameserver %s\n%s%s%s", sb->net_gateway4, sb->net_gateway6 ? "nameserver " : "",
+                                           sb->net_gateway6 ? sb->net_gateway6 : "", sb->net_gateway6 ? "\n" : "");
+  _cleanup_free_ char *rpath = xasprintf ("%s/resolv.conf", m->dir);
+  return write_file_atomic (rpath, resolv, strlen (resolv), 0644, err);
+}
+
+/* --port N at create: exposed once the sandbox runs. */
+static int
+expose_create_ports (struct mon *m, sbx_error **err)
+{
+  for (size_t i = 0; m->sb->opts.ports && m->sb->opts.ports[i]; i++)
+    {
+      int64_t port;
+      _cleanup_free_ char *url = NULL;
+      if (parse_int64 (m->sb->opts.ports[i], 1, 65535, &port) < 0)
+        return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "--port `%s` is not in 1..65535", m->sb->opts.ports[i]);
+      if (expose_port (m, port, &url, err) < 0)
+        return -1;
+    }
+  return 0;
+}
+
 static int
 setup (struct mon *m, sbx_error **err)
 {
   if (mkdir (m->run_dir, 0700) < 0 && errno != EEXIST)
     return sbx_error_errno (err, errno, "mkdir `%s`", m->run_dir);
+  if (setup_network (m, err) < 0)
+    return -1;
   if (mount_root (m, err) < 0)
     return sbx_error_wrap (err, "mount root");
   _cleanup_free_ char *merged = xasprintf ("%s/rootfs", m->dir);
@@ -1410,7 +1730,10 @@ setup (struct mon *m, sbx_error **err)
   _cleanup_free_ char *rootfs = xasprintf ("%s/rootfs", m->dir);
   _cleanup_free_ char *bundle = xasprintf ("%s/bundle", m->dir);
   _cleanup_free_ char *ctr_cgroup = xasprintf ("%s/ctr", m->cgroup);
-  sbx_spec_params sp = { .sb = m->sb, .rootfs = rootfs, .cgroup_path = ctr_cgroup, .runtime = m->rt->name };
+  _cleanup_free_ char *netns = m->net ? sbx_netns_path (m->sb->id) : NULL;
+  _cleanup_free_ char *resolv = m->resolver ? xasprintf ("%s/resolv.conf", m->dir) : NULL;
+  sbx_spec_params sp = { .sb = m->sb, .rootfs = rootfs, .cgroup_path = ctr_cgroup, .runtime = m->rt->name,
+                         .netns_path = netns, .resolv_conf = resolv };
   if (sbx_spec_write (&sp, bundle, err) < 0)
     return sbx_error_wrap (err, "write bundle");
   int sv[2];
@@ -1440,6 +1763,8 @@ setup (struct mon *m, sbx_error **err)
   close (m->cgroup_hold);
   m->cgroup_hold = -1;
   mlog (m, "%s started the container", m->rt->name);
+  if (expose_create_ports (m, err) < 0)
+    return -1;
   return listen_control (m, err);
 }
 
@@ -1482,6 +1807,18 @@ teardown (struct mon *m)
   sbx_store_cgroup_release_parent (m->st);
   sbx_error_free (err);
   err = NULL;
+  sbx_proxy_free (m->proxy);
+  m->proxy = NULL;
+  sbx_resolver_free (m->resolver);
+  m->resolver = NULL;
+  if (m->net)
+    {
+      sbx_net_teardown (m->net);
+      m->net = NULL;
+      mlog (m, "network removed");
+    }
+  strv_free (m->sb->urls);
+  m->sb->urls = NULL;
   rm_rf (m->run_dir, NULL);
   /* The overlay lives in our private mount namespace and would go with us;
    * unmounting it now lets the final state mean "nothing is left". */
@@ -1555,7 +1892,7 @@ static void __attribute__ ((noreturn))
 monitor_main (const sbx_store *st, sbx_sandbox *sb, int lock_fd, int sync_fd)
 {
   struct mon mm = { .st = st, .sb = sb, .agent_fd = -1, .listen_fd = -1, .lock_fd = lock_fd, .root_fd = -1, .cgroup_hold = -1, .stderr_r = -1,
-                    .stderr_w = -1 };
+                    .stderr_w = -1, .host_netns = -1 };
   struct mon *m = &mm;
   m->next_chan = sb->chan_base > 0 && sb->chan_base < (1LL << 31) ? (uint32_t) sb->chan_base : 0;
   m->dir = sbx_sandbox_dir (st, sb->id);

@@ -15,7 +15,7 @@ typedef struct sbx_runtime {
   char *path;    /* absolute path of the binary */
   char *version; /* first line of `--version` */
   char *state_root;
-  bool block_network;
+  bool host_network; /* runsc: --network=host, run inside the netns sbx made */
 } sbx_runtime;
 
 void sbx_runtime_free (sbx_runtime *rt);

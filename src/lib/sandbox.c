@@ -50,6 +50,8 @@ sbx_sandbox_opts_clear (sbx_sandbox_opts *o)
   free (o->image_ref);
   free (o->runtime);
   strv_free (o->env);
+  strv_free (o->allow);
+  strv_free (o->ports);
   free (o->cwd);
   memset (o, 0, sizeof *o);
 }
@@ -68,6 +70,14 @@ sbx_sandbox_free (sbx_sandbox *sb)
   free (sb->image_workdir);
   free (sb->reason);
   free (sb->error);
+  free (sb->net_mode);
+  strv_free (sb->net_allow);
+  free (sb->net_stack);
+  free (sb->net_addr4);
+  free (sb->net_addr6);
+  free (sb->net_gateway4);
+  free (sb->net_gateway6);
+  strv_free (sb->urls);
   free (sb);
 }
 
@@ -102,6 +112,9 @@ gen_opts (yajl_gen g, const sbx_sandbox_opts *o)
   j_kint (g, "memory", (long long) o->memory);
   j_kint (g, "pids", o->pids);
   j_kbool (g, "block_network", o->block_network);
+  j_kstrv (g, "allow", o->allow);
+  j_kstrv (g, "ports", o->ports);
+  j_kbool (g, "public", o->public_ports);
   j_kint (g, "keep_warm", o->keep_warm);
   j_kstr (g, "on_idle", o->on_idle_pause ? "pause" : "terminate");
   j_kint (g, "timeout", o->timeout);
@@ -132,6 +145,18 @@ gen_record (yajl_gen g, const sbx_sandbox *sb, bool full)
   j_kint (g, "pids_limit_hits", sb->pids_limit_hits);
   j_kint (g, "memory_peak", sb->memory_peak);
   gen_opts (g, &sb->opts);
+  j_str (g, "network");
+  j_map (g);
+  j_kstr (g, "mode", sb->net_mode);
+  j_kstrv (g, "allow", sb->net_allow);
+  j_kstr (g, "stack", sb->net_stack);
+  j_kstr (g, "address", sb->net_addr4);
+  j_kstr (g, "address6", sb->net_addr6);
+  j_kstr (g, "gateway", sb->net_gateway4);
+  j_kstr (g, "gateway6", sb->net_gateway6);
+  j_kstrv (g, "urls", sb->urls);
+  j_kint (g, "private_connections_seen", sb->net_private_seen);
+  j_endmap (g);
   if (full)
     {
       j_kint (g, "monitor_pid", sb->monitor_pid);
@@ -185,7 +210,9 @@ parse_opts (yajl_val o, sbx_sandbox_opts *opts, sbx_error **err)
   opts->memory = (uint64_t) n;
   if (j_get_int (o, "pids", false, &opts->pids, err) < 0 || j_get_int (o, "keep_warm", false, &opts->keep_warm, err) < 0
       || j_get_int (o, "timeout", false, &opts->timeout, err) < 0
-      || j_get_bool (o, "block_network", false, &opts->block_network, err) < 0)
+      || j_get_bool (o, "block_network", false, &opts->block_network, err) < 0
+      || j_get_strv (o, "allow", false, &opts->allow, err) < 0 || j_get_strv (o, "ports", false, &opts->ports, err) < 0
+      || j_get_bool (o, "public", false, &opts->public_ports, err) < 0)
     return -1;
   const char *on_idle = NULL;
   if (j_get_str (o, "on_idle", false, &on_idle, err) < 0)
@@ -222,6 +249,14 @@ parse_record (yajl_val v, sbx_sandbox *sb, sbx_error **err)
       || j_get_int (v, "chan_base", false, &sb->chan_base, err) < 0)
     return -1;
   sb->monitor_pid = (pid_t) pid;
+  yajl_val net = j_get (v, "network");
+  if (net && YAJL_IS_OBJECT (net)
+      && (dup_str (net, "mode", &sb->net_mode, err) < 0 || j_get_strv (net, "allow", false, &sb->net_allow, err) < 0
+          || dup_str (net, "stack", &sb->net_stack, err) < 0 || dup_str (net, "address", &sb->net_addr4, err) < 0
+          || dup_str (net, "address6", &sb->net_addr6, err) < 0 || dup_str (net, "gateway", &sb->net_gateway4, err) < 0
+          || dup_str (net, "gateway6", &sb->net_gateway6, err) < 0 || j_get_strv (net, "urls", false, &sb->urls, err) < 0
+          || j_get_int (net, "private_connections_seen", false, &sb->net_private_seen, err) < 0))
+    return -1;
   return parse_opts (j_get (v, "options"), &sb->opts, err);
 }
 

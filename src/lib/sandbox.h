@@ -42,6 +42,9 @@ typedef struct sbx_sandbox_opts {
   uint64_t memory; /* bytes, 0 = unlimited */
   int64_t pids;
   bool block_network;
+  char **allow;      /* --allow CIDRs at create (empty: the internet) */
+  char **ports;      /* --port N, exposed at create */
+  bool public_ports; /* --public: exposed ports need no token */
   int64_t keep_warm; /* seconds, -1 = until terminated */
   bool on_idle_pause; /* keep-warm expiry pauses rather than terminates */
   int64_t timeout;   /* seconds */
@@ -69,6 +72,13 @@ typedef struct sbx_sandbox {
   int64_t oom_kills;
   int64_t pids_limit_hits;
   int64_t memory_peak;
+  /* Its network as it is now (the monitor's): */
+  char *net_mode;     /* "none" (--block-network), "open", "allow", "block" */
+  char **net_allow;   /* the allow-list in force in "allow" mode */
+  char *net_stack;    /* how the runtime reaches it (sbx info's words) */
+  char *net_addr4, *net_addr6, *net_gateway4, *net_gateway6;
+  char **urls;        /* "PORT URL" of each exposed port */
+  int64_t net_private_seen; /* connections to private ranges counted in observe mode */
 } sbx_sandbox;
 
 const char *sbx_state_name (sbx_state s);

@@ -139,6 +139,13 @@ gen_mounts (yajl_gen g, const sbx_spec_params *p)
       _cleanup_free_ char *src = xasprintf ("%s/tmp", p->rootfs);
       gen_mount (g, "/tmp", "bind", src, tmp);
     }
+  if (p->resolv_conf)
+    {
+      /* sbx's top layer has a plain /etc/resolv.conf over the image's (a
+       * symlink there is never followed). */
+      static const char *const ro[] = { "bind", "ro", "nosuid", "nodev", "noexec", NULL };
+      gen_mount (g, "/etc/resolv.conf", "bind", p->resolv_conf, ro);
+    }
   j_endarr (g);
 }
 
@@ -212,7 +219,7 @@ gen_resources (yajl_gen g, const sbx_spec_params *p)
 }
 
 static void
-gen_namespaces (yajl_gen g)
+gen_namespaces (yajl_gen g, const sbx_spec_params *p)
 {
   static const char *const ns[] = { "pid", "ipc", "uts", "mount", "network" };
   j_str (g, "namespaces");
@@ -221,6 +228,8 @@ gen_namespaces (yajl_gen g)
     {
       j_map (g);
       j_kstr (g, "type", ns[i]);
+      if (strcmp (ns[i], "network") == 0 && p->netns_path)
+        j_kstr (g, "path", p->netns_path);
       j_endmap (g);
     }
   j_endarr (g);
@@ -231,7 +240,7 @@ gen_linux (yajl_gen g, const sbx_spec_params *p, sbx_error **err)
 {
   j_str (g, "linux");
   j_map (g);
-  gen_namespaces (g);
+  gen_namespaces (g, p);
   gen_masked (g);
   gen_resources (g, p);
   j_kstr (g, "cgroupsPath", p->cgroup_path);

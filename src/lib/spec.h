@@ -14,6 +14,8 @@ typedef struct sbx_spec_params {
   const char *rootfs;      /* host path of the merged root */
   const char *cgroup_path; /* OCI cgroupsPath */
   const char *runtime;     /* "runc" or "runsc" */
+  const char *netns_path;  /* the network namespace to join (runc); NULL: a new one */
+  const char *resolv_conf; /* bound read-only on /etc/resolv.conf; NULL: the image's */
 } sbx_spec_params;
 
 /* The default capability set: the container ecosystem's, nothing more. */

@@ -246,11 +246,29 @@ container_pid () {
 
 # --- per-test root and leak check ---------------------------------------------
 
-# Network objects of any sbx root, by name.
+# Network objects of any sbx root, by name: namespaces (ip's and sbx's),
+# links, sbx's leases and its nftables chains, sets and counters.
 _sbx_net_names () {
   { ip netns list 2>/dev/null | awk '{print "netns " $1}'
     ip -o link show 2>/dev/null | awk -F': ' '{sub(/@.*/, "", $2); print "link " $2}'
-  } | grep -i sbx | sort
+    ls -A /run/sbx/netns 2>/dev/null | sed 's/^/sbx netns /'
+    ls -A /run/sbx/leases 2>/dev/null | sed 's/^/sbx lease /'
+    nft -a list table inet sbx 2>/dev/null | awk '$1 == "chain" || $1 == "set" || $1 == "counter" { print "nft " $1 " " $2 }' \
+      | grep -- '-'
+  } | grep -i 'sbx\|sb-\|sandbox-' | sort
+}
+
+# The sbx.conf of every test: resolvers and an opened private range that
+# only the network tests' own hosts answer (network.bats), never a real one.
+sbx_write_conf () {
+  cat >"$SBX_TEST_DIR/sbx.conf" <<-EOF2
+	# written by tests/helpers/common.bash
+	pool4 = 10.201.0.0/16
+	dns = 198.51.100.53
+	open = testsvc 10.99.1.0/24
+	${1-}
+	EOF2
+  export SBX_CONF=$SBX_TEST_DIR/sbx.conf
 }
 
 sbx_setup () {
@@ -261,6 +279,7 @@ sbx_setup () {
   # Everything sbx makes outside ROOT carries this tag (DESIGN.md section 3).
   SBX_TAG=$(printf '%s' "$(realpath -m "$SBX_ROOT")" | sha256sum | cut -c1-8)
   export SBX_TAG
+  sbx_write_conf
   _sbx_net_before=$(_sbx_net_names)
 }
 

@@ -1,0 +1,209 @@
+/* A running sandbox's network: net (egress), expose and urls (ports). */
+#include "config.h"
+#include "cli.h"
+#include "client.h"
+#include "egress.h"
+#include "json.h"
+#include "sandbox.h"
+#include "util.h"
+
+#include <getopt.h>
+#include <string.h>
+
+enum { O_BLOCK = 256, O_ALLOW, O_OPEN };
+
+const cli_opt sbx_net_cli_opts[] = {
+  { "block", O_BLOCK, no_argument, NULL, "nothing out, no DNS (the interface stays)" },
+  { "allow", O_ALLOW, required_argument, "CIDR", "only these destinations, plus DNS (repeatable)" },
+  { "open", O_OPEN, no_argument, NULL, "the internet (the refused ranges stay refused)" },
+  { NULL },
+};
+
+struct net_args {
+  const char *mode;
+  char **allow;
+};
+
+static int
+net_opt (void *data, int key, const char *arg, sbx_error **err)
+{
+  struct net_args *a = data;
+  const char *mode = key == O_BLOCK ? "block" : key == O_OPEN ? "open" : "allow";
+  if (a->mode && strcmp (a->mode, mode) != 0)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "net: --block, --allow and --open exclude each other");
+  a->mode = mode;
+  if (key == O_ALLOW)
+    {
+      sbx_cidr c;
+      if (sbx_cidr_parse (arg, &c, err) < 0)
+        return sbx_error_wrap (err, "--allow");
+      if (strv_len (a->allow) >= SBX_EGRESS_ALLOW_MAX)
+        return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "--allow: at most %d destinations", SBX_EGRESS_ALLOW_MAX);
+      strv_push (&a->allow, arg);
+    }
+  return 0;
+}
+
+static int
+parse (sbx_cli *cli, const char *name, int argc, char **argv, int min, int max, int *first,
+       int (*on_opt) (void *, int, const char *, sbx_error **), void *data, sbx_error **err)
+{
+  cli_parser p;
+  cli_parser_init (&p, cli, cli_find (name), argc, argv);
+  int key, ret = 0;
+  const char *arg;
+  while ((key = cli_next (&p, &arg, err)) > 0)
+    {
+      if (key == 'h')
+        {
+          cli_parser_done (&p);
+          return 1;
+        }
+      if (on_opt == NULL || on_opt (data, key, arg, err) < 0)
+        {
+          ret = -1;
+          break;
+        }
+    }
+  cli_parser_done (&p);
+  if (ret < 0 || key < 0)
+    return -1;
+  int n = argc - optind;
+  if (n < min || n > max)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "sbx %s: expected %s (see `sbx %s --help`)", name,
+                          cli_find (name)->args, name);
+  *first = optind;
+  return 0;
+}
+
+int
+cmd_net (sbx_cli *cli, int argc, char **argv, sbx_error **err)
+{
+  _cleanup_strv_ char **allow = xmalloc0 (sizeof (char *));
+  struct net_args a = { .allow = allow };
+  int first, r = parse (cli, "net", argc, argv, 1, 1, &first, net_opt, &a, err);
+  allow = a.allow;
+  if (r != 0)
+    return r < 0 ? -1 : 0;
+  if (a.mode == NULL)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "net: one of --block, --allow CIDR or --open is required");
+  sbx_store *st;
+  _cleanup_free_ char *id = NULL;
+  if (cli_store (cli, &st, err) < 0 || cli_sandbox_id (cli, argv[first], &id, err) < 0)
+    return -1;
+  _cleanup_yajl_gen_ yajl_gen rq = j_new (false);
+  j_map (rq);
+  j_kstr (rq, "op", "net");
+  j_kstr (rq, "mode", a.mode);
+  j_kstrv (rq, "allow", allow);
+  j_endmap (rq);
+  _cleanup_free_ char *req = j_take (rq, NULL);
+  _cleanup_yajl_val_ yajl_val v = NULL;
+  if (sbx_client_call (st, id, req, &v, err) < 0)
+    return -1;
+  if (cli->json)
+    {
+      yajl_gen g = cli_json_begin ();
+      j_map (g);
+      j_kstr (g, "id", id);
+      j_kstr (g, "mode", a.mode);
+      j_kstrv (g, "allow", allow);
+      j_endmap (g);
+      cli_json_end (g);
+    }
+  else
+    {
+      printf ("%s network: %s", id, a.mode);
+      for (size_t i = 0; allow[i]; i++)
+        printf ("%s%s", i ? ", " : " ", allow[i]);
+      printf ("\n");
+    }
+  return 0;
+}
+
+int
+cmd_expose (sbx_cli *cli, int argc, char **argv, sbx_error **err)
+{
+  int first, r = parse (cli, "expose", argc, argv, 2, 2, &first, NULL, NULL, err);
+  if (r != 0)
+    return r < 0 ? -1 : 0;
+  int64_t port;
+  if (cli_int ("PORT", argv[first + 1], 1, 65535, &port, err) < 0)
+    return -1;
+  sbx_store *st;
+  _cleanup_free_ char *id = NULL;
+  if (cli_store (cli, &st, err) < 0 || cli_sandbox_id (cli, argv[first], &id, err) < 0)
+    return -1;
+  _cleanup_free_ char *req = xasprintf ("{\"op\":\"expose\",\"port\":%lld}", (long long) port);
+  _cleanup_yajl_val_ yajl_val v = NULL;
+  const char *url = NULL;
+  bool pub = false;
+  if (sbx_client_call (st, id, req, &v, err) < 0 || j_get_str (v, "url", true, &url, err) < 0
+      || j_get_bool (v, "public", false, &pub, err) < 0)
+    return -1;
+  if (cli->json)
+    {
+      yajl_gen g = cli_json_begin ();
+      j_map (g);
+      j_kstr (g, "id", id);
+      j_kint (g, "port", port);
+      j_kstr (g, "url", url);
+      j_kbool (g, "public", pub);
+      j_endmap (g);
+      cli_json_end (g);
+    }
+  else
+    printf ("%s\n", url);
+  return 0;
+}
+
+int
+cmd_urls (sbx_cli *cli, int argc, char **argv, sbx_error **err)
+{
+  int first, r = parse (cli, "urls", argc, argv, 1, 1, &first, NULL, NULL, err);
+  if (r != 0)
+    return r < 0 ? -1 : 0;
+  sbx_store *st;
+  _cleanup_free_ char *id = NULL;
+  _cleanup_sandbox_ sbx_sandbox *sb = NULL;
+  if (cli_store (cli, &st, err) < 0 || cli_sandbox_id (cli, argv[first], &id, err) < 0
+      || sbx_sandbox_get (st, id, &sb, err) < 0)
+    return -1;
+  if (sb->state != SBX_STATE_RUNNING)
+    return sbx_error_set (err, SBX_E_SANDBOX_NOT_RUNNING, 0, "%s is %s: it has no exposed ports", id,
+                          sbx_state_name (sb->state));
+  yajl_gen g = cli->json ? cli_json_begin () : NULL;
+  if (g)
+    {
+      j_map (g);
+      j_kstr (g, "id", id);
+      j_kbool (g, "public", sb->opts.public_ports);
+      j_str (g, "urls");
+      j_arr (g);
+    }
+  for (size_t i = 0; sb->urls && sb->urls[i]; i++)
+    {
+      const char *sp = strchr (sb->urls[i], ' ');
+      if (sp == NULL)
+        continue;
+      int64_t port = 0;
+      _cleanup_free_ char *num = xstrndup (sb->urls[i], (size_t) (sp - sb->urls[i]));
+      parse_int64 (num, 1, 65535, &port);
+      if (g)
+        {
+          j_map (g);
+          j_kint (g, "port", port);
+          j_kstr (g, "url", sp + 1);
+          j_endmap (g);
+        }
+      else
+        printf ("%lld\t%s\n", (long long) port, sp + 1);
+    }
+  if (g)
+    {
+      j_endarr (g);
+      j_endmap (g);
+      cli_json_end (g);
+    }
+  return 0;
+}

@@ -1,0 +1,68 @@
+/* A sandbox's network (DESIGN.md section 5): its namespace, its veth pair
+ * and addresses, its egress rules, and the lease that holds them together.
+ *
+ * Every sandbox with a network owns a lease: a file LEASES/ADDR named by its
+ * /30 (and /126) in the pool, holding its id, that its monitor keeps an
+ * exclusive flock on for its life. A lease is made before anything else and
+ * removed after everything else, so a lease nobody holds names exactly what
+ * a crash left behind (the netns, the host's veth end, the nft chain), and
+ * any `sbx gc`, of any store, may reap it. The namespace, the interface and
+ * the chain are named after the sandbox's id, which is unique on the host. */
+#ifndef SBX_NET_H
+#define SBX_NET_H
+
+#include <stdbool.h>
+
+#include "conf.h"
+#include "egress.h"
+#include "error.h"
+#include "netns.h"
+
+#define SBX_LEASES_DIR "/run/sbx/leases"
+/* The host end of a sandbox's veth: "sbx" and the id's hex. */
+#define SBX_NET_IFPREFIX "sbx"
+
+typedef struct sbx_net {
+  char *id;
+  int nsfd;        /* the namespace, O_RDONLY */
+  int lease_fd;    /* flocked for the sandbox's life; -1 without a veth */
+  bool veth;       /* false: loopback only (--block-network) */
+  char host_if[SBX_IFNAME_MAX + 1];
+  sbx_cidr addr4, gw4; /* the sandbox's address and its gateway (the host end), /30 */
+  sbx_cidr addr6, gw6; /* family 0 when IPv6 is off */
+} sbx_net;
+
+/* The egress pool of CONF, as sbx_egress_init wants it. OPEN is filled from
+ * CONF and lives as long as it. */
+void sbx_net_pool (const sbx_conf *conf, sbx_egress_pool *pool, sbx_cidr **ret_open);
+
+/* The host end of ID's veth. */
+void sbx_net_ifname (const char *id, char buf[SBX_IFNAME_MAX + 1]);
+
+/* Makes ID's namespace; with VETH also its lease, veth pair, addresses and
+ * routes (and the host's forwarding), and installs the egress rules for
+ * MODE/ALLOW. Undoes what it did on failure. */
+int sbx_net_setup (const sbx_conf *conf, const char *id, bool veth, sbx_egress_mode mode, const sbx_cidr *allow,
+                   size_t nallow, sbx_net **ret, sbx_error **err);
+/* Replaces the rules (one transaction). */
+int sbx_net_apply (const sbx_net *net, sbx_egress_mode mode, const sbx_cidr *allow, size_t nallow, sbx_error **err);
+/* Removes everything of NET (rules, veth, namespace, lease) and frees it. */
+void sbx_net_teardown (sbx_net *net);
+
+/* Reaps what sandboxes whose monitor is gone left: every lease nobody holds
+ * with the namespace, veth and rules it names, and for the ids KNOWN_DEAD
+ * (sandboxes of the caller's store that are over) a namespace, veth or
+ * chain left without a lease. Returns how many sandboxes' leftovers were
+ * removed. */
+int sbx_net_gc (char *const *known_dead, sbx_error **err);
+
+/* Removes what ID's network left, unless its lease is held (its monitor
+ * lives: 0). 1 when it looked and removed whatever was there. */
+int sbx_net_reap (const char *id);
+
+/* Parses CIDR strings; INVALID_ARGUMENT names the bad one. */
+int sbx_net_parse_allow (char *const *strs, sbx_cidr **ret, size_t *ret_n, sbx_error **err);
+
+const char *sbx_egress_mode_name (sbx_egress_mode m);
+
+#endif
