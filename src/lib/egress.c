@@ -1507,7 +1507,8 @@ b_refuse_chain (batch *b)
   b_rule_add (b, other, "icmpx admin-prohibited");
 }
 
-/* Traffic to a sandbox: replies only; nothing unsolicited is forwarded in. */
+/* Traffic to a sandbox: replies only; nothing unsolicited is forwarded in,
+ * and what is refused fails at once (another sandbox's attempt too). */
 static void
 b_inbound_chain (batch *b, const char *pfx)
 {
@@ -1520,8 +1521,8 @@ b_inbound_chain (batch *b, const char *pfx)
   b_rule_add (b, replies, "replies to sandboxes");
   _cleanup_nftnl_ (nftnl_rule) struct nftnl_rule *rest = rule_new (b, CHAIN_INBOUND);
   m_ifname (rest, NFT_META_OIFNAME, pfx, true, NFT_CMP_EQ);
-  e_verdict (rest, NF_DROP, NULL);
-  b_rule_add (b, rest, "nothing else into sandboxes");
+  e_verdict (rest, NFT_GOTO, CHAIN_REFUSE);
+  b_rule_add (b, rest, "nothing else into sandboxes (refused at once)");
 }
 
 static void

@@ -127,7 +127,7 @@ refused () {
 }
 
 udp_echo () {
-  in_sb "$1" "echo ping | nc -u -w 2 $2 7"
+  in_sb "$1" "sbx-testpayload udp $2 7 ping"
 }
 
 resolves () {

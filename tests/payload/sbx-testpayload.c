@@ -25,6 +25,8 @@
 #include <linux/bpf.h>
 #include <linux/io_uring.h>
 #include <linux/keyctl.h>
+#include <arpa/inet.h>
+#include <stdbool.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
@@ -606,6 +608,32 @@ act_echo (char **argv)
   return fflush (stdout) == 0 ? 0 : failed (errno);
 }
 
+/* udp ADDR PORT DATA: one datagram, the reply printed (2 s to come). */
+static int
+act_udp (char **argv)
+{
+  struct sockaddr_in6 s6 = { .sin6_family = AF_INET6, .sin6_port = htons ((uint16_t) atoi (argv[1])) };
+  struct sockaddr_in s4 = { .sin_family = AF_INET, .sin_port = s6.sin6_port };
+  bool v6 = strchr (argv[0], ':') != NULL;
+  if (v6 ? inet_pton (AF_INET6, argv[0], &s6.sin6_addr) != 1 : inet_pton (AF_INET, argv[0], &s4.sin_addr) != 1)
+    return 2;
+  int fd = socket (v6 ? AF_INET6 : AF_INET, SOCK_DGRAM, 0);
+  if (fd < 0
+      || connect (fd, v6 ? (struct sockaddr *) &s6 : (struct sockaddr *) &s4, v6 ? sizeof s6 : sizeof s4) < 0)
+    return failed (errno);
+  struct timeval tv = { 2, 0 };
+  setsockopt (fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  if (send (fd, argv[2], strlen (argv[2]), 0) < 0)
+    return failed (errno);
+  char buf[2048];
+  ssize_t n = recv (fd, buf, sizeof buf - 1, 0);
+  if (n < 0)
+    return failed (errno);
+  buf[n] = '\0';
+  printf ("%s\n", buf);
+  return 0;
+}
+
 static int
 act_cat (char **argv)
 {
@@ -672,6 +700,7 @@ static const action actions[] = {
   { "exit", "N", 1, 1, act_exit },
   { "echo", "ARGS...", 0, -1, act_echo },
   { "cat", "", 0, 0, act_cat },
+  { "udp", "ADDR PORT DATA", 3, 3, act_udp },
   { "hostname", "", 0, 0, act_hostname },
 };
 
