@@ -54,8 +54,8 @@
 /* A follower is fed from the log while its socket buffer has room. */
 #define FOLLOW_QUEUE_MAX (256u * 1024)
 /* Poll slots for the resolver's and the port proxy's sockets. */
-#define RESOLVER_FDS_MAX 128
-#define PROXY_FDS_MAX 1024
+#define RESOLVER_FDS_MAX SBX_RESOLVER_POLLFDS_MAX
+#define PROXY_FDS_MAX SBX_PROXY_POLLFDS_MAX
 #define EXPOSED_MAX 64
 
 struct sync_msg {
