@@ -18,9 +18,11 @@
 
 #include "proto.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <netinet/in.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -32,6 +34,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -85,6 +88,7 @@ struct chan {
   uint32_t id;
   pid_t pid; /* also its process group: the child calls setsid() */
   bool tty, reaped, timed_out, stdin_eof, stdin_at_bol;
+  bool sock; /* a CONNECT stream: out_fd and in_fd are one TCP socket, no process */
   int wstatus;
   int status_fd; /* the child's CLOEXEC error pipe, until it execs */
   int out_fd, err_fd, in_fd, pty_fd;
@@ -247,7 +251,7 @@ static void __attribute__ ((noreturn))
 agent_exit (struct agent *a, int code)
 {
   for (size_t i = 0; i < a->hi; i++)
-    if (a->chans[i].state != CHAN_FREE && !a->chans[i].reaped)
+    if (a->chans[i].state != CHAN_FREE && !a->chans[i].reaped && a->chans[i].pid > 0)
       {
         kill (-a->chans[i].pid, SIGKILL);
         kill (a->chans[i].pid, SIGKILL);
@@ -389,6 +393,15 @@ chan_pid_reused (struct agent *a, const struct chan *c)
 static void
 chan_kill (struct agent *a, struct chan *c, int sig)
 {
+  if (c->sock)
+    {
+      /* A stream has no process: any signal aborts it. */
+      if (c->out_fd >= 0)
+        shutdown (c->out_fd, SHUT_RDWR);
+      return;
+    }
+  if (c->pid <= 0)
+    return;
   if (c->reaped)
     {
       if (!chan_pid_reused (a, c))
@@ -495,8 +508,14 @@ chan_read_output (struct agent *a, struct chan *c, int *fdp, uint16_t type, uint
     return;
   if (n <= 0)
     {
-      /* EOF, or EIO from a pty master whose slave is gone. */
+      /* EOF, or EIO from a pty master whose slave is gone. A stream ends
+       * with its peer's end (or an error: refused, reset). */
       close_fd (fdp);
+      if (c->sock)
+        {
+          c->reaped = true;
+          c->exit_ms = now;
+        }
       return;
     }
   h.len = (uint32_t) n;
@@ -514,6 +533,8 @@ chan_read_output (struct agent *a, struct chan *c, int *fdp, uint16_t type, uint
 static void
 chan_drop_stdin (struct chan *c)
 {
+  if (c->sock && c->in_fd >= 0)
+    shutdown (c->in_fd, SHUT_WR);
   c->in_credit += (uint32_t) bytes_len (&c->in);
   close_fd (&c->in_fd);
   bytes_free (&c->in);
@@ -964,6 +985,47 @@ handle_exec (struct agent *a, uint32_t id, const unsigned char *p, size_t len)
     c->deadline_ms = now_ms () + (req->timeout_ms < TIMEOUT_MAX_MS ? req->timeout_ms : TIMEOUT_MAX_MS);
 }
 
+/* CONNECT: a stream to the sandbox's own loopback. A refused connection
+ * shows as an immediate end (EXIT with nothing read). */
+static void
+handle_connect (struct agent *a, uint32_t id, const unsigned char *p, size_t len)
+{
+  struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
+  uint16_t port;
+  struct chan *c;
+  int fd;
+
+  if (len != sizeof port || chan_find (a, id) != NULL || id == 0)
+    {
+      out_error (a, id, 125, EINVAL, "bad CONNECT request");
+      return;
+    }
+  memcpy (&port, p, sizeof port);
+  sa.sin_port = htons (port);
+  c = chan_alloc (a, id);
+  if (c == NULL)
+    {
+      out_error (a, id, 125, EAGAIN, "too many channels (at most %d)", MAX_CHANS);
+      return;
+    }
+  fd = socket (AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0 || (connect (fd, (struct sockaddr *) &sa, sizeof sa) < 0 && errno != EINPROGRESS))
+    {
+      int e = errno;
+      if (fd >= 0)
+        close (fd);
+      chan_free (a, c);
+      out_error (a, id, 125, e, "connect to port %u: %s", port, strerror (e));
+      return;
+    }
+  c->sock = true;
+  c->out_fd = fd;
+  c->in_fd = dup (fd);
+  if (c->in_fd >= 0)
+    set_nonblock (c->in_fd);
+  c->state = CHAN_RUNNING;
+}
+
 /* The child's error pipe: EOF means it exec'ed (or died trying, killed);
  * a record means it could not. */
 
@@ -1084,6 +1146,9 @@ handle_frame (struct agent *a, const struct sbx_frame_hdr *h, const unsigned cha
     {
     case SBX_MSG_EXEC:
       handle_exec (a, h->chan, p, h->len);
+      return;
+    case SBX_MSG_CONNECT:
+      handle_connect (a, h->chan, p, h->len);
       return;
     case SBX_MSG_STDIN:
     case SBX_MSG_STDIN_EOF:

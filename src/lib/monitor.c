@@ -137,6 +137,8 @@ struct mon {
   int host_netns; /* the monitor's own network namespace, to come back to */
   sbx_resolver *resolver;
   sbx_proxy *proxy;
+  struct relay **relays;
+  size_t nrelays;
 };
 
 const char *
@@ -744,7 +746,7 @@ handle_snapshot (struct mon *m, struct client *c, yajl_val req)
     }
   if (m->net && m->net->veth)
     {
-      reply_error (c, SBX_E_INVALID_ARGUMENT,
+      reply_error (c, SBX_E_RUNTIME_UNAVAILABLE,
                    "this runsc cannot checkpoint a sandbox on the host network stack: snapshots need a sandbox "
                    "created with --block-network");
       return;
@@ -847,14 +849,16 @@ set_net_mode (struct mon *m, const char *mode, char *const *allow)
 /* A stream socket made inside the sandbox's network namespace, connecting
  * to its loopback: reaches a server that listens on 127.0.0.1 as well as
  * one on 0.0.0.0. The monitor is single-threaded: it steps into the
- * namespace for the socket() call and straight back. */
+ * namespace for the socket() call and straight back. With no namespace of
+ * ours (runsc --block-network: gVisor's own loopback) the agent relays. */
+static int relay_open (struct mon *m, uint16_t port, sbx_error **err);
+
 static int
 proxy_connect (void *data, uint16_t port, sbx_error **err)
 {
   struct mon *m = data;
   if (m->net == NULL)
-    return sbx_error_set (err, SBX_E_NETWORK_BLOCK_UNAVAILABLE, 0,
-                          "runsc without a network: a relay through the sandbox's init is not there yet");
+    return relay_open (m, port, err);
   if (setns (m->net->nsfd, CLONE_NEWNET) < 0)
     return sbx_error_errno (err, errno, "enter the sandbox's network namespace");
   int fd = socket (AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -1122,6 +1126,168 @@ accept_client (struct mon *m)
 
 /* --- the agent ------------------------------------------------------- */
 
+/* --- relays --------------------------------------------------------------
+ *
+ * An exposed port of a sandbox with no interface (runsc --block-network):
+ * the proxy gets one end of a socketpair, and the other end is pumped
+ * through the agent, which connects to the sandbox's own loopback (a
+ * CONNECT channel). Flow control as for an exec: the agent takes at most
+ * its window of our bytes, and we credit what we have written on. */
+
+#define RELAYS_MAX 256
+#define RELAY_READ_MAX (64u * 1024)
+
+struct relay {
+  uint32_t chan;
+  int fd;
+  struct buf to_fd;    /* from the sandbox, not yet written to FD */
+  int64_t window;      /* bytes the agent still takes */
+  uint32_t uncredited; /* written to FD since the last CREDIT */
+  bool fd_eof, aborted, agent_done;
+};
+
+static struct relay *
+relay_by_chan (struct mon *m, uint32_t chan)
+{
+  for (size_t i = 0; i < m->nrelays; i++)
+    if (m->relays[i]->chan == chan)
+      return m->relays[i];
+  return NULL;
+}
+
+static int
+relay_open (struct mon *m, uint16_t port, sbx_error **err)
+{
+  if (m->nrelays >= RELAYS_MAX)
+    return sbx_error_set (err, SBX_E_BUSY, 0, "too many relayed connections (at most %d)", RELAYS_MAX);
+  if (m->agent_gone || m->shutting_down)
+    return sbx_error_set (err, SBX_E_SANDBOX_NOT_RUNNING, 0, "the sandbox is ending");
+  int sv[2];
+  if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0)
+    return sbx_error_errno (err, errno, "socketpair");
+  struct relay *r = xmalloc0 (sizeof *r);
+  r->chan = ++m->next_chan;
+  r->fd = sv[0];
+  r->window = SBX_PROTO_WINDOW;
+  m->relays = xrealloc (m->relays, (m->nrelays + 1) * sizeof *m->relays);
+  m->relays[m->nrelays++] = r;
+  to_agent (m, SBX_MSG_CONNECT, r->chan, &port, sizeof port);
+  return sv[1];
+}
+
+static void
+relay_abort (struct mon *m, struct relay *r)
+{
+  if (r->aborted)
+    return;
+  r->aborted = true;
+  r->to_fd.len = 0;
+  if (!r->agent_done)
+    {
+      uint32_t sig = SIGKILL;
+      to_agent (m, SBX_MSG_SIGNAL, r->chan, &sig, sizeof sig);
+    }
+}
+
+/* A frame of the agent on a relay's channel. */
+static void
+relay_frame (struct mon *m, struct relay *r, const struct sbx_frame_hdr *h, const unsigned char *p)
+{
+  uint32_t n;
+  switch (h->type)
+    {
+    case SBX_MSG_STDOUT:
+      if (r->aborted)
+        {
+          n = h->len;
+          to_agent (m, SBX_MSG_CREDIT, r->chan, &n, sizeof n);
+        }
+      else
+        buf_append (&r->to_fd, p, h->len);
+      return;
+    case SBX_MSG_CREDIT:
+      if (h->len == sizeof n)
+        {
+          memcpy (&n, p, sizeof n);
+          r->window += n;
+        }
+      return;
+    case SBX_MSG_EXIT:
+    case SBX_MSG_ERROR:
+      r->agent_done = true;
+      return;
+    default:
+      return;
+    }
+}
+
+static size_t
+relay_pollfds (struct mon *m, struct pollfd *pf)
+{
+  size_t n = 0;
+  for (size_t i = 0; i < m->nrelays; i++)
+    {
+      struct relay *r = m->relays[i];
+      bool in = !r->fd_eof && !r->aborted && !r->agent_done && r->window > 0 && m->aout.len <= AGENT_OUT_MAX;
+      pf[n++] = (struct pollfd){ r->fd, (short) ((in ? POLLIN : 0) | (r->to_fd.len ? POLLOUT : 0)), 0 };
+    }
+  return n;
+}
+
+static void
+relay_dispatch (struct mon *m, const struct pollfd *pf, size_t n)
+{
+  for (size_t i = 0; i < n && i < m->nrelays; i++)
+    {
+      struct relay *r = m->relays[i];
+      if (pf[i].revents & POLLOUT && r->to_fd.len)
+        {
+          size_t before = r->to_fd.len;
+          if (buf_flush (&r->to_fd, r->fd) < 0)
+            relay_abort (m, r);
+          else
+            r->uncredited += (uint32_t) (before - r->to_fd.len);
+          if (r->uncredited >= RELAY_READ_MAX || (r->to_fd.len == 0 && r->uncredited > 0))
+            {
+              to_agent (m, SBX_MSG_CREDIT, r->chan, &r->uncredited, sizeof r->uncredited);
+              r->uncredited = 0;
+            }
+        }
+      if (pf[i].revents & (POLLIN | POLLHUP | POLLERR) && !r->fd_eof && !r->aborted && !r->agent_done)
+        {
+          unsigned char buf[RELAY_READ_MAX];
+          size_t max = r->window < (int64_t) sizeof buf ? (size_t) r->window : sizeof buf;
+          ssize_t k = max ? read (r->fd, buf, max) : -1;
+          if (k > 0)
+            {
+              to_agent (m, SBX_MSG_STDIN, r->chan, buf, (size_t) k);
+              r->window -= k;
+            }
+          else if (k == 0)
+            {
+              r->fd_eof = true;
+              to_agent (m, SBX_MSG_STDIN_EOF, r->chan, NULL, 0);
+            }
+          else if (max && errno != EAGAIN && errno != EINTR)
+            relay_abort (m, r);
+        }
+    }
+  /* Over once the agent is done with it and everything it sent is out. */
+  for (size_t i = 0; i < m->nrelays;)
+    {
+      struct relay *r = m->relays[i];
+      if (m->agent_gone || (r->agent_done && (r->to_fd.len == 0 || r->aborted)))
+        {
+          close (r->fd);
+          free (r->to_fd.data);
+          free (r);
+          m->relays[i] = m->relays[--m->nrelays];
+        }
+      else
+        i++;
+    }
+}
+
 static void
 agent_frame (struct mon *m, const struct sbx_frame_hdr *h, const unsigned char *p)
 {
@@ -1132,6 +1298,12 @@ agent_frame (struct mon *m, const struct sbx_frame_hdr *h, const unsigned char *
     }
   if (h->chan == 0)
     return;
+  struct relay *rl = relay_by_chan (m, h->chan);
+  if (rl)
+    {
+      relay_frame (m, rl, h, p);
+      return;
+    }
   struct client *c = client_by_chan (m, h->chan);
   if (h->type == SBX_MSG_CREDIT)
     {
@@ -1351,7 +1523,7 @@ flush_clients (struct mon *m)
 static void
 run_loop (struct mon *m)
 {
-  struct pollfd *pf = xmalloc ((MAX_CLIENTS + 4 + RESOLVER_FDS_MAX + PROXY_FDS_MAX) * sizeof *pf);
+  struct pollfd *pf = xmalloc ((MAX_CLIENTS + 4 + RESOLVER_FDS_MAX + PROXY_FDS_MAX + RELAYS_MAX) * sizeof *pf);
   for (;;)
     {
       if (m->agent_gone && m->agent_gone_at == 0)
@@ -1375,6 +1547,8 @@ run_loop (struct mon *m)
       n += rn;
       size_t pbase = n, pn = m->proxy ? sbx_proxy_pollfds (m->proxy, pf + n, PROXY_FDS_MAX) : 0;
       n += pn;
+      size_t lbase = n, ln = relay_pollfds (m, pf + n);
+      n += ln;
       int r = poll (pf, n, m->agent_gone ? 10 : poll_timeout (m));
       if (r < 0 && errno != EINTR)
         break;
@@ -1382,6 +1556,9 @@ run_loop (struct mon *m)
        * request may add a listener); with no revents too: their deadlines. */
       if (r >= 0 && rn)
         sbx_resolver_dispatch (m->resolver, pf + rbase, rn);
+      /* Relays before the proxy, which may open new ones. */
+      if (r >= 0)
+        relay_dispatch (m, pf + lbase, ln);
       if (r >= 0 && pn)
         sbx_proxy_dispatch (m->proxy, pf + pbase, pn);
       size_t nc = m->nclients;

@@ -96,6 +96,8 @@ fixed_payload_size (uint16_t type)
     case SBX_MSG_STDIN_EOF:
     case SBX_MSG_SHUTDOWN:
       return 0;
+    case SBX_MSG_CONNECT:
+      return 2;
     default:
       return -1;
     }
@@ -104,7 +106,7 @@ fixed_payload_size (uint16_t type)
 static bool
 type_is_known (uint16_t type)
 {
-  return (type >= SBX_MSG_HELLO && type <= SBX_MSG_SHUTDOWN) || type == SBX_MSG_REQUEST
+  return (type >= SBX_MSG_HELLO && type <= SBX_MSG_CONNECT) || type == SBX_MSG_REQUEST
          || type == SBX_MSG_REPLY;
 }
 

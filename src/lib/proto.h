@@ -38,6 +38,12 @@ enum sbx_msg_type {
   SBX_MSG_PING = 13,     /* either way chan 0: echoed as PONG with the same payload */
   SBX_MSG_PONG = 14,
   SBX_MSG_SHUTDOWN = 15, /* m->a chan 0: kill everything, exit */
+  /* m->a chan N: u16 port. A TCP stream to the sandbox's own 127.0.0.1:PORT
+   * (an exposed port's relay when the sandbox has no interface): STDIN and
+   * STDIN_EOF carry what goes to it, STDOUT what comes back (with CREDIT
+   * both ways as for an exec), SIGNAL aborts it, EXIT (status 0) or ERROR
+   * ends the channel. */
+  SBX_MSG_CONNECT = 16,
   /* CLI <-> monitor only */
   SBX_MSG_REQUEST = 32,  /* c->m chan 0: JSON request {"op": ...} */
   SBX_MSG_REPLY = 33,    /* m->c chan 0: JSON reply, or {"error": {code, message}} */

@@ -72,9 +72,16 @@ test_header (void)
   h.type = 0;
   sbx_frame_hdr_encode (b, &h);
   tap_ok (sbx_frame_hdr_decode (b, &d) == -EPROTO, "header: type 0 rejected");
-  h.type = 16;
+  h.type = 17;
   sbx_frame_hdr_encode (b, &h);
-  tap_ok (sbx_frame_hdr_decode (b, &d) == -EPROTO, "header: unknown type 16 rejected");
+  tap_ok (sbx_frame_hdr_decode (b, &d) == -EPROTO, "header: unknown type 17 rejected");
+  h.type = SBX_MSG_CONNECT;
+  h.len = 4;
+  sbx_frame_hdr_encode (b, &h);
+  tap_ok (sbx_frame_hdr_decode (b, &d) == -EPROTO, "header: CONNECT with a payload other than a u16 port rejected");
+  h.len = 2;
+  sbx_frame_hdr_encode (b, &h);
+  tap_ok (sbx_frame_hdr_decode (b, &d) == 0 && d.type == SBX_MSG_CONNECT, "header: CONNECT with a port");
   h.type = SBX_MSG_REPLY;
   h.len = SBX_PROTO_MAX_PAYLOAD;
   sbx_frame_hdr_encode (b, &h);
