@@ -8,6 +8,7 @@
  * between, the kernel refuses the batch whole and the call starts again. */
 #include "config.h"
 #include "egress.h"
+#include "sha256.h"
 #include "util.h"
 
 #include <arpa/inet.h>
@@ -1613,23 +1614,70 @@ b_postrouting_chain (batch *b, const sbx_egress_pool *pool, const char *pfx)
     }
 }
 
+/* The table remembers the pool it was made from: an empty chain named
+ * after a digest of it (and of this layout's version), replaced by every
+ * init that changes anything. */
+#define CONFIG_MARKER_PREFIX "config-"
+#define CONFIG_MARKER_LEN (sizeof CONFIG_MARKER_PREFIX + 16)
+
+static void
+config_marker (const sbx_egress_pool *pool, const char *pfx, char out[CONFIG_MARKER_LEN])
+{
+  sha256_ctx c;
+  sha256_init (&c);
+  static const char version[] = "sbx egress layout 2";
+  sha256_update (&c, version, sizeof version);
+  const sbx_cidr *cs[] = { &pool->v4, &pool->v6, &pool->gateway4, &pool->gateway6 };
+  for (size_t i = 0; i < ARRAY_SIZE (cs); i++)
+    {
+      char s[SBX_CIDR_STRLEN] = "none";
+      if (cs[i]->family)
+        sbx_cidr_format (cs[i], s);
+      sha256_update (&c, s, strlen (s) + 1);
+    }
+  for (size_t i = 0; i < pool->nopen; i++)
+    {
+      char s[SBX_CIDR_STRLEN];
+      sbx_cidr_format (&pool->open[i], s);
+      sha256_update (&c, s, strlen (s) + 1);
+    }
+  uint8_t flags[2] = { pool->dns, pool->observe };
+  sha256_update (&c, flags, sizeof flags);
+  sha256_update (&c, pfx, strlen (pfx) + 1);
+  char hex[65];
+  sha256_ctx_hex_final (&c, hex);
+  snprintf (out, CONFIG_MARKER_LEN, "%s%.16s", CONFIG_MARKER_PREFIX, hex);
+}
+
 int
 sbx_egress_init (const char *table, const sbx_egress_pool *pool, sbx_error **err)
 {
   if (check_table (table, err) < 0 || check_pool (pool, err) < 0)
     return -1;
   const char *pfx = pool->ifprefix ? pool->ifprefix : "sbx";
+  char marker[CONFIG_MARKER_LEN];
+  config_marker (pool, pfx, marker);
+  _cleanup_nft_ nft n = { 0 };
+  if (nft_open (&n, err) < 0)
+    return sbx_error_wrap (err, "egress: set up table inet %s", table);
+  /* Made already, from this very pool: nothing to do (the common case, on
+   * the path of every `sbx create`). */
+  char buf[8192];
+  _cleanup_tstate_ tstate t = { .table = table };
+  struct nlmsghdr *nlh = req_hdr (&n, buf, NFT_MSG_GETCHAIN, NFPROTO_INET, NLM_F_DUMP);
+  if (nft_talk (&n, nlh, chain_cb, &t, "list chains", NULL) == 0 && strv_has (t.chains, marker))
+    return 0;
+
   _cleanup_ranges_ ranges r4 = { 0 }, r6 = { 0 }, p4 = { 0 }, p6 = { 0 }, o4 = { 0 }, o6 = { 0 };
   refused_ranges (pool, &r4, &r6);
   private_ranges (&p4, &p6);
   open_ranges (pool, &o4, &o6);
-
-  _cleanup_nft_ nft n = { 0 };
-  if (nft_open (&n, err) < 0)
-    return sbx_error_wrap (err, "egress: set up table inet %s", table);
   _cleanup_batch_ batch b = { 0 };
   batch_start (&b, &n, table, (1 << 16) + (o4.n + o6.n) * 256, NULL);
   b_table (&b);
+  for (size_t i = 0; t.chains && t.chains[i]; i++)
+    if (strncmp (t.chains[i], CONFIG_MARKER_PREFIX, strlen (CONFIG_MARKER_PREFIX)) == 0)
+      b_chain_del (&b, t.chains[i]);
   b_refuse_chain (&b);
   b_interval_set (&b, SET_REFUSED4, AF_INET, &r4);
   b_interval_set (&b, SET_REFUSED6, AF_INET6, &r6);
@@ -1644,6 +1692,7 @@ sbx_egress_init (const char *table, const sbx_egress_pool *pool, sbx_error **err
   b_inbound_chain (&b, pfx);
   b_input_chain (&b, pool, pfx);
   b_postrouting_chain (&b, pool, pfx);
+  b_chain (&b, marker, NULL, 0, 0);
   batch_end (&b);
   if (batch_send (&n, &b, err) != 0)
     return sbx_error_wrap (err, "egress: set up table inet %s", table);
