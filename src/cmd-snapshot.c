@@ -67,6 +67,8 @@ snapshot_doc (yajl_gen g, const char *snap, const sbx_sandbox *sb, char *const *
   j_kint (g, "keep_warm", o->keep_warm);
   j_kint (g, "timeout", o->timeout);
   j_kbool (g, "block_network", o->block_network);
+  j_kstrv (g, "ports", o->ports);
+  j_kbool (g, "public", o->public_ports);
   j_kstr (g, "on_idle", o->on_idle_pause ? "pause" : "terminate");
   j_kstrv (g, "env", o->env);
   j_kstr (g, "cwd", o->cwd);
@@ -216,6 +218,7 @@ restore_opts (yajl_val v, sbx_sandbox_opts *o, sbx_error **err)
       || j_get_int (opts, "pids", false, &o->pids, err) < 0 || j_get_int (opts, "keep_warm", false, &o->keep_warm, err) < 0
       || j_get_int (opts, "timeout", false, &o->timeout, err) < 0
       || j_get_bool (opts, "block_network", false, &o->block_network, err) < 0
+      || j_get_strv (opts, "ports", false, &o->ports, err) < 0 || j_get_bool (opts, "public", false, &o->public_ports, err) < 0
       || j_get_strv (opts, "env", false, &o->env, err) < 0 || j_get_str (opts, "cwd", false, &cwd, err) < 0
       || j_get_str (opts, "on_idle", false, &on_idle, err) < 0)
     {

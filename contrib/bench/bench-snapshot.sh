@@ -432,7 +432,7 @@ setup_part1 ()
   sbxq import --tag bench-busybox "$WORK/busybox.tar" ||
     { fail "${P1_CASES[@]}" -- "sbx import of the busybox rootfs failed"; return 1; }
   # sbx: a sandbox running the loop, snapshotted.
-  if sbxq create --image bench-busybox && id=$(last_line) && [[ -n $id ]]; then
+  if sbxq create --block-network --image bench-busybox && id=$(last_line) && [[ -n $id ]]; then
     make_spec_bundle "$id" ||
       fail runsc-restore-sbxspec runsc-restore-exec-sbxspec -- "could not adapt sbx's config.json (of $id) into $SPEC_BUNDLE"
   else
@@ -640,7 +640,7 @@ setup_part2 ()
   fi
   "$SBX" gc >>"$LOG" 2>&1
   # The sandbox to snapshot: its python imports, then it is snapshotted.
-  if ! sbxq create --image py || ! id=$(last_line) || [[ -z $id ]]; then
+  if ! sbxq create --block-network --image py || ! id=$(last_line) || [[ -z $id ]]; then
     fail py-restore py-restore-exec -- "sbx create --image py failed"; return 0
   fi
   stamp t0
@@ -671,7 +671,7 @@ py_cold_run ()  # ROUND RECORD
   [[ -n ${FAILED[py-cold]:-} ]] && return 1
   printf '== py-cold (round %s)\n' "$1" >>"$LOG"
   stamp t0
-  "$SBX" create --image py </dev/null >"$WORK/last-out" 2>>"$LOG"
+  "$SBX" create --block-network --image py </dev/null >"$WORK/last-out" 2>>"$LOG"
   rc=$?
   read -r id <"$WORK/last-out"
   if ((rc == 0)) && [[ -n $id ]]; then
