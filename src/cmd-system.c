@@ -162,6 +162,8 @@ cmd_info (sbx_cli *cli, int argc, char **argv, sbx_error **err)
             {
               yajl_val y = x->u.object.values[j];
               printf ("%s.%s:", k, x->u.object.keys[j]);
+              if (YAJL_IS_STRING (y))
+                printf (" %s", y->u.string);
               for (size_t l = 0; YAJL_IS_OBJECT (y) && l < y->u.object.len; l++)
                 {
                   yajl_val z = y->u.object.values[l];
