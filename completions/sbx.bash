@@ -5,13 +5,13 @@
 # The option lists mirror `sbx COMMAND --help`; tests/integration/docs.bats
 # checks them against it.
 
-_sbx_commands='create run exec run-code ps proc fs cp ls status wait terminate rm logs pause resume commit snapshot restore snapshots rmsnap ttl stats images import export build tag rmi info gc version'
+_sbx_commands='create run exec run-code ps proc fs cp ls status wait terminate rm logs pause resume commit snapshot restore snapshots rmsnap net expose urls ttl stats images import export build tag rmi info gc version'
 _sbx_global_opts='--root --run-root --json --version -h --help'
 _sbx_fs_verbs='read write upload download ls stat mkdir rm rmdir find replace watch'
 
 # The options of command $1, then those of them that take a value.
 _sbx_opts() {
-	local create='--image --name --cpu --memory --pids --runtime --block-network --keep-warm --timeout --on-idle -e --env --cwd'
+	local create='--image --name --cpu --memory --pids --runtime --block-network --allow --port --public --keep-warm --timeout --on-idle -e --env --cwd'
 	case $1 in
 	create) echo "$create" ;;
 	run) echo "$create --rm" ;;
@@ -28,12 +28,13 @@ _sbx_opts() {
 	build) echo '-f --file -t --tag --no-cache --runtime' ;;
 	rmi) echo '-f --force' ;;
 	restore) echo '-n --count' ;;
+	net) echo '--block --allow --open' ;;
 	esac
 }
 
 _sbx_opts_with_arg() {
 	case $1 in
-	create | run) echo '--image --name --cpu --memory --pids --runtime --keep-warm --timeout --on-idle -e --env --cwd' ;;
+	create | run) echo '--image --name --cpu --memory --pids --runtime --allow --port --keep-warm --timeout --on-idle -e --env --cwd' ;;
 	exec) echo '-e --env --cwd --user --timeout' ;;
 	run-code) echo '-l --lang -e --env --cwd --timeout' ;;
 	proc) echo '--timeout -s --signal' ;;
@@ -43,6 +44,7 @@ _sbx_opts_with_arg() {
 	export) echo '--compression' ;;
 	build) echo '-f --file -t --tag --runtime' ;;
 	restore) echo '-n --count' ;;
+	net) echo '--allow' ;;
 	esac
 }
 
@@ -55,7 +57,7 @@ _sbx_has_cmdline() {
 # How many operands command $1 takes that are sandboxes: 1, "many" or 0.
 _sbx_id_operands() {
 	case $1 in
-	exec | run-code | ps | proc | fs | status | wait | logs | ttl | commit | snapshot | stats) echo 1 ;;
+	exec | run-code | ps | proc | fs | status | wait | logs | ttl | commit | snapshot | stats | net | expose | urls) echo 1 ;;
 	terminate | rm | pause | resume) echo many ;;
 	*) echo 0 ;;
 	esac

@@ -6,7 +6,7 @@
 function __sbx_opts_with_arg
     switch $argv[1]
         case create run
-            printf '%s\n' --image --name --cpu --memory --pids --runtime --keep-warm --timeout --on-idle -e --env --cwd
+            printf '%s\n' --image --name --cpu --memory --pids --runtime --allow --port --keep-warm --timeout --on-idle -e --env --cwd
         case exec
             printf '%s\n' -e --env --cwd --user --timeout
         case proc
@@ -23,6 +23,8 @@ function __sbx_opts_with_arg
             printf '%s\n' -f --file -t --tag --runtime
         case restore
             printf '%s\n' -n --count
+        case net
+            printf '%s\n' --allow
     end
 end
 
@@ -185,6 +187,9 @@ complete -c sbx -n __sbx_no_command -a snapshot -d "Save a running sandbox's pro
 complete -c sbx -n __sbx_no_command -a restore -d 'Start new running sandboxes from a snapshot, each as it was'
 complete -c sbx -n __sbx_no_command -a snapshots -d 'List snapshots'
 complete -c sbx -n __sbx_no_command -a rmsnap -d 'Remove snapshots'
+complete -c sbx -n __sbx_no_command -a net -d "Change a running sandbox's egress: --block, --allow CIDR..., --open"
+complete -c sbx -n __sbx_no_command -a expose -d "Publish a sandbox's port as a URL on the host (behind a token unless --public)"
+complete -c sbx -n __sbx_no_command -a urls -d "List a sandbox's exposed ports and their URLs"
 complete -c sbx -n __sbx_no_command -a ttl -d "Set a running sandbox's hard lifetime"
 complete -c sbx -n __sbx_no_command -a stats -d 'Count sandboxes by state; with ID, what that sandbox uses now'
 complete -c sbx -n __sbx_no_command -a images -d 'List images'
@@ -213,7 +218,10 @@ complete -c sbx -n '__sbx_opts_for create run' -l cpu -x -d 'CPU limit in cores,
 complete -c sbx -n '__sbx_opts_for create run' -l memory -x -d 'Memory limit: MiB, or with a unit (512Mi, 1Gi)'
 complete -c sbx -n '__sbx_opts_for create run' -l pids -x -d 'Process limit'
 complete -c sbx -n '__sbx_opts_for create run' -l runtime -x -a 'runsc runc' -d 'Runtime'
-complete -c sbx -n '__sbx_opts_for create run' -l block-network -d 'No network but loopback'
+complete -c sbx -n '__sbx_opts_for create run' -l block-network -d 'No network interface: loopback only, no DNS'
+complete -c sbx -n '__sbx_opts_for create run' -l allow -x -d 'Reach only this destination (CIDR), plus DNS; repeatable'
+complete -c sbx -n '__sbx_opts_for create run' -l port -x -d 'Expose this port as a URL on the host; repeatable'
+complete -c sbx -n '__sbx_opts_for create run' -l public -d 'Exposed ports need no token'
 complete -c sbx -n '__sbx_opts_for create run' -l keep-warm -x -d 'Idle lifetime in seconds (-1: until terminated)'
 complete -c sbx -n '__sbx_opts_for create run' -l timeout -x -d 'Hard lifetime in seconds'
 complete -c sbx -n '__sbx_opts_for create run' -l on-idle -x -a 'terminate pause' -d 'When the keep-warm time runs out'
@@ -253,6 +261,11 @@ complete -c sbx -n '__sbx_opts_for export' -l compression -x -a 'gzip none' -d '
 complete -c sbx -n '__sbx_opts_for rmi' -s f -l force -d 'Remove even if sandboxes were made from it'
 complete -c sbx -n '__sbx_opts_for restore' -s n -l count -x -a '1 2 4 8' -d 'Start N sandboxes from the snapshot (1..64, default 1)'
 
+# net
+complete -c sbx -n '__sbx_opts_for net' -l block -d 'Nothing out, no DNS (the interface stays)'
+complete -c sbx -n '__sbx_opts_for net' -l allow -x -d 'Only these destinations (CIDR), plus DNS; repeatable'
+complete -c sbx -n '__sbx_opts_for net' -l open -d 'The internet (the refused ranges stay refused)'
+
 # build
 complete -c sbx -n '__sbx_opts_for build' -s f -l file -r -F -d 'The blueprint (default CONTEXT/blueprint.json; - for stdin)'
 complete -c sbx -n '__sbx_opts_for build' -s t -l tag -x -a '(__sbx_images)' -d 'Tag the image NAME'
@@ -263,7 +276,7 @@ complete -c sbx -n '__sbx_opts_for build' -l runtime -x -a 'runsc runc' -d 'Runt
 # of fs, the operands of cp, the file or directory of import, the image and
 # file of export, the context directory of build, images for tag and rmi,
 # and snapshots for restore and rmsnap
-complete -c sbx -n '__sbx_operand 0 exec run-code ps proc fs status wait logs ttl commit snapshot stats' -a '(__sbx_sandboxes)' -d Sandbox
+complete -c sbx -n '__sbx_operand 0 exec run-code ps proc fs status wait logs ttl commit snapshot stats net expose urls' -a '(__sbx_sandboxes)' -d Sandbox
 complete -c sbx -n '__sbx_operand 1 proc' -a '(__sbx_pids)' -d Process
 complete -c sbx -n '__sbx_operand 2 proc' -a 'status wait kill logs' -d Action
 complete -c sbx -n '__sbx_operand 1 fs' -a read -d 'Print a file'
