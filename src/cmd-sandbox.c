@@ -177,7 +177,12 @@ print_created (sbx_cli *cli, const sbx_sandbox *sb)
       cli_json_end (g);
     }
   else
-    printf ("%s\n", sb->id);
+    {
+      printf ("%s\n", sb->id);
+      /* Exposed at create (--port): on stderr, so that stdout stays the id. */
+      for (size_t i = 0; sb->urls && sb->urls[i]; i++)
+        fprintf (stderr, "port %s\n", sb->urls[i]);
+    }
 }
 
 int

@@ -297,14 +297,21 @@ check_namespaces () {
   expect_status 0
   [ "$output" != "$(cat /proc/sys/kernel/hostname)" ] || fail "the sandbox has the host's hostname"
   expect_eq "$output" "$id" "hostname"
-  # net: loopback only.
-  run --separate-stderr sbx exec "$id" -- sh -c 'tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " "'
+  # net: its own namespace: loopback and its one veth end, none of the
+  # host's interfaces (network.bats tests what it reaches).
+  run --separate-stderr sbx exec "$id" -- sh -c 'tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " " | sort | tr "\n" " "'
   expect_status 0
-  expect_eq "$output" lo "interfaces in /proc/net/dev"
+  expect_eq "$output" "eth0 lo " "interfaces in /proc/net/dev"
   # mount: the host's mounts are not there.
   run --separate-stderr sbx exec "$id" -- cat /proc/self/mounts
   expect_status 0
   expect_not_contains "$output" "$SBX_TEST_DIR"
+  sbx terminate "$id" >/dev/null
+  # --block-network: loopback only.
+  id=$(sbx create --runtime "$rt" --image payload --block-network)
+  run --separate-stderr sbx exec "$id" -- sh -c 'tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " "'
+  expect_status 0
+  expect_eq "$output" lo "interfaces in /proc/net/dev under --block-network"
   sbx terminate "$id" >/dev/null
 }
 
