@@ -26,7 +26,9 @@
 #define HANDSHAKE_MS 10000 /* accept to head read and sandbox connected */
 #define IDLE_MS 300000     /* relaying, without a byte either way */
 #define LINGER_MS 2000     /* an answer of ours written and drained */
-#define RELAY_BUF 65536    /* each direction */
+#define RELAY_BUF (128 * 1024) /* each direction */
+#define PUMP_ROUNDS 16
+#define SPLICE_PIPE_SIZE (1024 * 1024)
 #define ACCEPT_BURST 32    /* per listener per dispatch */
 #define ACCEPT_PAUSE_MS 100 /* out of fds: stop accepting for a while */
 #define LISTEN_BACKLOG 128
@@ -371,6 +373,8 @@ enum conn_state { ST_HEAD, ST_RELAY, ST_REPLY, ST_LINGER };
  * its sink. */
 struct pipe {
   char *data; /* RELAY_BUF */
+  int sp[2];  /* a kernel pipe, when the bytes go by splice(2) instead of DATA */
+  size_t cap; /* what may wait in it (DATA's size or the pipe's) */
   size_t off, len;
   uint64_t total;
   bool eof;    /* the source ended */
@@ -422,12 +426,20 @@ struct sbx_proxy {
 };
 
 static void
+pipe_splice_close (struct pipe *pp)
+{
+  closep (&pp->sp[0]);
+  closep (&pp->sp[1]);
+}
+
+static void
 conn_close (sbx_proxy *p, struct conn *c)
 {
   if (c->dead)
     return;
   closep (&c->cfd);
   closep (&c->bfd);
+  pipe_splice_close (&c->down);
   c->dead = true;
   p->nlive--;
 }
@@ -435,6 +447,7 @@ conn_close (sbx_proxy *p, struct conn *c)
 static void
 conn_free (struct conn *c)
 {
+  pipe_splice_close (&c->down);
   free (c->head);
   free (c->out);
   free (c->up.data);
@@ -450,6 +463,7 @@ conn_drop_buffers (struct conn *c)
   free (c->down.data);
   c->head = c->up.data = c->down.data = NULL;
   c->head_len = c->up.len = c->down.len = 0;
+  pipe_splice_close (&c->down);
 }
 
 /* Stops writing to the client and drains what it still sends, so that the
@@ -567,7 +581,21 @@ conn_start_relay (sbx_proxy *p, struct conn *c, size_t hlen)
   if (c->bfd < 0 || set_nonblock (c->bfd, true) < 0)
     return 502;
   c->up.data = xmalloc (RELAY_BUF);
-  c->down.data = xmalloc (RELAY_BUF);
+  c->up.cap = RELAY_BUF;
+  /* The answer, the bulk of the bytes, goes from socket to socket through
+   * a kernel pipe (splice: no copy through this process); without a pipe
+   * (out of fds) through a buffer. */
+  if (pipe2 (c->down.sp, O_NONBLOCK | O_CLOEXEC) == 0)
+    {
+      int sz = fcntl (c->down.sp[1], F_SETPIPE_SZ, SPLICE_PIPE_SIZE);
+      c->down.cap = sz > 0 ? (size_t) sz : 65536;
+    }
+  else
+    {
+      c->down.sp[0] = c->down.sp[1] = -1;
+      c->down.data = xmalloc (RELAY_BUF);
+      c->down.cap = RELAY_BUF;
+    }
   memcpy (c->up.data, rw, rlen);
   memcpy (c->up.data + rlen, c->head + hlen, c->head_len - hlen);
   c->up.len = rlen + c->head_len - hlen;
@@ -615,6 +643,23 @@ note_activity (sbx_proxy *p, struct conn *c)
 static int
 pipe_fill (sbx_proxy *p, struct conn *c, struct pipe *pp, int fd)
 {
+  if (pp->sp[1] >= 0)
+    {
+      if (pp->len >= pp->cap || pp->eof || pp->broken)
+        return -1;
+      ssize_t r = splice (fd, NULL, pp->sp[1], NULL, pp->cap - pp->len, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+      if (r < 0)
+        return errno == EAGAIN || errno == EINTR ? -1 : -2;
+      if (r == 0)
+        {
+          pp->eof = true;
+          return 0;
+        }
+      pp->len += (size_t) r;
+      pp->total += (uint64_t) r;
+      note_activity (p, c);
+      return 1;
+    }
   if (pp->off > 0 && pp->off + pp->len == RELAY_BUF)
     {
       memmove (pp->data, pp->data + pp->off, pp->len);
@@ -643,6 +688,15 @@ pipe_flush (sbx_proxy *p, struct conn *c, struct pipe *pp, int fd)
 {
   if (pp->len == 0 || pp->broken)
     return 0;
+  if (pp->sp[0] >= 0)
+    {
+      ssize_t w = splice (pp->sp[0], NULL, fd, NULL, pp->len, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+      if (w < 0)
+        return errno == EAGAIN || errno == EINTR ? 0 : -2;
+      pp->len -= (size_t) w;
+      note_activity (p, c);
+      return 0;
+    }
   ssize_t w = send (fd, pp->data + pp->off, pp->len, MSG_NOSIGNAL | MSG_DONTWAIT);
   if (w < 0)
     return errno == EAGAIN || errno == EINTR ? 0 : -2;
@@ -742,11 +796,23 @@ conn_relay (sbx_proxy *p, struct conn *c, short cr, short br)
     backend_check_connect (p, c, br);
   if (relaying (c) && (cr & in) && pipe_fill (p, c, &c->up, c->cfd) == -2)
     conn_close (p, c); /* the client reset */
-  if (relaying (c) && c->connected && (br & in))
+  /* The answer (the bulk of the bytes): read and pass on in a loop while
+   * the sandbox has more and the client takes it all, not one buffer per
+   * round of the owner's poll. */
+  for (int i = 0; i < PUMP_ROUNDS && relaying (c) && c->connected && (br & in); i++)
     {
       int r = pipe_fill (p, c, &c->down, c->bfd);
       if (r == -2 || (r == 0 && c->down.total == 0))
-        backend_failed (p, c);
+        {
+          backend_failed (p, c);
+          break;
+        }
+      if (r != 1)
+        break;
+      if (pipe_flush (p, c, &c->down, c->cfd) < 0)
+        break; /* relay_settle sees it again and closes */
+      if (c->down.len > 0)
+        break; /* the client's socket is full: wait for POLLOUT */
     }
   if (relaying (c))
     relay_settle (p, c);
@@ -811,6 +877,7 @@ accept_one (sbx_proxy *p, struct listener *l)
   c->state = ST_HEAD;
   c->cfd = fd;
   c->bfd = -1;
+  c->up.sp[0] = c->up.sp[1] = c->down.sp[0] = c->down.sp[1] = -1;
   c->sandbox_port = l->sandbox_port;
   client_address (fd, c->addr);
   c->deadline = now_ms_monotonic () + HANDSHAKE_MS;
@@ -949,7 +1016,7 @@ static void
 relay_events (const struct conn *c, short *ce, short *be)
 {
   *ce = *be = 0;
-  if (!c->up.eof && !c->up.broken && c->up.len < RELAY_BUF)
+  if (!c->up.eof && !c->up.broken && c->up.len < c->up.cap)
     *ce |= POLLIN;
   if (c->down.len > 0)
     *ce |= POLLOUT;
@@ -958,7 +1025,7 @@ relay_events (const struct conn *c, short *ce, short *be)
       *be = POLLOUT;
       return;
     }
-  if (!c->down.eof && c->down.len < RELAY_BUF)
+  if (!c->down.eof && c->down.len < c->down.cap)
     *be |= POLLIN;
   if (c->up.len > 0 && !c->up.broken)
     *be |= POLLOUT;
