@@ -30,6 +30,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -2086,6 +2087,14 @@ monitor_main (const sbx_store *st, sbx_sandbox *sb, int lock_fd, int sync_fd)
   if (null > 2)
     close (null);
   prctl (PR_SET_NAME, "sbx-monitor");
+  /* Its clients, the resolver's and the proxy's sockets and pipes (four fds
+   * per proxied connection) need more than the usual soft limit. */
+  struct rlimit nofile;
+  if (getrlimit (RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max)
+    {
+      nofile.rlim_cur = nofile.rlim_max < 16384 ? nofile.rlim_max : 16384;
+      setrlimit (RLIMIT_NOFILE, &nofile);
+    }
   prctl (PR_SET_CHILD_SUBREAPER, 1);
   sbx_spawn_reap_all (true);
   block_signals (m);
