@@ -270,11 +270,6 @@ sbx_net_setup (const sbx_conf *conf, const char *id, bool veth, sbx_egress_mode 
       *ret = net;
       return 0;
     }
-  /* IPv6 is as the pool says: the same policy as IPv4, or off. */
-  if (net->addr6.family != AF_INET6
-      && (sbx_netns_sysctl (net->nsfd, "net/ipv6/conf/all/disable_ipv6", "1", err) < 0
-          || sbx_netns_sysctl (net->nsfd, "net/ipv6/conf/default/disable_ipv6", "1", err) < 0))
-    goto fail;
   if (write_sysctl_host ("/proc/sys/net/ipv4/ip_forward", "1", err) < 0
       || (net->addr6.family == AF_INET6 && write_sysctl_host ("/proc/sys/net/ipv6/conf/all/forwarding", "1", err) < 0))
     goto fail;
@@ -293,6 +288,31 @@ fail_nolease:
   return -1;
 }
 
+/* What is done inside the namespace, in one thread there (netns.h). */
+struct inside {
+  const sbx_net *net;
+  sbx_error *err;
+};
+
+static void
+configure_inside (void *arg)
+{
+  struct inside *in = arg;
+  const sbx_net *net = in->net;
+  bool v6 = net->addr6.family == AF_INET6;
+  /* IPv6 is as the pool says: the same policy as IPv4, or off. */
+  if (!v6
+      && (sbx_netns_sysctl (-1, "net/ipv6/conf/all/disable_ipv6", "1", &in->err) < 0
+          || sbx_netns_sysctl (-1, "net/ipv6/conf/default/disable_ipv6", "1", &in->err) < 0))
+    return;
+  if (sbx_addr_add (-1, PEER_IF, AF_INET, net->addr4.addr, 30, &in->err) < 0
+      || (v6 && sbx_addr_add (-1, PEER_IF, AF_INET6, net->addr6.addr, 126, &in->err) < 0)
+      || sbx_link_set_up (-1, PEER_IF, &in->err) < 0
+      || sbx_route_add_default (-1, AF_INET, net->gw4.addr, &in->err) < 0
+      || (v6 && sbx_route_add_default (-1, AF_INET6, net->gw6.addr, &in->err) < 0))
+    return;
+}
+
 static int
 add_links (sbx_net *net, sbx_error **err)
 {
@@ -300,13 +320,16 @@ add_links (sbx_net *net, sbx_error **err)
   if (sbx_veth_create (net->host_if, PEER_IF, net->nsfd, err) < 0
       || sbx_addr_add (-1, net->host_if, AF_INET, net->gw4.addr, 30, err) < 0
       || (v6 && sbx_addr_add (-1, net->host_if, AF_INET6, net->gw6.addr, 126, err) < 0)
-      || sbx_link_set_up (-1, net->host_if, err) < 0
-      || sbx_addr_add (net->nsfd, PEER_IF, AF_INET, net->addr4.addr, 30, err) < 0
-      || (v6 && sbx_addr_add (net->nsfd, PEER_IF, AF_INET6, net->addr6.addr, 126, err) < 0)
-      || sbx_link_set_up (net->nsfd, PEER_IF, err) < 0
-      || sbx_route_add_default (net->nsfd, AF_INET, net->gw4.addr, err) < 0
-      || (v6 && sbx_route_add_default (net->nsfd, AF_INET6, net->gw6.addr, err) < 0))
+      || sbx_link_set_up (-1, net->host_if, err) < 0)
     return -1;
+  struct inside in = { .net = net };
+  if (sbx_netns_run (net->nsfd, configure_inside, &in, err) < 0)
+    return -1;
+  if (in.err)
+    {
+      *err = in.err;
+      return -1;
+    }
   return 0;
 }
 

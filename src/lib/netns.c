@@ -553,58 +553,58 @@ make_dir_shared (const char *dir, sbx_error **err)
   return 0;
 }
 
-/* Errors cross the fork as this struct on a pipe. */
-typedef struct netns_child_result {
-  int32_t errnum;
-  int32_t step; /* 1: unshare, 2: mount */
-} netns_child_result;
+/* A fresh namespace, made by a short-lived thread that unshares into it,
+ * bind-mounts it on PATH and brings its loopback up there: the caller's
+ * own threads never change namespace, and no process is forked. */
+typedef struct netns_new_job {
+  const char *path;
+  int errnum;
+  const char *step;
+  sbx_error *err;
+} netns_new_job;
 
-static __attribute__ ((noreturn)) void
-netns_child (const char *path, int resfd)
+static void *
+netns_new_thread (void *arg)
 {
-  netns_child_result res = { 0, 0 };
+  netns_new_job *job = arg;
   if (unshare (CLONE_NEWNET) < 0)
-    res = (netns_child_result){ errno, 1 };
-  else if (mount ("/proc/self/ns/net", path, "none", MS_BIND, NULL) < 0)
-    res = (netns_child_result){ errno, 2 };
-  _exit (write_all (resfd, &res, sizeof res) < 0 || res.errnum ? 1 : 0);
+    {
+      job->errnum = errno;
+      job->step = "unshare(CLONE_NEWNET)";
+      return NULL;
+    }
+  if (mount ("/proc/thread-self/ns/net", job->path, "none", MS_BIND, NULL) < 0)
+    {
+      job->errnum = errno;
+      job->step = "bind-mount the namespace";
+      return NULL;
+    }
+  if (sbx_link_set_up (-1, "lo", &job->err) < 0)
+    job->step = "loopback";
+  return NULL;
 }
 
-/* A fresh namespace bind-mounted on the existing file PATH, made by a child
- * so that the caller's own namespace never changes. */
 static int
 netns_mount_new (const char *path, sbx_error **err)
 {
-  int p[2];
-  if (pipe2 (p, O_CLOEXEC) < 0)
-    return sbx_error_errno (err, errno, "pipe");
-  pid_t pid = fork ();
-  if (pid < 0)
+  netns_new_job job = { .path = path };
+  sigset_t all, old;
+  pthread_t t;
+  sigfillset (&all);
+  pthread_sigmask (SIG_BLOCK, &all, &old);
+  int r = pthread_create (&t, NULL, netns_new_thread, &job);
+  pthread_sigmask (SIG_SETMASK, &old, NULL);
+  if (r != 0)
+    return sbx_error_errno (err, r, "start a thread");
+  pthread_join (t, NULL);
+  if (job.err)
     {
-      int e = errno;
-      close (p[0]);
-      close (p[1]);
-      return sbx_error_errno (err, e, "fork");
+      *err = job.err;
+      return -1;
     }
-  if (pid == 0)
-    {
-      close (p[0]);
-      netns_child (path, p[1]);
-    }
-  close (p[1]);
-  netns_child_result res;
-  ssize_t n = read_all (p[0], &res, sizeof res);
-  close (p[0]);
-  int status = 0;
-  while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
-    ;
-  if (n != (ssize_t) sizeof res)
-    return sbx_error_set (err, SBX_E_INTERNAL, 0, "namespace process died (status 0x%x)", status);
-  if (res.errnum == 0)
-    return 0;
-  if (res.step == 1)
-    return sbx_error_errno (err, res.errnum, "unshare(CLONE_NEWNET)");
-  return sbx_error_errno (err, res.errnum, "bind-mount the namespace on %s", path);
+  if (job.step)
+    return sbx_error_errno (err, job.errnum, "%s on %s", job.step, path);
+  return 0;
 }
 
 /* Detaches every mount on PATH (a propagated copy can stack one more). */
@@ -645,20 +645,43 @@ sbx_netns_create (const char *name, int *ret_nsfd, sbx_error **err)
     return sbx_error_errno (err, errno, "network namespace %s: create %s", name, path);
   if (netns_mount_new (path, err) < 0)
     {
+      umount_all (path, NULL);
       unlink (path);
       return sbx_error_wrap (err, "network namespace %s", name);
     }
 
   _cleanup_close_ int nsfd = open (path, O_RDONLY | O_CLOEXEC);
   if (nsfd < 0)
-    sbx_error_errno (err, errno, "open %s", path);
-  if (nsfd < 0 || sbx_link_set_up (nsfd, "lo", err) < 0)
     {
+      sbx_error_errno (err, errno, "open %s", path);
       umount_all (path, NULL);
       unlink (path);
       return sbx_error_wrap (err, "network namespace %s", name);
     }
   *ret_nsfd = steal_fd (&nsfd);
+  return 0;
+}
+
+typedef struct run_job {
+  void (*fn) (void *);
+  void *arg;
+} run_job;
+
+static void
+run_fn (void *arg)
+{
+  run_job *j = arg;
+  j->fn (j->arg);
+}
+
+int
+sbx_netns_run (int nsfd, void (*fn) (void *arg), void *arg, sbx_error **err)
+{
+  run_job j = { fn, arg };
+  int errnum = 0;
+  const char *step = NULL;
+  if (in_netns (nsfd, run_fn, &j, &errnum, &step) < 0)
+    return sbx_error_errno (err, errnum, "enter a network namespace: %s", step);
   return 0;
 }
 
