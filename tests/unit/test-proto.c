@@ -361,7 +361,7 @@ test_exit (void)
 int
 main (void)
 {
-  tap_plan (48);
+  tap_plan (50);
   test_header ();
   test_feed ();
   test_fd_io ();
