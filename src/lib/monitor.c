@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -1779,11 +1780,29 @@ wait_hello (struct mon *m, sbx_error **err)
     }
 }
 
-/* The sandbox's network, before anything else is set up (its namespace is
- * bind-mounted where every mount namespace sees it). Under runsc
- * --block-network there is none: gVisor runs with no interface at all. */
+/* The sandbox's network, made in three steps so that the slow middle one
+ * (namespace, veth, addresses, rules: a few milliseconds of netlink) runs
+ * in a thread while the monitor mounts the root and writes the bundle:
+ *
+ *   net_plan    what it gets (sbx.conf, the mode, the allow-list) and the
+ *               shared egress rules; refusals happen here
+ *   net_make    sbx_net_setup, in the thread (it touches nothing else)
+ *   net_finish  the record, the resolver on the gateway, resolv.conf
+ *
+ * Under runsc --block-network there is none: gVisor runs with no
+ * interface at all. */
+struct net_plan {
+  bool make, veth;
+  sbx_egress_mode mode;
+  sbx_cidr *allow;
+  size_t nallow;
+  /* net_make's result */
+  sbx_net *net;
+  sbx_error *err;
+};
+
 static int
-setup_network (struct mon *m, sbx_error **err)
+net_plan (struct mon *m, struct net_plan *plan, sbx_error **err)
 {
   sbx_sandbox *sb = m->sb;
   bool runsc = strcmp (m->rt->name, "runsc") == 0;
@@ -1796,46 +1815,61 @@ setup_network (struct mon *m, sbx_error **err)
   if (sb->opts.block_network)
     {
       set_net_mode (m, "none", NULL);
-      if (runsc)
-        {
-          sb->net_stack = xstrdup ("none (gVisor, loopback only)");
-          return 0;
-        }
-      sb->net_stack = xstrdup ("none (its own namespace, loopback only)");
-      if (sbx_net_setup (m->conf, sb->id, false, SBX_EGRESS_BLOCK, NULL, 0, &m->net, err) < 0)
-        {
-          (*err)->code = SBX_E_NETWORK_BLOCK_UNAVAILABLE;
-          return sbx_error_wrap (err, "network namespace");
-        }
+      sb->net_stack = xstrdup (runsc ? "none (gVisor, loopback only)" : "none (its own namespace, loopback only)");
+      plan->make = !runsc;
+      plan->mode = SBX_EGRESS_BLOCK;
       return 0;
     }
-  _cleanup_free_ sbx_cidr *allow = NULL, *open = NULL;
-  size_t nallow = 0;
-  if (sbx_net_parse_allow (sb->opts.allow, &allow, &nallow, err) < 0)
+  if (sbx_net_parse_allow (sb->opts.allow, &plan->allow, &plan->nallow, err) < 0)
     return -1;
-  for (size_t i = 0; i < nallow; i++)
-    if (allow[i].family == AF_INET6 && m->conf->pool6.family != AF_INET6)
+  for (size_t i = 0; i < plan->nallow; i++)
+    if (plan->allow[i].family == AF_INET6 && m->conf->pool6.family != AF_INET6)
       return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
                             "--allow %s: IPv6 is off for sandboxes on this host (pool6 in sbx.conf)", sb->opts.allow[i]);
-  sbx_egress_mode mode = nallow > 0 ? SBX_EGRESS_ALLOW : SBX_EGRESS_OPEN;
+  plan->mode = plan->nallow > 0 ? SBX_EGRESS_ALLOW : SBX_EGRESS_OPEN;
+  plan->make = plan->veth = true;
   /* Egress that cannot be enforced is refused, never run open. */
   sbx_egress_pool pool;
+  _cleanup_free_ sbx_cidr *open = NULL;
   sbx_net_pool (m->conf, &pool, &open);
   if (sbx_egress_init (SBX_EGRESS_TABLE, &pool, err) < 0)
     {
       (*err)->code = SBX_E_NETWORK_BLOCK_UNAVAILABLE;
       return sbx_error_wrap (err, "egress rules cannot be enforced on this host");
     }
-  if (sbx_net_setup (m->conf, sb->id, true, mode, allow, nallow, &m->net, err) < 0)
-    {
-      if ((*err)->code == SBX_E_INTERNAL)
-        (*err)->code = SBX_E_NETWORK_BLOCK_UNAVAILABLE;
-      return sbx_error_wrap (err, "network");
-    }
-  set_net_mode (m, nallow > 0 ? "allow" : "open", nallow > 0 ? sb->opts.allow : NULL);
+  set_net_mode (m, plan->nallow > 0 ? "allow" : "open", plan->nallow > 0 ? sb->opts.allow : NULL);
   sb->net_stack = xstrdup (runsc ? "host (runsc --network=host inside the sandbox's namespace)"
                                  : "kernel (runc in the sandbox's namespace)");
   m->rt->host_network = runsc;
+  return 0;
+}
+
+struct net_make_job {
+  const struct mon *m;
+  struct net_plan *plan;
+};
+
+static void *
+net_make (void *arg)
+{
+  struct net_make_job *job = arg;
+  struct net_plan *plan = job->plan;
+  if (sbx_net_setup (job->m->conf, job->m->sb->id, plan->veth, plan->mode, plan->allow, plan->nallow, &plan->net,
+                     &plan->err) < 0)
+    {
+      /* What was asked for cannot be made: never a sandbox with less. */
+      if (!plan->veth || plan->err->code == SBX_E_INTERNAL)
+        plan->err->code = SBX_E_NETWORK_BLOCK_UNAVAILABLE;
+    }
+  return NULL;
+}
+
+static int
+net_finish (struct mon *m, sbx_error **err)
+{
+  sbx_sandbox *sb = m->sb;
+  if (m->net == NULL || !m->net->veth)
+    return 0;
   sb->net_addr4 = cidr_addr_str (&m->net->addr4);
   sb->net_gateway4 = cidr_addr_str (&m->net->gw4);
   if (m->net->addr6.family == AF_INET6)
@@ -1887,10 +1921,44 @@ setup (struct mon *m, sbx_error **err)
 {
   if (mkdir (m->run_dir, 0700) < 0 && errno != EEXIST)
     return sbx_error_errno (err, errno, "mkdir `%s`", m->run_dir);
-  if (setup_network (m, err) < 0)
+  struct net_plan plan = { 0 };
+  if (net_plan (m, &plan, err) < 0)
+    {
+      free (plan.allow);
+      return -1;
+    }
+  /* The network is made meanwhile, by a thread that stays in the host's
+   * mount namespace (its bind mount of the namespace lands there). */
+  struct net_make_job job = { m, &plan };
+  pthread_t net_thread;
+  bool threaded = false;
+  if (plan.make)
+    {
+      sigset_t all, old;
+      sigfillset (&all);
+      pthread_sigmask (SIG_BLOCK, &all, &old);
+      threaded = pthread_create (&net_thread, NULL, net_make, &job) == 0;
+      pthread_sigmask (SIG_SETMASK, &old, NULL);
+      if (!threaded)
+        net_make (&job);
+    }
+  int mr = mount_root (m, err);
+  if (threaded)
+    pthread_join (net_thread, NULL);
+  free (plan.allow);
+  m->net = plan.net;
+  if (mr < 0)
+    {
+      sbx_error_free (plan.err);
+      return sbx_error_wrap (err, "mount root");
+    }
+  if (plan.err)
+    {
+      *err = plan.err;
+      return sbx_error_wrap (err, "network");
+    }
+  if (net_finish (m, err) < 0)
     return -1;
-  if (mount_root (m, err) < 0)
-    return sbx_error_wrap (err, "mount root");
   _cleanup_free_ char *merged = xasprintf ("%s/rootfs", m->dir);
   m->root_fd = open (merged, O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (m->root_fd < 0)
@@ -1908,7 +1976,9 @@ setup (struct mon *m, sbx_error **err)
   _cleanup_free_ char *rootfs = xasprintf ("%s/rootfs", m->dir);
   _cleanup_free_ char *bundle = xasprintf ("%s/bundle", m->dir);
   _cleanup_free_ char *ctr_cgroup = xasprintf ("%s/ctr", m->cgroup);
-  _cleanup_free_ char *netns = m->net ? sbx_netns_path (m->sb->id) : NULL;
+  /* The namespace by the monitor's own fd of it: its bind mount was made
+   * in the host's mount namespace, which this one may not show. */
+  _cleanup_free_ char *netns = m->net ? xasprintf ("/proc/%d/fd/%d", (int) getpid (), m->net->nsfd) : NULL;
   _cleanup_free_ char *resolv = m->resolver ? xasprintf ("%s/resolv.conf", m->dir) : NULL;
   sbx_spec_params sp = { .sb = m->sb, .rootfs = rootfs, .cgroup_path = ctr_cgroup, .runtime = m->rt->name,
                          .netns_path = netns, .resolv_conf = resolv };
