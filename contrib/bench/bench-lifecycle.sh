@@ -287,11 +287,12 @@ fi
 sbx_spec_bundle ()
 {
   local rt=$1 dir=$2 id
-  id=$("$SBX" create --image "$IMAGE" --runtime "$rt" 2>>"$LOG") || return 1
+  id=$("$SBX" create --image "$IMAGE" --runtime "$rt" --block-network 2>>"$LOG") || return 1
   mkdir -p "$dir"
   cp "$SBX_ROOT/sandboxes/$id/bundle/config.json" "$dir/config.json"
   "$SBX" terminate --rm "$id" >>"$LOG" 2>&1
   sed -i -e "s|\"path\": \".*/rootfs\"|\"path\": \"$ROOTFS\"|" \
+         -e "s|\"source\": \".*/rootfs/tmp\"|\"source\": \"$ROOTFS/tmp\"|" \
          -e 's|"/.sbx/init"|"/bin/true"|' \
          -e "s|\"cgroupsPath\": \".*\"|\"cgroupsPath\": \"/$TAG-spec\"|" "$dir/config.json"
   grep -q '"/bin/true"' "$dir/config.json"

@@ -137,6 +137,7 @@ struct mon {
   sbx_conf *conf;
   sbx_net *net;
   int host_netns; /* the monitor's own network namespace, to come back to */
+  int block_nsfd; /* runc --block-network: the namespace runc made, once opened */
   sbx_resolver *resolver;
   sbx_proxy *proxy;
   struct relay **relays;
@@ -852,16 +853,32 @@ set_net_mode (struct mon *m, const char *mode, char *const *allow)
  * to its loopback: reaches a server that listens on 127.0.0.1 as well as
  * one on 0.0.0.0. The monitor is single-threaded: it steps into the
  * namespace for the socket() call and straight back. With no namespace of
- * ours (runsc --block-network: gVisor's own loopback) the agent relays. */
+ * ours: under runc --block-network, the one runc made; under runsc
+ * --block-network (gVisor's own loopback) the agent relays. */
 static int relay_open (struct mon *m, uint16_t port, sbx_error **err);
+static bool runtime_detached (const struct mon *m);
 
 static int
 proxy_connect (void *data, uint16_t port, sbx_error **err)
 {
   struct mon *m = data;
-  if (m->net == NULL)
+  int nsfd = m->net ? m->net->nsfd : -1;
+  if (nsfd < 0 && !runtime_detached (m))
     return relay_open (m, port, err);
-  if (setns (m->net->nsfd, CLONE_NEWNET) < 0)
+  if (nsfd < 0)
+    {
+      /* runc --block-network: the namespace runc made (loopback only), by
+       * the container's init. */
+      if (m->block_nsfd < 0 && m->runtime_pid > 0)
+        {
+          _cleanup_free_ char *path = xasprintf ("/proc/%d/ns/net", (int) m->runtime_pid);
+          m->block_nsfd = open (path, O_RDONLY | O_CLOEXEC);
+        }
+      if (m->block_nsfd < 0)
+        return sbx_error_errno (err, errno, "open the sandbox's network namespace");
+      nsfd = m->block_nsfd;
+    }
+  if (setns (nsfd, CLONE_NEWNET) < 0)
     return sbx_error_errno (err, errno, "enter the sandbox's network namespace");
   int fd = socket (AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   int e = errno;
@@ -1815,9 +1832,9 @@ net_plan (struct mon *m, struct net_plan *plan, sbx_error **err)
   if (sb->opts.block_network)
     {
       set_net_mode (m, "none", NULL);
+      /* gVisor has its own loopback; runc makes a namespace with only its
+       * loopback up. Nothing of sbx's to make, or to leave behind. */
       sb->net_stack = xstrdup (runsc ? "none (gVisor, loopback only)" : "none (its own namespace, loopback only)");
-      plan->make = !runsc;
-      plan->mode = SBX_EGRESS_BLOCK;
       return 0;
     }
   if (sbx_net_parse_allow (sb->opts.allow, &plan->allow, &plan->nallow, err) < 0)
@@ -2140,7 +2157,7 @@ static void __attribute__ ((noreturn))
 monitor_main (const sbx_store *st, sbx_sandbox *sb, int lock_fd, int sync_fd)
 {
   struct mon mm = { .st = st, .sb = sb, .agent_fd = -1, .listen_fd = -1, .lock_fd = lock_fd, .root_fd = -1, .cgroup_hold = -1, .stderr_r = -1,
-                    .stderr_w = -1, .host_netns = -1 };
+                    .stderr_w = -1, .host_netns = -1, .block_nsfd = -1 };
   struct mon *m = &mm;
   m->next_chan = sb->chan_base > 0 && sb->chan_base < (1LL << 31) ? (uint32_t) sb->chan_base : 0;
   m->dir = sbx_sandbox_dir (st, sb->id);
