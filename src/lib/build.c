@@ -205,6 +205,9 @@ sbx_tar_from_dir (int dirfd_, int outfd, bool upper, bool skip_special, sbx_erro
   tar_out t = { .fd = outfd, .upper = upper, .skip_special = skip_special };
   t.a = sbx_ar.archive_write_new ();
   sbx_ar.archive_write_set_format_pax_restricted (t.a);
+  /* Names as the bytes they are: no conversion through the locale's
+   * charset, which fails on a name that is not ASCII under C. */
+  sbx_ar.archive_write_set_format_option (t.a, "pax", "hdrcharset", "BINARY");
   sbx_ar.archive_write_add_filter_none (t.a);
   int r = 0;
   if (sbx_ar.archive_write_open (t.a, &t, NULL, fd_sink, NULL) != ARCHIVE_OK)

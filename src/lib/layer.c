@@ -1746,6 +1746,9 @@ write_bb_tar (const bb_tree *t, int binfd, tmp_layer *tl, char hex[65], sbx_erro
   sha256_init (&sink.sha);
   _cleanup_archive_write_ struct archive *a = sbx_ar.archive_write_new ();
   sbx_ar.archive_write_set_format_pax_restricted (a);
+  /* Names as the bytes they are: no conversion through the locale's
+   * charset, which fails on a name that is not ASCII under C. */
+  sbx_ar.archive_write_set_format_option (a, "pax", "hdrcharset", "BINARY");
   sbx_ar.archive_write_add_filter_none (a);
   if (sbx_ar.archive_write_open (a, &sink, NULL, tar_sink_write, NULL) != ARCHIVE_OK)
     return sbx_archive_fail (err, a, "write layer.tar");
@@ -1918,6 +1921,9 @@ convert_to_oci (int tarfd, int outfd, sbx_error **err)
   sha256_init (&sink.sha);
   _cleanup_archive_write_ struct archive *aw = sbx_ar.archive_write_new ();
   sbx_ar.archive_write_set_format_pax_restricted (aw);
+  /* Names as the bytes they are: no conversion through the locale's
+   * charset, which fails on a name that is not ASCII under C. */
+  sbx_ar.archive_write_set_format_option (aw, "pax", "hdrcharset", "BINARY");
   sbx_ar.archive_write_add_filter_none (aw);
   if (sbx_ar.archive_write_open (aw, &sink, NULL, tar_sink_write, NULL) != ARCHIVE_OK)
     return sbx_archive_fail (err, aw, "write");

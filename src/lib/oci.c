@@ -1675,6 +1675,9 @@ write_oci_archive (int outfd, const out_blob *layers, size_t n, const out_blob *
   sha256_init (&s.sha);
   _cleanup_ar_write_ struct archive *a = sbx_ar.archive_write_new ();
   sbx_ar.archive_write_set_format_pax_restricted (a);
+  /* Names as the bytes they are: no conversion through the locale's
+   * charset, which fails on a name that is not ASCII under C. */
+  sbx_ar.archive_write_set_format_option (a, "pax", "hdrcharset", "BINARY");
   sbx_ar.archive_write_add_filter_none (a);
   if (sbx_ar.archive_write_open (a, &s, NULL, sink_write, NULL) != ARCHIVE_OK)
     return sbx_archive_fail (err, a, "write");

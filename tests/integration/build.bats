@@ -168,3 +168,24 @@ JSON
   expect_eq "$(sbx run --runtime runc --image "$id" -- sh -c 'pwd; stat -c %a /usr/local/bin/tool')" "/late/dir
 4755" "workdir and mode"
 }
+
+# Names that are not ASCII (a UTF-8 name, a symlink to one, as Debian's
+# ca-certificates makes) and one that is not UTF-8 at all: a layer keeps
+# their bytes, whatever the locale (sbx runs under C).
+@test "build: names that are not ASCII, or not UTF-8, survive a layer and an export" {
+  require_runtime runc
+  local d=$BATS_TEST_TMPDIR/ctx id
+  mkdir -p "$d"
+  cat >"$d/blueprint.json" <<'JSON'
+{"base":"busybox","steps":[{"run":["mkdir -p /n && cd /n && echo a > 'Főtanúsítvány.pem' && ln -s 'Főtanúsítvány.pem' 988a38cb.0 && echo b > \"$(printf 'raw\\377name')\""]}]}
+JSON
+  run --separate-stderr env LC_ALL=C "$SBX_BIN" build --runtime runc --tag names "$d"
+  expect_status 0
+  expect_eq "$(sbx run --runtime runc --image names -- sh -c 'readlink /n/988a38cb.0; cat /n/988a38cb.0; for f in /n/*; do printf "%s\n" "${f#/n/}"; done | od -An -c | tr -s " " | tr -d "\n"')" \
+    "Főtanúsítvány.pem
+a
+ 9 8 8 a 3 8 c b . 0 \n F 305 221 t a n 303 272 s 303 255 t v 303 241 n y . p e m \n r a w 377 n a m e \n" "names in the image"
+  run --separate-stderr sbx export names "$BATS_TEST_TMPDIR/names.tar"
+  expect_status 0
+  tar -tf "$BATS_TEST_TMPDIR/names.tar" >/dev/null || fail "the export is not a tar"
+}
