@@ -55,14 +55,14 @@ setup_file () {
   net_down
   ip netns add "$NS"
   ip link add "$HOST_IF" type veth peer name "$NS_IF" netns "$NS"
-  ip addr add 203.0.113.1/30 dev "$HOST_IF"
+  ip addr add 192.0.2.1/30 dev "$HOST_IF"
   ip -6 addr add 2001:db8:ffff::1/64 dev "$HOST_IF" nodad
   ip link set "$HOST_IF" up
   ip -n "$NS" link set lo up
-  ip -n "$NS" addr add 203.0.113.2/30 dev "$NS_IF"
+  ip -n "$NS" addr add 192.0.2.2/30 dev "$NS_IF"
   ip -n "$NS" -6 addr add 2001:db8:ffff::2/64 dev "$NS_IF" nodad
   ip -n "$NS" link set "$NS_IF" up
-  ip -n "$NS" route add default via 203.0.113.1
+  ip -n "$NS" route add default via 192.0.2.1
   ip -n "$NS" -6 route add default via 2001:db8:ffff::1
   local a
   for a in $INET $INET2 $DNS $PRIVATE $OPENED $METADATA; do
@@ -71,9 +71,9 @@ setup_file () {
   ip -n "$NS" -6 addr add "$INET6/128" dev lo nodad
   ip -n "$NS" -6 addr add "$INET6_2/128" dev lo nodad
   ip -n "$NS" -6 addr add "$METADATA6/128" dev lo nodad
-  ip route add 198.51.100.0/24 via 203.0.113.2 dev "$HOST_IF"
-  ip route add 10.99.0.0/16 via 203.0.113.2 dev "$HOST_IF"
-  ip route add "$METADATA/32" via 203.0.113.2 dev "$HOST_IF"
+  ip route add 198.51.100.0/24 via 192.0.2.2 dev "$HOST_IF"
+  ip route add 10.99.0.0/16 via 192.0.2.2 dev "$HOST_IF"
+  ip route add "$METADATA/32" via 192.0.2.2 dev "$HOST_IF"
   ip -6 route add 2001:db8:100::/64 via 2001:db8:ffff::2 dev "$HOST_IF"
   ip -6 route add "$METADATA6/128" via 2001:db8:ffff::2 dev "$HOST_IF"
   for a in $INET $INET2 $DNS $PRIVATE $OPENED $METADATA $INET6 $INET6_2 $METADATA6; do
@@ -178,7 +178,7 @@ while True:
   HOST_LISTENER=$!
   sleep 0.3
   refused "$id" "$gw" 47123
-  refused "$id" 203.0.113.1 47123
+  refused "$id" 192.0.2.1 47123
   # The sandbox's interfaces: loopback and eth0.
   in_sb "$id" "ls /sys/class/net | sort | tr '\n' ' '"
   expect_eq "$output" "eth0 lo " "interfaces"
