@@ -219,3 +219,37 @@ cli_exec (sbx_cli *cli, const sbx_store *st, const char *id, const sbx_exec_opts
   cli_json_end (g);
   return 0;
 }
+
+/* Parses a command with no options of its own beyond the table, leaving
+ * operands in argv + *first. Returns 1 after --help. */
+int
+cli_simple_parse (sbx_cli *cli, const char *name, int argc, char **argv, int min, int max, int *first,
+              int (*on_opt) (void *, int, const char *, sbx_error **), void *data, sbx_error **err)
+{
+  cli_parser p;
+  cli_parser_init (&p, cli, cli_find (name), argc, argv);
+  int key, ret = 0;
+  const char *arg;
+  while ((key = cli_next (&p, &arg, err)) > 0)
+    {
+      if (key == 'h')
+        {
+          cli_parser_done (&p);
+          return 1;
+        }
+      if (on_opt == NULL || on_opt (data, key, arg, err) < 0)
+        {
+          ret = -1;
+          break;
+        }
+    }
+  cli_parser_done (&p);
+  if (ret < 0 || key < 0)
+    return -1;
+  int n = argc - optind;
+  if (n < min || (max >= 0 && n > max))
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "sbx %s: expected %s (see `sbx %s --help`)", name,
+                          cli_find (name)->args ? cli_find (name)->args : "no arguments", name);
+  *first = optind;
+  return 0;
+}

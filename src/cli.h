@@ -62,6 +62,11 @@ const sbx_command *cli_find (const char *name);
 int cli_store (sbx_cli *cli, sbx_store **ret, sbx_error **err);
 
 /* Typed option values, INVALID_ARGUMENT naming the option. */
+/* Parses a command with no options beyond its table's, calling ON_OPT for
+ * each; MIN..MAX operands (MAX -1: no limit) are left at argv + *FIRST.
+ * 1 after --help. */
+int cli_simple_parse (sbx_cli *cli, const char *name, int argc, char **argv, int min, int max, int *first,
+                      int (*on_opt) (void *, int, const char *, sbx_error **), void *data, sbx_error **err);
 int cli_int (const char *opt, const char *s, int64_t min, int64_t max, int64_t *ret, sbx_error **err);
 
 /* Output: a JSON document on stdout with --json. */

@@ -44,44 +44,12 @@ net_opt (void *data, int key, const char *arg, sbx_error **err)
   return 0;
 }
 
-static int
-parse (sbx_cli *cli, const char *name, int argc, char **argv, int min, int max, int *first,
-       int (*on_opt) (void *, int, const char *, sbx_error **), void *data, sbx_error **err)
-{
-  cli_parser p;
-  cli_parser_init (&p, cli, cli_find (name), argc, argv);
-  int key, ret = 0;
-  const char *arg;
-  while ((key = cli_next (&p, &arg, err)) > 0)
-    {
-      if (key == 'h')
-        {
-          cli_parser_done (&p);
-          return 1;
-        }
-      if (on_opt == NULL || on_opt (data, key, arg, err) < 0)
-        {
-          ret = -1;
-          break;
-        }
-    }
-  cli_parser_done (&p);
-  if (ret < 0 || key < 0)
-    return -1;
-  int n = argc - optind;
-  if (n < min || n > max)
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "sbx %s: expected %s (see `sbx %s --help`)", name,
-                          cli_find (name)->args, name);
-  *first = optind;
-  return 0;
-}
-
 int
 cmd_net (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
   _cleanup_strv_ char **allow = xmalloc0 (sizeof (char *));
   struct net_args a = { .allow = allow };
-  int first, r = parse (cli, "net", argc, argv, 1, 1, &first, net_opt, &a, err);
+  int first, r = cli_simple_parse (cli, "net", argc, argv, 1, 1, &first, net_opt, &a, err);
   allow = a.allow;
   if (r != 0)
     return r < 0 ? -1 : 0;
@@ -124,7 +92,7 @@ cmd_net (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 int
 cmd_expose (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
-  int first, r = parse (cli, "expose", argc, argv, 2, 2, &first, NULL, NULL, err);
+  int first, r = cli_simple_parse (cli, "expose", argc, argv, 2, 2, &first, NULL, NULL, err);
   if (r != 0)
     return r < 0 ? -1 : 0;
   int64_t port;
@@ -160,7 +128,7 @@ cmd_expose (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 int
 cmd_urls (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
-  int first, r = parse (cli, "urls", argc, argv, 1, 1, &first, NULL, NULL, err);
+  int first, r = cli_simple_parse (cli, "urls", argc, argv, 1, 1, &first, NULL, NULL, err);
   if (r != 0)
     return r < 0 ? -1 : 0;
   sbx_store *st;

@@ -269,40 +269,6 @@ out:
   return ret;
 }
 
-/* Parses a command with no options of its own beyond the table, leaving
- * operands in argv + *first. Returns 1 after --help. */
-static int
-simple_parse (sbx_cli *cli, const char *name, int argc, char **argv, int min, int max, int *first,
-              int (*on_opt) (void *, int, const char *, sbx_error **), void *data, sbx_error **err)
-{
-  cli_parser p;
-  cli_parser_init (&p, cli, cli_find (name), argc, argv);
-  int key, ret = 0;
-  const char *arg;
-  while ((key = cli_next (&p, &arg, err)) > 0)
-    {
-      if (key == 'h')
-        {
-          cli_parser_done (&p);
-          return 1;
-        }
-      if (on_opt == NULL || on_opt (data, key, arg, err) < 0)
-        {
-          ret = -1;
-          break;
-        }
-    }
-  cli_parser_done (&p);
-  if (ret < 0 || key < 0)
-    return -1;
-  int n = argc - optind;
-  if (n < min || (max >= 0 && n > max))
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "sbx %s: expected %s (see `sbx %s --help`)", name,
-                          cli_find (name)->args ? cli_find (name)->args : "no arguments", name);
-  *first = optind;
-  return 0;
-}
-
 static void
 human_time (int64_t t, char *buf, size_t len)
 {
@@ -381,7 +347,7 @@ load_sandbox (sbx_cli *cli, const char *ref, sbx_store **st, sbx_sandbox **sb, s
 int
 cmd_status (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
-  int first, r = simple_parse (cli, "status", argc, argv, 1, 1, &first, NULL, NULL, err);
+  int first, r = cli_simple_parse (cli, "status", argc, argv, 1, 1, &first, NULL, NULL, err);
   if (r != 0)
     return r < 0 ? -1 : 0;
   sbx_store *st;
@@ -410,7 +376,7 @@ int
 cmd_ls (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
   bool quiet = false;
-  int first, r = simple_parse (cli, "ls", argc, argv, 0, 0, &first, ls_opt, &quiet, err);
+  int first, r = cli_simple_parse (cli, "ls", argc, argv, 0, 0, &first, ls_opt, &quiet, err);
   if (r != 0)
     return r < 0 ? -1 : 0;
   sbx_store *st;
@@ -458,7 +424,7 @@ int
 cmd_wait (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
   int64_t timeout = -1;
-  int first, r = simple_parse (cli, "wait", argc, argv, 1, 1, &first, timeout_opt, &timeout, err);
+  int first, r = cli_simple_parse (cli, "wait", argc, argv, 1, 1, &first, timeout_opt, &timeout, err);
   if (r != 0)
     return r < 0 ? -1 : 0;
   sbx_store *st;
@@ -525,7 +491,7 @@ static int
 end_each (sbx_cli *cli, const char *name, bool terminate, int argc, char **argv, sbx_error **err)
 {
   bool flag = false;
-  int first, r = simple_parse (cli, name, argc, argv, 1, -1, &first, bool_opt, &flag, err);
+  int first, r = cli_simple_parse (cli, name, argc, argv, 1, -1, &first, bool_opt, &flag, err);
   if (r != 0)
     return r < 0 ? -1 : 0;
   bool do_terminate = terminate || flag, do_remove = !terminate || flag;
@@ -559,7 +525,7 @@ cmd_rm (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 int
 cmd_logs (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
-  int first, r = simple_parse (cli, "logs", argc, argv, 1, 1, &first, NULL, NULL, err);
+  int first, r = cli_simple_parse (cli, "logs", argc, argv, 1, 1, &first, NULL, NULL, err);
   if (r != 0)
     return r < 0 ? -1 : 0;
   sbx_store *st;
@@ -595,7 +561,7 @@ cmd_logs (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 int
 cmd_ttl (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
-  int first, r = simple_parse (cli, "ttl", argc, argv, 2, 2, &first, NULL, NULL, err);
+  int first, r = cli_simple_parse (cli, "ttl", argc, argv, 2, 2, &first, NULL, NULL, err);
   if (r != 0)
     return r < 0 ? -1 : 0;
   int64_t secs;
@@ -632,7 +598,7 @@ cmd_ttl (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 static int
 pause_resume (sbx_cli *cli, const char *verb, int argc, char **argv, sbx_error **err)
 {
-  int first, r = simple_parse (cli, verb, argc, argv, 1, -1, &first, NULL, NULL, err);
+  int first, r = cli_simple_parse (cli, verb, argc, argv, 1, -1, &first, NULL, NULL, err);
   if (r != 0)
     return r < 0 ? -1 : 0;
   sbx_store *st;
@@ -821,7 +787,7 @@ stats_one (sbx_cli *cli, const char *ref, sbx_error **err)
 int
 cmd_stats (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
-  int first, r = simple_parse (cli, "stats", argc, argv, 0, 1, &first, NULL, NULL, err);
+  int first, r = cli_simple_parse (cli, "stats", argc, argv, 0, 1, &first, NULL, NULL, err);
   if (r != 0)
     return r < 0 ? -1 : 0;
   if (first < argc)
