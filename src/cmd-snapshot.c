@@ -268,9 +268,9 @@ cmd_restore (sbx_cli *cli, int argc, char **argv, sbx_error **err)
     return -1;
   img->workdir = xstrdup (workdir ? workdir : "/");
   _cleanup_free_ char *ckpt = sbx_store_path (st, "snapshots/%s/checkpoint", snap);
-  yajl_gen g = cli->json ? cli_json_begin () : NULL;
-  if (g)
-    j_arr (g);
+  /* All or nothing: the ids are printed once every restore ran; when one
+   * fails, those restored before it are ended and removed. */
+  _cleanup_strv_ char **ids = xmalloc0 (sizeof (char *));
   for (int64_t i = 0; i < count; i++)
     {
       sbx_sandbox_opts o;
@@ -278,21 +278,31 @@ cmd_restore (sbx_cli *cli, int argc, char **argv, sbx_error **err)
       if (restore_opts (v, &o, err) < 0 || sbx_sandbox_restore (st, &o, img, ckpt, chan_base, &sb, err) < 0)
         {
           sbx_sandbox_opts_clear (&o);
-          if (g)
-            yajl_gen_free (g);
+          for (size_t j = 0; ids[j]; j++)
+            {
+              sbx_sandbox_terminate (st, ids[j], -1, NULL);
+              sbx_sandbox_remove (st, ids[j], NULL);
+            }
+          if (ids[0])
+            return sbx_error_wrap (err, "restore %s (the %zu restored before were ended and removed)", snap,
+                                   strv_len (ids));
           return sbx_error_wrap (err, "restore %s", snap);
         }
       sbx_sandbox_opts_clear (&o);
-      if (g)
-        j_str (g, sb->id);
-      else
-        printf ("%s\n", sb->id);
+      strv_push (&ids, sb->id);
     }
-  if (g)
+  if (cli->json)
     {
+      yajl_gen g = cli_json_begin ();
+      j_arr (g);
+      for (size_t j = 0; ids[j]; j++)
+        j_str (g, ids[j]);
       j_endarr (g);
       cli_json_end (g);
     }
+  else
+    for (size_t j = 0; ids[j]; j++)
+      printf ("%s\n", ids[j]);
   return 0;
 }
 
