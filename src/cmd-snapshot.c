@@ -46,7 +46,8 @@ snapshot_id_valid (const char *s)
 }
 
 static void
-snapshot_doc (yajl_gen g, const char *snap, const sbx_sandbox *sb, char *const *layers, int64_t chan_base)
+snapshot_doc (yajl_gen g, const char *snap, const sbx_sandbox *sb, char *const *layers, int64_t chan_base,
+              yajl_val procs)
 {
   const sbx_sandbox_opts *o = &sb->opts;
   j_map (g);
@@ -58,6 +59,15 @@ snapshot_doc (yajl_gen g, const char *snap, const sbx_sandbox *sb, char *const *
   j_kstrv (g, "env", sb->image_env);
   j_kstr (g, "workdir", sb->image_workdir);
   j_kint (g, "chan_base", chan_base);
+  /* What the monitor's process table held (restore_procs in monitor.c). */
+  j_str (g, "procs");
+  if (procs && YAJL_IS_ARRAY (procs))
+    j_val (g, procs);
+  else
+    {
+      j_arr (g);
+      j_endarr (g);
+    }
   j_str (g, "options");
   j_map (g);
   j_str (g, "cpu");
@@ -167,7 +177,7 @@ cmd_snapshot (sbx_cli *cli, int argc, char **argv, sbx_error **err)
       _cleanup_strv_ char **layers = strv_dup (sb->layers);
       strv_push (&layers, digest);
       _cleanup_yajl_gen_ yajl_gen g = j_new (true);
-      snapshot_doc (g, snap, sb, layers, next_chan);
+      snapshot_doc (g, snap, sb, layers, next_chan, j_get (v, "procs"));
       size_t len;
       _cleanup_free_ char *doc = j_take (g, &len);
       _cleanup_free_ char *path = xasprintf ("%s/snapshot.json", tmp);

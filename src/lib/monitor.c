@@ -769,7 +769,35 @@ handle_snapshot (struct mon *m, struct client *c, yajl_val req)
       return;
     }
   mlog (m, "checkpointed into %s", path);
-  _cleanup_free_ char *s = xasprintf ("{\"ok\":true,\"next_chan\":%u}", m->next_chan + 1);
+  /* The process table goes into the snapshot: a restored monitor knows
+   * what the restored agent runs (sbx ps, proc wait, logs from then on). */
+  _cleanup_yajl_gen_ yajl_gen g = j_new (false);
+  j_map (g);
+  j_kbool (g, "ok", true);
+  j_kint (g, "next_chan", m->next_chan + 1);
+  j_str (g, "procs");
+  j_arr (g);
+  for (size_t i = 0; i < m->nprocs; i++)
+    {
+      const struct proc *p = m->procs[i];
+      if (p->pid == 0)
+        continue;
+      j_map (g);
+      j_kint (g, "chan", p->chan);
+      j_kint (g, "pid", p->pid);
+      j_kstr (g, "command", p->cmd);
+      j_kbool (g, "tty", p->tty);
+      j_kint (g, "started_at", p->started_at);
+      j_kbool (g, "ended", p->ended);
+      j_kint (g, "ended_at", p->ended_at);
+      j_kint (g, "exit_code", p->exit_code);
+      j_kint (g, "signal", p->signal);
+      j_kbool (g, "timed_out", p->timed_out);
+      j_endmap (g);
+    }
+  j_endarr (g);
+  j_endmap (g);
+  _cleanup_free_ char *s = j_take (g, NULL);
   reply_json (c, s);
   c->closing = true;
   begin_shutdown (m, SBX_STATE_TERMINATED, "snapshot");
@@ -1933,6 +1961,51 @@ expose_create_ports (struct mon *m, sbx_error **err)
   return 0;
 }
 
+/* A restored sandbox's process table, from its snapshot.json (written by
+ * sbx snapshot): every process is in the background now (whoever waited on
+ * it is gone); output from the restore on goes to its log. */
+static void
+restore_procs (struct mon *m)
+{
+  _cleanup_free_ char *dir = xstrdup (m->sb->restore_from);
+  char *slash = strrchr (dir, '/');
+  if (slash == NULL)
+    return;
+  *slash = '\0';
+  _cleanup_free_ char *path = xasprintf ("%s/snapshot.json", dir);
+  _cleanup_yajl_val_ yajl_val v = NULL;
+  if (j_read_file (path, 4 << 20, "snapshot", NULL, &v, NULL) < 0)
+    return;
+  yajl_val procs = j_get (v, "procs");
+  if (procs == NULL || !YAJL_IS_ARRAY (procs))
+    return;
+  for (size_t i = 0; i < procs->u.array.len && i < MAX_CLIENTS; i++)
+    {
+      yajl_val x = procs->u.array.values[i];
+      int64_t chan = 0, pid = 0, started = 0, ended_at = 0, code = 0, sig = 0;
+      const char *cmd = NULL;
+      bool tty = false, ended = false, timed_out = false;
+      if (j_get_int (x, "chan", true, &chan, NULL) < 0 || j_get_int (x, "pid", true, &pid, NULL) < 0
+          || j_get_str (x, "command", false, &cmd, NULL) < 0 || j_get_bool (x, "tty", false, &tty, NULL) < 0
+          || j_get_int (x, "started_at", false, &started, NULL) < 0 || j_get_bool (x, "ended", false, &ended, NULL) < 0
+          || j_get_int (x, "ended_at", false, &ended_at, NULL) < 0 || j_get_int (x, "exit_code", false, &code, NULL) < 0
+          || j_get_int (x, "signal", false, &sig, NULL) < 0 || j_get_bool (x, "timed_out", false, &timed_out, NULL) < 0
+          || chan < 1 || chan >= m->next_chan || pid < 1 || pid > INT32_MAX || proc_by_chan (m, (uint32_t) chan))
+        continue;
+      char *const argv[] = { (char *) (cmd ? cmd : "?"), NULL };
+      proc_new (m, (uint32_t) chan, argv, true, tty);
+      struct proc *p = m->procs[m->nprocs - 1];
+      p->pid = (uint32_t) pid;
+      p->started_at = started;
+      if (ended)
+        {
+          proc_end (m, p, (int32_t) code, (int32_t) sig, timed_out);
+          p->ended_at = ended_at;
+        }
+    }
+  mlog (m, "restored a table of %zu processes", m->nprocs);
+}
+
 static int
 setup (struct mon *m, sbx_error **err)
 {
@@ -2028,6 +2101,8 @@ setup (struct mon *m, sbx_error **err)
   close (m->cgroup_hold);
   m->cgroup_hold = -1;
   mlog (m, "%s started the container", m->rt->name);
+  if (m->sb->restore_from)
+    restore_procs (m);
   if (expose_create_ports (m, err) < 0)
     return -1;
   return listen_control (m, err);

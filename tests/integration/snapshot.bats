@@ -48,6 +48,20 @@ lines_of () {
   for c in 1 2 3; do
     expect_eq "$(sbx exec "$a" -- echo "exec-$c")" "exec-$c" "exec $c into a restored sandbox"
   done
+  # The process table came along: the counter is a running background
+  # process there, which proc kill and proc wait reach.
+  local cpid
+  run --separate-stderr sbx --json ps "$a"
+  expect_status 0
+  expect_eq "$(jget '[p["state"] for p in d if "while" in p["command"]][0]')" running "the counter in sbx ps"
+  expect_eq "$(jget '[p["background"] for p in d if "while" in p["command"]][0]')" true "in the background"
+  cpid=$(jget '[p["pid"] for p in d if "while" in p["command"]][0]')
+  run --separate-stderr sbx proc "$b" "$cpid" kill --signal KILL
+  expect_status 0
+  run --separate-stderr sbx proc "$b" "$cpid" wait --timeout 10
+  expect_status 137
+  expect_eq "$(sbx --json ps "$b" | jpipe '[p["state"] for p in d if p["pid"] == '"$cpid"'][0]')" exited "killed in fork b"
+  expect_eq "$(sbx --json ps "$a" | jpipe '[p["state"] for p in d if p["pid"] == '"$cpid"'][0]')" running "still running in fork a"
   # A restored sandbox can be snapshotted again.
   run --separate-stderr sbx snapshot "$a"
   expect_status 0
