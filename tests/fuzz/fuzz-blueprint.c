@@ -12,21 +12,8 @@
 
 #include "blueprint.h"
 
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#define CHECK(cond)                                                                                \
-  do                                                                                               \
-    {                                                                                              \
-      if (!(cond))                                                                                 \
-        {                                                                                          \
-          fprintf (stderr, "fuzz-blueprint: %s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-          abort ();                                                                                \
-        }                                                                                          \
-    }                                                                                              \
-  while (0)
+#define FUZZ_NAME "fuzz-blueprint"
+#include "fuzz.h"
 
 static size_t accepted;
 
@@ -66,8 +53,6 @@ check_blueprint (const sbx_blueprint *bp)
     }
 }
 
-int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
-
 int
 LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
@@ -92,15 +77,6 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 #define CORPUS_SIZE 20000
 #define INPUT_MAX 8192
 
-static uint32_t seed = 12345;
-
-static uint32_t
-rnd (uint32_t n)
-{
-  seed = seed * 1103515245u + 12345u;
-  return (seed >> 8) % (n ? n : 1);
-}
-
 static const char *const seeds[] = {
   "{\"base\":\"busybox\"}",
   "{\"base\":\"debian:bookworm\",\"steps\":[{\"apt_packages\":[\"curl\",\"git=1:2.39\"]},{\"python_version\":\"3.11\"},"
@@ -114,64 +90,18 @@ static const char *const seeds[] = {
 static const char *const tokens[] = { "\"..\"", "\"../x\"", "\"/abs\"", "-r", "\"--index-url\"", "null", "true", "1e999",
                                       "[]", "{}", "\"\\u0000\"", ",", ":", "\"", "{", "}", "[", "]", "'", " " };
 
-static size_t
-make_input (unsigned i, char *out)
-{
-  const char *s = seeds[i % (sizeof seeds / sizeof *seeds)];
-  size_t n = strlen (s);
-  memcpy (out, s, n);
-  if (i % 5 == 0)
-    return n; /* valid as is */
-  unsigned edits = 1 + rnd (4);
-  for (unsigned e = 0; e < edits; e++)
-    {
-      size_t at = rnd ((uint32_t) n + 1);
-      switch (rnd (3))
-        {
-        case 0: /* flip a byte */
-          if (n)
-            out[at % n] = (char) rnd (256);
-          break;
-        case 1: /* delete a span */
-          if (n)
-            {
-              size_t len = rnd (8);
-              if (at + len > n)
-                len = n - at;
-              memmove (out + at, out + at + len, n - at - len);
-              n -= len;
-            }
-          break;
-        default: /* insert a token */
-          {
-            const char *t = tokens[rnd (sizeof tokens / sizeof *tokens)];
-            size_t tl = strlen (t);
-            if (n + tl < INPUT_MAX)
-              {
-                memmove (out + at + tl, out + at, n - at);
-                memcpy (out + at, t, tl);
-                n += tl;
-              }
-          }
-        }
-    }
-  return n;
-}
-
 int
 main (void)
 {
-  static char input[INPUT_MAX];
-  printf ("1..2\n");
-  for (unsigned i = 0; i < CORPUS_SIZE; i++)
-    {
-      size_t n = make_input (i, input);
-      LLVMFuzzerTestOneInput ((const uint8_t *) input, n);
-    }
-  printf ("ok 1 - %d pseudo-random blueprints to the parser\n", CORPUS_SIZE);
-  printf ("%s 2 - %zu of them accepted, each with its promises kept\n", accepted > CORPUS_SIZE / 10 ? "ok" : "not ok",
-          accepted);
-  return 0;
+  static const struct fuzz_seeds mutations = FUZZ_SEEDS (seeds, tokens, INPUT_MAX, false);
+  static const struct fuzz_corpus corpus = {
+    .count = CORPUS_SIZE, .input_max = INPUT_MAX, .rnd_seed = 12345, .mutate = &mutations,
+    .what = "blueprints to the parser",
+  };
+
+  fuzz_corpus_run (&corpus, 2);
+  tap_ok (accepted > CORPUS_SIZE / 10, "%zu of them accepted, each with its promises kept", accepted);
+  return tap_done ();
 }
 
 #endif

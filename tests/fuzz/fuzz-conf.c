@@ -16,22 +16,10 @@
 
 #include "conf.h"
 
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/socket.h>
 
-#define CHECK(cond)                                                                                \
-  do                                                                                               \
-    {                                                                                              \
-      if (!(cond))                                                                                 \
-        {                                                                                          \
-          fprintf (stderr, "fuzz-conf: %s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);    \
-          abort ();                                                                                \
-        }                                                                                          \
-    }                                                                                              \
-  while (0)
+#define FUZZ_NAME "fuzz-conf"
+#include "fuzz.h"
 
 #define NAME "fuzz.conf"
 
@@ -167,10 +155,7 @@ check_round_trip (const sbx_conf *c)
   sbx_conf *d = NULL;
   sbx_error *err = NULL;
   if (sbx_conf_parse (NAME, text, len, &d, &err) < 0)
-    {
-      fprintf (stderr, "fuzz-conf: written back, refused: %s\n%s", err->msg, text);
-      abort ();
-    }
+    fuzz_fail ("written back, refused: %s\n%s", err->msg, text);
   CHECK (sbx_cidr_equal (&c->pool4, &d->pool4) && sbx_cidr_equal (&c->pool6, &d->pool6));
   CHECK (c->ndns == d->ndns && c->nopen == d->nopen && c->observe == d->observe);
   for (size_t i = 0; i < c->ndns; i++)
@@ -189,10 +174,7 @@ check_error (const sbx_error *err, const uint8_t *data, size_t size)
   CHECK (err && err->code == SBX_E_INVALID_ARGUMENT && err->msg && err->msg[0]);
   for (const char *p = err->msg; *p; p++)
     if (*p < 0x20 || *p >= 0x7f)
-      {
-        fprintf (stderr, "fuzz-conf: a message that is not printable: %s\n", err->msg);
-        abort ();
-      }
+      fuzz_fail ("a message that is not printable: %s", err->msg);
   const char *m = err->msg + strlen (NAME);
   CHECK (strncmp (err->msg, NAME ":", strlen (NAME) + 1) == 0);
   char *end;
@@ -202,8 +184,6 @@ check_error (const sbx_error *err, const uint8_t *data, size_t size)
     lines += data[i] == '\n';
   CHECK (end != m + 1 && line >= 1 && line <= lines && strncmp (end, ": ", 2) == 0);
 }
-
-int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
 
 int
 LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
@@ -232,15 +212,6 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 #define CORPUS_SIZE 30000
 #define INPUT_MAX 8192
 
-static uint32_t seed = 4242;
-
-static uint32_t
-rnd (uint32_t n)
-{
-  seed = seed * 1103515245u + 12345u;
-  return (seed >> 8) % (n ? n : 1);
-}
-
 /* The corpus: valid files, from the empty one to one with every key. */
 static const char *const seeds[] = {
   "",
@@ -259,72 +230,19 @@ static const char *const tokens[] = { "=",  " = ", " ",   "\t",      "\n",     "
                                       "\n", "dns = 10.0.0.1\n",      "open = a 10.0.0.0/8\n", "pool4 = 10.0.0.0/8\n",
                                       "pool6 = fd00::/64\n", "expose_host = ", "\xc3\xa9" };
 
-static size_t
-make_input (unsigned i, char *out)
-{
-  const char *s = seeds[i % (sizeof seeds / sizeof *seeds)];
-  size_t n = strlen (s);
-  memcpy (out, s, n);
-  if (i % 5 == 0)
-    return n; /* valid as is */
-  unsigned edits = 1 + rnd (4);
-  for (unsigned e = 0; e < edits; e++)
-    {
-      size_t at = rnd ((uint32_t) n + 1);
-      switch (rnd (4))
-        {
-        case 0: /* flip a byte */
-          if (n)
-            out[at % n] = (char) rnd (256);
-          break;
-        case 1: /* delete a span */
-          if (n)
-            {
-              size_t len = rnd (8);
-              if (at + len > n)
-                len = n - at;
-              memmove (out + at, out + at + len, n - at - len);
-              n -= len;
-            }
-          break;
-        case 2: /* change a digit: the values are mostly numbers */
-          if (n)
-            {
-              size_t k = at % n;
-              if (out[k] >= '0' && out[k] <= '9')
-                out[k] = (char) ('0' + rnd (10));
-            }
-          break;
-        default: /* insert a token */
-          {
-            const char *t = tokens[rnd (sizeof tokens / sizeof *tokens)];
-            size_t tl = strlen (t);
-            if (n + tl < INPUT_MAX)
-              {
-                memmove (out + at + tl, out + at, n - at);
-                memcpy (out + at, t, tl);
-                n += tl;
-              }
-          }
-        }
-    }
-  return n;
-}
-
 int
 main (void)
 {
-  static char input[INPUT_MAX];
-  printf ("1..2\n");
-  for (unsigned i = 0; i < CORPUS_SIZE; i++)
-    {
-      size_t n = make_input (i, input);
-      LLVMFuzzerTestOneInput ((const uint8_t *) input, n);
-    }
-  printf ("ok 1 - %d pseudo-random config files to the parser\n", CORPUS_SIZE);
-  printf ("%s 2 - %zu of them accepted, each with its promises kept and written back the same\n",
-          accepted > CORPUS_SIZE / 10 ? "ok" : "not ok", accepted);
-  return 0;
+  static const struct fuzz_seeds mutations = FUZZ_SEEDS (seeds, tokens, INPUT_MAX, true);
+  static const struct fuzz_corpus corpus = {
+    .count = CORPUS_SIZE, .input_max = INPUT_MAX, .rnd_seed = 4242, .mutate = &mutations,
+    .what = "config files to the parser",
+  };
+
+  fuzz_corpus_run (&corpus, 2);
+  tap_ok (accepted > CORPUS_SIZE / 10, "%zu of them accepted, each with its promises kept and written back the same",
+          accepted);
+  return tap_done ();
 }
 
 #endif

@@ -14,22 +14,8 @@
 
 #include "resolver.h"
 
-#include <stdbool.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#define CHECK(cond)                                                                                \
-  do                                                                                               \
-    {                                                                                              \
-      if (!(cond))                                                                                 \
-        {                                                                                          \
-          fprintf (stderr, "fuzz-dns: %s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);      \
-          abort ();                                                                                \
-        }                                                                                          \
-    }                                                                                              \
-  while (0)
+#define FUZZ_NAME "fuzz-dns"
+#include "fuzz.h"
 
 static size_t accepted, refused;
 
@@ -63,8 +49,6 @@ reference_ok (const uint8_t *p, size_t n)
   return n - (pos + 1) >= 4;
 }
 
-int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
-
 int
 LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
@@ -88,15 +72,6 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 #define CORPUS_SIZE 50000
 #define INPUT_MAX 1024
 
-static uint32_t seed = 4242;
-
-static uint32_t
-rnd (uint32_t n)
-{
-  seed = seed * 1103515245u + 12345u;
-  return (seed >> 8) % (n ? n : 1);
-}
-
 /* A query for a name of random labels, sometimes at the length limits,
  * sometimes with an EDNS OPT record after the question. */
 static size_t
@@ -105,27 +80,27 @@ make_seed (uint8_t *out)
   static const uint8_t opt[] = { 0, 0, 41, 0x10, 0, 0, 0, 0, 0, 0, 0 };
   size_t n = 12, wire = 1;
   memset (out, 0, 12);
-  out[0] = (uint8_t) rnd (256);
-  out[1] = (uint8_t) rnd (256);
+  out[0] = (uint8_t) fuzz_rnd (256);
+  out[1] = (uint8_t) fuzz_rnd (256);
   out[2] = 0x01;
   out[5] = 1;
-  unsigned labels = rnd (6);
+  unsigned labels = fuzz_rnd (6);
   for (unsigned l = 0; l < labels; l++)
     {
-      unsigned len = rnd (4) == 0 ? 63 : 1 + rnd (20);
+      unsigned len = fuzz_rnd (4) == 0 ? 63 : 1 + fuzz_rnd (20);
       if (wire + 1 + len > 255)
         break;
       out[n++] = (uint8_t) len;
       for (unsigned k = 0; k < len; k++)
-        out[n++] = (uint8_t) ("abcdefghijklmnopqrstuvwxyz0123456789-"[rnd (37)]);
+        out[n++] = (uint8_t) ("abcdefghijklmnopqrstuvwxyz0123456789-"[fuzz_rnd (37)]);
       wire += 1 + len;
     }
   out[n++] = 0;
   out[n++] = 0;
-  out[n++] = (uint8_t) (1 + rnd (255));
+  out[n++] = (uint8_t) (1 + fuzz_rnd (255));
   out[n++] = 0;
   out[n++] = 1;
-  if (rnd (3) == 0)
+  if (fuzz_rnd (3) == 0)
     {
       out[11] = 1;
       memcpy (out + n, opt, sizeof opt);
@@ -138,34 +113,34 @@ static size_t
 mutate (uint8_t *out, size_t n)
 {
   static const uint8_t special[] = { 0, 1, 63, 64, 0x80, 0xc0, 0xc0 | 12, 0xff };
-  unsigned edits = 1 + rnd (3);
+  unsigned edits = 1 + fuzz_rnd (3);
   for (unsigned e = 0; e < edits; e++)
     {
-      size_t at = rnd ((uint32_t) n + 1);
-      switch (rnd (5))
+      size_t at = fuzz_rnd ((uint32_t) n + 1);
+      switch (fuzz_rnd (5))
         {
         case 0: /* a random byte */
           if (n)
-            out[at % n] = (uint8_t) rnd (256);
+            out[at % n] = (uint8_t) fuzz_rnd (256);
           break;
         case 1: /* a byte that matters to a name or a header */
           if (n)
-            out[at % n] = special[rnd (sizeof special)];
+            out[at % n] = special[fuzz_rnd (sizeof special)];
           break;
         case 2: /* a header field */
-          out[2 + rnd (4)] = (uint8_t) rnd (256);
+          out[2 + fuzz_rnd (4)] = (uint8_t) fuzz_rnd (256);
           break;
         case 3: /* cut short */
           n = at;
           break;
         default: /* a span inserted */
           {
-            size_t len = 1 + rnd (70);
+            size_t len = 1 + fuzz_rnd (70);
             if (n + len <= INPUT_MAX)
               {
                 memmove (out + at + len, out + at, n - at);
                 for (size_t k = 0; k < len; k++)
-                  out[at + k] = rnd (2) ? special[rnd (sizeof special)] : (uint8_t) rnd (256);
+                  out[at + k] = fuzz_rnd (2) ? special[fuzz_rnd (sizeof special)] : (uint8_t) fuzz_rnd (256);
                 n += len;
               }
           }
@@ -174,28 +149,36 @@ mutate (uint8_t *out, size_t n)
   return n;
 }
 
+/* A query, as it is for every fourth input, else mutated; every sixteenth
+ * input random bytes instead (the query is still made first, so the numbers
+ * drawn for the inputs after it stay the same). */
+static size_t
+make_input (unsigned i, uint8_t *out)
+{
+  size_t n = make_seed (out);
+  if (i % 4 != 0)
+    n = mutate (out, n);
+  if (i % 16 == 15)
+    {
+      n = fuzz_rnd (64);
+      for (size_t k = 0; k < n; k++)
+        out[k] = (uint8_t) fuzz_rnd (256);
+    }
+  return n;
+}
+
 int
 main (void)
 {
-  static uint8_t input[INPUT_MAX];
-  printf ("1..3\n");
-  for (unsigned i = 0; i < CORPUS_SIZE; i++)
-    {
-      size_t n = make_seed (input);
-      if (i % 4 != 0)
-        n = mutate (input, n);
-      if (i % 16 == 15) /* random bytes */
-        {
-          n = rnd (64);
-          for (size_t k = 0; k < n; k++)
-            input[k] = (uint8_t) rnd (256);
-        }
-      LLVMFuzzerTestOneInput (input, n);
-    }
-  printf ("ok 1 - %d pseudo-random messages to the query check, which agrees with the reference\n", CORPUS_SIZE);
-  printf ("%s 2 - %zu of them accepted\n", accepted > CORPUS_SIZE / 5 ? "ok" : "not ok", accepted);
-  printf ("%s 3 - %zu of them refused\n", refused > CORPUS_SIZE / 5 ? "ok" : "not ok", refused);
-  return 0;
+  static const struct fuzz_corpus corpus = {
+    .count = CORPUS_SIZE, .input_max = INPUT_MAX, .rnd_seed = 4242, .make_input = make_input,
+    .what = "messages to the query check, which agrees with the reference",
+  };
+
+  fuzz_corpus_run (&corpus, 3);
+  tap_ok (accepted > CORPUS_SIZE / 5, "%zu of them accepted", accepted);
+  tap_ok (refused > CORPUS_SIZE / 5, "%zu of them refused", refused);
+  return tap_done ();
 }
 
 #endif

@@ -14,22 +14,10 @@
 
 #include "proxy.h"
 
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <strings.h>
 
-#define CHECK(cond)                                                                            \
-  do                                                                                           \
-    {                                                                                          \
-      if (!(cond))                                                                             \
-        {                                                                                      \
-          fprintf (stderr, "fuzz-http: %s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-          abort ();                                                                            \
-        }                                                                                      \
-    }                                                                                          \
-  while (0)
+#define FUZZ_NAME "fuzz-http"
+#include "fuzz.h"
 
 #define TOKEN "tok-3n"
 
@@ -63,8 +51,6 @@ check_rewrite (const char *in, size_t hl)
   CHECK (eol && memcmp (out, in, (size_t) (eol - in)) == 0);
   free (out);
 }
-
-int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
 
 int
 LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
@@ -104,15 +90,6 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 #define CORPUS_SIZE 50000
 #define INPUT_MAX 20000
 
-static uint32_t seed = 4242;
-
-static uint32_t
-rnd (uint32_t n)
-{
-  seed = seed * 1103515245u + 12345u;
-  return (seed >> 8) % (n ? n : 1);
-}
-
 static const char *const seeds[] = {
   "GET / HTTP/1.1\r\nHost: example\r\n\r\n",
   "GET /x?token=" TOKEN " HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer " TOKEN "\r\nConnection: keep-alive\r\n\r\n",
@@ -128,81 +105,45 @@ static const char *const tokens[] = { "\r\n",          "\r",          "\n",     
                                       "Authorization: Bearer " TOKEN "\r\n", "Proxy-Authorization: x\r\n",
                                       "HTTP/1.1",      "\x7f",        "\xff",      "X-Forwarded-Proto: https\r\n" };
 
+static const struct fuzz_seeds mutations = FUZZ_SEEDS (seeds, tokens, INPUT_MAX, false);
+
+/* Long heads, near and over the size and count limits. */
 static size_t
-make_input (unsigned i, char *out)
+make_long_head (char *out)
 {
-  size_t n;
-  if (i % 50 == 49)
-    {
-      /* Long heads, near and over the size and count limits. */
-      n = (size_t) sprintf (out, "GET / HTTP/1.1\r\n");
-      unsigned count = 90 + rnd (20);
-      for (unsigned k = 0; k < count; k++)
-        n += (size_t) sprintf (out + n, "H%u: v\r\n", k);
-      size_t pad = rnd (2) ? SBX_HTTP_HEAD_MAX - n - 40 + rnd (80) : rnd (100);
-      n += (size_t) sprintf (out + n, "X: ");
-      memset (out + n, 'p', pad);
-      n += pad;
-      n += (size_t) sprintf (out + n, "\r\n\r\n");
-      return n;
-    }
-  const char *s = seeds[i % (sizeof seeds / sizeof *seeds)];
-  n = strlen (s);
-  memcpy (out, s, n);
-  if (i % 5 == 0)
-    return n; /* valid as is */
-  unsigned edits = 1 + rnd (4);
-  for (unsigned e = 0; e < edits; e++)
-    {
-      size_t at = rnd ((uint32_t) n + 1);
-      switch (rnd (3))
-        {
-        case 0: /* flip a byte */
-          if (n)
-            out[at % n] = (char) rnd (256);
-          break;
-        case 1: /* delete a span */
-          if (n)
-            {
-              size_t len = rnd (8);
-              if (at + len > n)
-                len = n - at;
-              memmove (out + at, out + at + len, n - at - len);
-              n -= len;
-            }
-          break;
-        default: /* insert a token */
-          {
-            const char *t = tokens[rnd (sizeof tokens / sizeof *tokens)];
-            size_t tl = t[0] ? strlen (t) : 1;
-            if (n + tl < INPUT_MAX)
-              {
-                memmove (out + at + tl, out + at, n - at);
-                memcpy (out + at, t, tl);
-                n += tl;
-              }
-          }
-        }
-    }
+  size_t n = (size_t) sprintf (out, "GET / HTTP/1.1\r\n");
+  unsigned count = 90 + fuzz_rnd (20);
+  for (unsigned k = 0; k < count; k++)
+    n += (size_t) sprintf (out + n, "H%u: v\r\n", k);
+  size_t pad = fuzz_rnd (2) ? SBX_HTTP_HEAD_MAX - n - 40 + fuzz_rnd (80) : fuzz_rnd (100);
+  n += (size_t) sprintf (out + n, "X: ");
+  memset (out + n, 'p', pad);
+  n += pad;
+  n += (size_t) sprintf (out + n, "\r\n\r\n");
   return n;
+}
+
+static size_t
+make_input (unsigned i, uint8_t *out)
+{
+  if (i % 50 == 49)
+    return make_long_head ((char *) out);
+  return fuzz_mutate_seed (&mutations, i, out);
 }
 
 int
 main (void)
 {
-  static char input[INPUT_MAX];
-  printf ("1..3\n");
-  for (unsigned i = 0; i < CORPUS_SIZE; i++)
-    {
-      size_t n = make_input (i, input);
-      LLVMFuzzerTestOneInput ((const uint8_t *) input, n);
-    }
-  printf ("ok 1 - %d pseudo-random inputs to head_len, authorized and rewrite_head\n", CORPUS_SIZE);
-  printf ("%s 2 - %zu of them complete heads, %zu rewritten, each a valid head without Authorization\n",
-          heads > CORPUS_SIZE / 10 && rewritten > CORPUS_SIZE / 10 ? "ok" : "not ok", heads, rewritten);
-  printf ("%s 3 - %zu of them authorized, each with its one Authorization header\n",
-          authorized > CORPUS_SIZE / 50 ? "ok" : "not ok", authorized);
-  return 0;
+  static const struct fuzz_corpus corpus = {
+    .count = CORPUS_SIZE, .input_max = INPUT_MAX, .rnd_seed = 4242, .make_input = make_input,
+    .what = "inputs to head_len, authorized and rewrite_head",
+  };
+
+  fuzz_corpus_run (&corpus, 3);
+  tap_ok (heads > CORPUS_SIZE / 10 && rewritten > CORPUS_SIZE / 10,
+          "%zu of them complete heads, %zu rewritten, each a valid head without Authorization", heads, rewritten);
+  tap_ok (authorized > CORPUS_SIZE / 50, "%zu of them authorized, each with its one Authorization header", authorized);
+  return tap_done ();
 }
 
 #endif

@@ -16,21 +16,8 @@
 
 #include "proto.h"
 
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#define CHECK(cond)                                                                                \
-  do                                                                                               \
-    {                                                                                              \
-      if (!(cond))                                                                                 \
-        {                                                                                          \
-          fprintf (stderr, "fuzz-proto: %s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);    \
-          abort ();                                                                                \
-        }                                                                                          \
-    }                                                                                              \
-  while (0)
+#define FUZZ_NAME "fuzz-proto"
+#include "fuzz.h"
 
 static struct sbx_frame_reader rd;
 static struct sbx_exec_req req, req2;
@@ -155,8 +142,6 @@ feed_all (const uint8_t *data, size_t size, unsigned step, bool check)
   return res;
 }
 
-int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
-
 int
 LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
@@ -180,8 +165,8 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 #define CORPUS_SIZE 20000
 #define INPUT_MAX (3 * (SBX_PROTO_HDR_SIZE + SBX_PROTO_MAX_PAYLOAD))
 
+/* xorshift64, not fuzz_rnd: this harness's corpus has always come from it. */
 static uint64_t rng = 0x5bd1e9955bd1e995ull;
-static unsigned char input[INPUT_MAX];
 
 static uint32_t
 rnd (uint32_t n)
@@ -309,24 +294,24 @@ mutate (unsigned char *p, size_t n)
 }
 
 static size_t
-make_input (unsigned i)
+make_input (unsigned i, uint8_t *out)
 {
   size_t n;
 
   switch (i % 4)
     {
     case 0: /* an EXEC payload, mutated */
-      n = make_exec (input, INPUT_MAX);
-      return mutate (input, n);
+      n = make_exec (out, INPUT_MAX);
+      return mutate (out, n);
     case 1: /* a frame stream, mutated */
-      n = make_stream (input);
-      return mutate (input, n);
+      n = make_stream (out);
+      return mutate (out, n);
     case 2: /* a valid frame stream */
-      return make_stream (input);
+      return make_stream (out);
     default: /* random bytes */
       n = rnd (2) ? rnd (64) : rnd (4096);
       for (size_t j = 0; j < n; j++)
-        input[j] = (unsigned char) rnd (256);
+        out[j] = (unsigned char) rnd (256);
       return n;
     }
 }
@@ -334,14 +319,13 @@ make_input (unsigned i)
 int
 main (void)
 {
-  printf ("1..1\n");
-  for (unsigned i = 0; i < CORPUS_SIZE; i++)
-    {
-      size_t n = make_input (i);
-      LLVMFuzzerTestOneInput (input, n);
-    }
-  printf ("ok 1 - %d pseudo-random inputs to the frame, EXEC and EXIT decoders\n", CORPUS_SIZE);
-  return 0;
+  static const struct fuzz_corpus corpus = {
+    .count = CORPUS_SIZE, .input_max = INPUT_MAX, .make_input = make_input,
+    .what = "inputs to the frame, EXEC and EXIT decoders",
+  };
+
+  fuzz_corpus_run (&corpus, 1);
+  return tap_done ();
 }
 
 #endif
