@@ -131,6 +131,24 @@ cmd_build (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   int r = sbx_build (st, bp, &o, &id, err);
   if (pr.tty)
     fputs ("\r\033[K", stderr);
+  /* Interrupted (Ctrl-C passed on to the step's command): not an error of
+   * sbx's, and not the blueprint's. Exits 128 + the signal, as a shell. */
+  int sig = sbx_client_interrupted ();
+  if (r < 0 && sig > 0)
+    {
+      fprintf (stderr, "sbx: build interrupted by signal %d; nothing was built from the step it was in%s\n", sig,
+               tag ? ", and nothing tagged" : "");
+      if (cli->json)
+        {
+          yajl_gen g = cli_json_begin ();
+          j_map (g);
+          j_kbool (g, "interrupted", true);
+          j_kint (g, "signal", sig);
+          j_endmap (g);
+          cli_json_end (g);
+        }
+      return 128 + sig;
+    }
   if (r < 0 || (tag && sbx_tag_set (st, tag, id, err) < 0))
     return -1;
   if (cli->json)

@@ -307,6 +307,15 @@ forward_resize (struct exec_state *s)
   sbx_frame_write (s->fd, SBX_MSG_RESIZE, 0, rc, sizeof rc);
 }
 
+/* The last SIGINT, SIGTERM or SIGHUP this process passed on to a command. */
+static volatile int interrupted_by;
+
+int
+sbx_client_interrupted (void)
+{
+  return interrupted_by;
+}
+
 static void
 forward_signal (struct exec_state *s, int sfd)
 {
@@ -319,6 +328,7 @@ forward_signal (struct exec_state *s, int sfd)
           continue;
         }
       uint32_t sig = si.ssi_signo;
+      interrupted_by = (int) sig;
       sbx_frame_write (s->fd, SBX_MSG_SIGNAL, 0, &sig, sizeof sig);
     }
 }

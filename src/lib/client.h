@@ -32,6 +32,9 @@ typedef struct sbx_exec_opts {
 /* SANDBOX_NOT_RUNNING when nothing listens for ID. */
 int sbx_client_connect (const sbx_store *st, const char *id, int *ret_fd, sbx_error **err);
 /* Sends one REQUEST and reads its REPLY; an error reply becomes *err. */
+/* The SIGINT, SIGTERM or SIGHUP an attached exec of this process passed on
+ * to its command (the user's Ctrl-C), 0 if none. */
+int sbx_client_interrupted (void);
 int sbx_client_call (const sbx_store *st, const char *id, const char *json, yajl_val *ret, sbx_error **err);
 /* The same for a request answered by STDOUT/STDERR frames (written to
  * OUT_FD/ERR_FD; -1 drops them) and then the REPLY: `proc logs`. */

@@ -189,3 +189,28 @@ a
   expect_status 0
   tar -tf "$BATS_TEST_TMPDIR/names.tar" >/dev/null || fail "the export is not a tar"
 }
+
+# Ctrl-C or a TERM: passed on to the step's command; the build ends with
+# 128 + the signal, as a shell, with nothing tagged and no build sandbox
+# left. (TERM here: a background job of a script ignores SIGINT.)
+@test "build: interrupted by a signal exits 128+N, tags nothing, leaves no sandbox" {
+  require_runtime runc
+  local d=$BATS_TEST_TMPDIR/ctx pid rc=0
+  mkdir -p "$d"
+  printf '{"base":"busybox","steps":[{"run":"echo started; sleep 30"}]}' >"$d/blueprint.json"
+  "$SBX_BIN" build --runtime runc --tag never "$d" >"$BATS_TEST_TMPDIR/out" 2>&1 &
+  pid=$!
+  local i
+  for i in $(seq 100); do
+    grep -q started "$BATS_TEST_TMPDIR/out" && break
+    sleep 0.1
+  done
+  grep -q started "$BATS_TEST_TMPDIR/out" || fail "the step did not start: $(cat "$BATS_TEST_TMPDIR/out")"
+  kill -TERM "$pid"
+  wait "$pid" || rc=$?
+  expect_eq "$rc" 143 "exit status"
+  expect_contains "$(cat "$BATS_TEST_TMPDIR/out")" "interrupted by signal 15"
+  run sbx images
+  expect_not_contains "$output" never
+  expect_eq "$(sbx ls -q | wc -l)" 0 "sandboxes left"
+}
