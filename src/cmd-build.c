@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -128,12 +129,28 @@ cmd_build (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   sbx_build_opts o = { .context = context, .runtime = runtime, .no_cache = no_cache, .out_fd = 2,
                        .progress = on_step, .data = &pr };
   _cleanup_free_ char *id = NULL;
+  /* Ctrl-C, TERM and HUP are held for the whole build, so that none cuts
+   * it between its steps (leaving a build sandbox behind): one that comes
+   * while a step's command runs is passed on to it, which ends the build;
+   * one that comes between commands is passed on to the next, or, when
+   * the build is over by then, taken here. */
+  sigset_t hold, old;
+  sigemptyset (&hold);
+  sigaddset (&hold, SIGINT);
+  sigaddset (&hold, SIGTERM);
+  sigaddset (&hold, SIGHUP);
+  sigprocmask (SIG_BLOCK, &hold, &old);
   int r = sbx_build (st, bp, &o, &id, err);
+  const struct timespec now = { 0, 0 };
+  int pending = sigtimedwait (&hold, NULL, &now);
+  sigprocmask (SIG_SETMASK, &old, NULL);
   if (pr.tty)
     fputs ("\r\033[K", stderr);
-  /* Interrupted (Ctrl-C passed on to the step's command): not an error of
-   * sbx's, and not the blueprint's. Exits 128 + the signal, as a shell. */
+  /* Interrupted: not an error of sbx's, and not the blueprint's. Exits
+   * 128 + the signal, as a shell. */
   int sig = sbx_client_interrupted ();
+  if (sig == 0 && r < 0 && pending > 0)
+    sig = pending;
   if (r < 0 && sig > 0)
     {
       fprintf (stderr, "sbx: build interrupted by signal %d; nothing was built from the step it was in%s\n", sig,

@@ -202,10 +202,10 @@ a
   pid=$!
   local i
   for i in $(seq 100); do
-    grep -q started "$BATS_TEST_TMPDIR/out" && break
+    grep -qx started "$BATS_TEST_TMPDIR/out" && break
     sleep 0.1
   done
-  grep -q started "$BATS_TEST_TMPDIR/out" || fail "the step did not start: $(cat "$BATS_TEST_TMPDIR/out")"
+  grep -qx started "$BATS_TEST_TMPDIR/out" || fail "the step did not start: $(cat "$BATS_TEST_TMPDIR/out")"
   kill -TERM "$pid"
   wait "$pid" || rc=$?
   expect_eq "$rc" 143 "exit status"
