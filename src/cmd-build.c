@@ -79,6 +79,18 @@ read_blueprint (const char *file, char **ret, size_t *len, sbx_error **err)
   return 0;
 }
 
+/* A Ctrl-C, TERM or HUP held (see below) and not yet passed on. */
+static bool
+interrupted (void *data)
+{
+  (void) data;
+  sigset_t pending;
+  if (sigpending (&pending) < 0)
+    return false;
+  return sigismember (&pending, SIGINT) == 1 || sigismember (&pending, SIGTERM) == 1
+         || sigismember (&pending, SIGHUP) == 1;
+}
+
 int
 cmd_build (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
@@ -127,7 +139,7 @@ cmd_build (sbx_cli *cli, int argc, char **argv, sbx_error **err)
     return -1;
   struct progress pr = { .tty = isatty (2) };
   sbx_build_opts o = { .context = context, .runtime = runtime, .no_cache = no_cache, .out_fd = 2,
-                       .progress = on_step, .data = &pr };
+                       .progress = on_step, .stop = interrupted, .data = &pr };
   _cleanup_free_ char *id = NULL;
   /* Ctrl-C, TERM and HUP are held for the whole build, so that none cuts
    * it between its steps (leaving a build sandbox behind): one that comes

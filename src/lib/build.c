@@ -851,6 +851,8 @@ sbx_build (const sbx_store *st, const sbx_blueprint *bp, const sbx_build_opts *o
         o->progress (o->data, i + 1, bp->nsteps, s->canon, digest != NULL);
       if (digest == NULL)
         {
+          if (o->stop && o->stop (o->data))
+            return sbx_error_set (err, SBX_E_INTERNAL, EINTR, "interrupted before step %zu", i + 1);
           if (run_step (&b, s, i, &digest, &size, err) < 0)
             return -1;
           cache_put (&b, digest, size);

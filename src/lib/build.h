@@ -23,6 +23,9 @@ typedef struct sbx_build_opts {
   int out_fd;          /* where the steps' own output goes */
   /* Progress: one call per step (cached or not) and when it ends. */
   void (*progress) (void *data, size_t step, size_t nsteps, const char *what, bool cached);
+  /* Asked before each step that is not cached: true stops the build there
+   * (the caller was interrupted). */
+  bool (*stop) (void *data);
   void *data;
 } sbx_build_opts;
 
