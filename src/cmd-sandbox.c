@@ -3,7 +3,6 @@
 #include "config.h"
 #include "cgroup.h"
 #include "cli.h"
-#include "egress.h"
 #include "client.h"
 #include "json.h"
 #include "lifecycle.h"
@@ -108,16 +107,9 @@ create_opt (sbx_sandbox_opts *o, int key, const char *arg, sbx_error **err)
     case O_BLOCK_NET:
       o->block_network = true;
       return 1;
-    case O_ALLOW:
-      {
-        sbx_cidr c;
-        if (sbx_cidr_parse (arg, &c, err) < 0)
-          return sbx_error_wrap (err, "--allow");
-        if (strv_len (o->allow) >= SBX_EGRESS_ALLOW_MAX)
-          return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "--allow: at most %d destinations", SBX_EGRESS_ALLOW_MAX);
-        strv_push (&o->allow, arg);
-        return 1;
-      }
+    case O_ALLOW: /* checked with the other options (validate_opts) */
+      strv_push (&o->allow, arg);
+      return 1;
     case O_PORT:
       {
         int64_t port;

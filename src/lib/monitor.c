@@ -747,7 +747,7 @@ handle_snapshot (struct mon *m, struct client *c, yajl_val req)
                    "snapshots need runsc: runc would need CRIU, which this host's sbx does not use");
       return;
     }
-  if (m->net && m->net->veth)
+  if (m->net)
     {
       reply_error (c, SBX_E_RUNTIME_UNAVAILABLE,
                    "this runsc cannot checkpoint a sandbox on the host network stack: snapshots need a sandbox "
@@ -858,15 +858,6 @@ handle_ttl (struct mon *m, struct client *c, yajl_val req)
 }
 
 /* --- network ----------------------------------------------------------- */
-
-static char *
-cidr_addr_str (const sbx_cidr *c)
-{
-  char buf[SBX_CIDR_STRLEN];
-  sbx_cidr_format (c, buf);
-  buf[strcspn (buf, "/")] = '\0';
-  return xstrdup (buf);
-}
 
 static void
 set_net_mode (struct mon *m, const char *mode, char *const *allow)
@@ -1010,7 +1001,7 @@ handle_net (struct mon *m, struct client *c, yajl_val req)
     }
   if (em != SBX_EGRESS_ALLOW)
     strv_free (allow), allow = NULL;
-  if (m->net == NULL || !m->net->veth)
+  if (m->net == NULL)
     {
       reply_error (c, SBX_E_INVALID_ARGUMENT,
                    "the sandbox was created with --block-network: it has no network interface (create it without "
@@ -1454,7 +1445,7 @@ sample_limits (struct mon *m)
   if (cs.pids_peak > m->pids_peak)
     m->pids_peak = cs.pids_peak;
   uint64_t seen = 0;
-  if (m->conf && m->conf->observe && m->net && m->net->veth
+  if (m->conf && m->conf->observe && m->net
       && sbx_egress_private_count (SBX_EGRESS_TABLE, m->sb->id, &seen, NULL) == 0
       && (int64_t) seen != m->sb->net_private_seen)
     {
@@ -1837,7 +1828,7 @@ wait_hello (struct mon *m, sbx_error **err)
  * Under runsc --block-network there is none: gVisor runs with no
  * interface at all. */
 struct net_plan {
-  bool make, veth;
+  bool make;
   sbx_egress_mode mode;
   sbx_cidr *allow;
   size_t nallow;
@@ -1872,7 +1863,7 @@ net_plan (struct mon *m, struct net_plan *plan, sbx_error **err)
       return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
                             "--allow %s: IPv6 is off for sandboxes on this host (pool6 in sbx.conf)", sb->opts.allow[i]);
   plan->mode = plan->nallow > 0 ? SBX_EGRESS_ALLOW : SBX_EGRESS_OPEN;
-  plan->make = plan->veth = true;
+  plan->make = true;
   /* Egress that cannot be enforced is refused, never run open. */
   sbx_egress_pool pool;
   _cleanup_free_ sbx_cidr *open = NULL;
@@ -1899,13 +1890,10 @@ net_make (void *arg)
 {
   struct net_make_job *job = arg;
   struct net_plan *plan = job->plan;
-  if (sbx_net_setup (job->m->conf, job->m->sb->id, plan->veth, plan->mode, plan->allow, plan->nallow, &plan->net,
-                     &plan->err) < 0)
-    {
-      /* What was asked for cannot be made: never a sandbox with less. */
-      if (!plan->veth || plan->err->code == SBX_E_INTERNAL)
-        plan->err->code = SBX_E_NETWORK_BLOCK_UNAVAILABLE;
-    }
+  /* What was asked for cannot be made: never a sandbox with less. */
+  if (sbx_net_setup (job->m->conf, job->m->sb->id, plan->mode, plan->allow, plan->nallow, &plan->net, &plan->err) < 0
+      && plan->err->code == SBX_E_INTERNAL)
+    plan->err->code = SBX_E_NETWORK_BLOCK_UNAVAILABLE;
   return NULL;
 }
 
@@ -1913,14 +1901,14 @@ static int
 net_finish (struct mon *m, sbx_error **err)
 {
   sbx_sandbox *sb = m->sb;
-  if (m->net == NULL || !m->net->veth)
+  if (m->net == NULL)
     return 0;
-  sb->net_addr4 = cidr_addr_str (&m->net->addr4);
-  sb->net_gateway4 = cidr_addr_str (&m->net->gw4);
+  sb->net_addr4 = sbx_net_addr_str (&m->net->addr4);
+  sb->net_gateway4 = sbx_net_addr_str (&m->net->gw4);
   if (m->net->addr6.family == AF_INET6)
     {
-      sb->net_addr6 = cidr_addr_str (&m->net->addr6);
-      sb->net_gateway6 = cidr_addr_str (&m->net->gw6);
+      sb->net_addr6 = sbx_net_addr_str (&m->net->addr6);
+      sb->net_gateway6 = sbx_net_addr_str (&m->net->gw6);
     }
   /* The resolver on the gateway, forwarding to the host's (which may be
    * on the host's loopback, out of the sandbox's reach). */

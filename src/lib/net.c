@@ -148,15 +148,22 @@ slot_addrs (const sbx_conf *conf, uint64_t index, sbx_net *net)
     }
 }
 
+char *
+sbx_net_addr_str (const sbx_cidr *c)
+{
+  char buf[SBX_CIDR_STRLEN];
+  sbx_cidr_format (c, buf);
+  buf[strcspn (buf, "/")] = '\0';
+  return xstrdup (buf);
+}
+
 static char *
 slot_name (const sbx_net *net)
 {
-  char buf[SBX_CIDR_STRLEN];
   sbx_cidr c = net->gw4;
   c.addr[3] &= 0xfc;
-  sbx_cidr_format (&c, buf);
-  buf[strcspn (buf, "/")] = '\0';
-  return xasprintf ("addr-%s", buf);
+  _cleanup_free_ char *a = sbx_net_addr_str (&c);
+  return xasprintf ("addr-%s", a);
 }
 
 /* Reserves a free /30: LEASES/addr-A.B.C.D made with O_EXCL, holding the
@@ -249,27 +256,21 @@ remove_objects (const char *id)
 static int add_links (sbx_net *net, sbx_error **err);
 
 int
-sbx_net_setup (const sbx_conf *conf, const char *id, bool veth, sbx_egress_mode mode, const sbx_cidr *allow,
-               size_t nallow, sbx_net **ret, sbx_error **err)
+sbx_net_setup (const sbx_conf *conf, const char *id, sbx_egress_mode mode, const sbx_cidr *allow, size_t nallow,
+               sbx_net **ret, sbx_error **err)
 {
   sbx_net *net = xmalloc0 (sizeof *net);
   net->id = xstrdup (id);
   net->nsfd = -1;
   net->lease_fd = -1;
-  net->veth = veth;
   sbx_net_ifname (id, net->host_if);
   net->lease_fd = lease_take (id, err);
   if (net->lease_fd < 0)
     goto fail_nolease;
-  if (veth && slot_take (conf, net, err) < 0)
+  if (slot_take (conf, net, err) < 0)
     goto fail;
   if (sbx_netns_create (id, &net->nsfd, err) < 0)
     goto fail;
-  if (!veth)
-    {
-      *ret = net;
-      return 0;
-    }
   if (write_sysctl_host ("/proc/sys/net/ipv4/ip_forward", "1", err) < 0
       || (net->addr6.family == AF_INET6 && write_sysctl_host ("/proc/sys/net/ipv6/conf/all/forwarding", "1", err) < 0))
     goto fail;
@@ -336,9 +337,6 @@ add_links (sbx_net *net, sbx_error **err)
 int
 sbx_net_apply (const sbx_net *net, sbx_egress_mode mode, const sbx_cidr *allow, size_t nallow, sbx_error **err)
 {
-  if (!net->veth)
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
-                          "%s was created with --block-network: it has no network interface to open", net->id);
   if (sbx_egress_apply (SBX_EGRESS_TABLE, net->id, net->host_if, mode, allow, nallow, err) < 0)
     return sbx_error_wrap (err, "egress rules");
   return 0;

@@ -25,8 +25,7 @@
 typedef struct sbx_net {
   char *id;
   int nsfd;        /* the namespace, O_RDONLY */
-  int lease_fd;    /* flocked for the sandbox's life; -1 without a veth */
-  bool veth;       /* false: loopback only (--block-network) */
+  int lease_fd;    /* flocked for the sandbox's life */
   char host_if[SBX_IFNAME_MAX + 1];
   sbx_cidr addr4, gw4; /* the sandbox's address and its gateway (the host end), /30 */
   sbx_cidr addr6, gw6; /* family 0 when IPv6 is off */
@@ -39,11 +38,12 @@ void sbx_net_pool (const sbx_conf *conf, sbx_egress_pool *pool, sbx_cidr **ret_o
 /* The host end of ID's veth. */
 void sbx_net_ifname (const char *id, char buf[SBX_IFNAME_MAX + 1]);
 
-/* Makes ID's namespace; with VETH also its lease, veth pair, addresses and
- * routes (and the host's forwarding), and installs the egress rules for
- * MODE/ALLOW. Undoes what it did on failure. */
-int sbx_net_setup (const sbx_conf *conf, const char *id, bool veth, sbx_egress_mode mode, const sbx_cidr *allow,
-                   size_t nallow, sbx_net **ret, sbx_error **err);
+/* Makes ID's lease, namespace, veth pair, addresses and routes (and the
+ * host's forwarding), and installs the egress rules for MODE/ALLOW. Undoes
+ * what it did on failure. (A sandbox without a network has none of this:
+ * gVisor's own loopback, or the namespace runc makes.) */
+int sbx_net_setup (const sbx_conf *conf, const char *id, sbx_egress_mode mode, const sbx_cidr *allow, size_t nallow,
+                   sbx_net **ret, sbx_error **err);
 /* Replaces the rules (one transaction). */
 int sbx_net_apply (const sbx_net *net, sbx_egress_mode mode, const sbx_cidr *allow, size_t nallow, sbx_error **err);
 /* Removes everything of NET (rules, veth, namespace, lease) and frees it. */
@@ -59,6 +59,9 @@ int sbx_net_gc (char *const *known_dead, sbx_error **err);
 /* Removes what ID's network left, unless its lease is held (its monitor
  * lives: 0). 1 when it looked and removed whatever was there. */
 int sbx_net_reap (const char *id);
+
+/* The address of C, without its prefix (caller frees). */
+char *sbx_net_addr_str (const sbx_cidr *c);
 
 /* Parses CIDR strings; INVALID_ARGUMENT names the bad one. */
 int sbx_net_parse_allow (char *const *strs, sbx_cidr **ret, size_t *ret_n, sbx_error **err);
