@@ -1945,6 +1945,62 @@ collect_id (char ***ids, const char *name, const char *suffix)
     strv_push (ids, id);
 }
 
+/* The table when no sandbox has anything in it: 1 dropped, 0 kept (a
+ * sandbox's chain, set or counter is there, or no table), -1 error. Under
+ * the generation read with it, so nothing made meanwhile is lost. */
+static int
+drop_once (const char *table, sbx_error **err)
+{
+  _cleanup_nft_ nft n = { 0 };
+  _cleanup_tstate_ tstate t = { .table = table };
+  if (nft_open (&n, err) < 0)
+    return -1;
+  int r = tstate_read (&n, &t, err);
+  if (r != 0)
+    return r > 0 ? 2 : -1;
+  if (t.chains == NULL || t.chains[0] == NULL)
+    return 0;
+  _cleanup_strv_ char **ids = xmalloc0 (sizeof (char *));
+  for (size_t i = 0; t.chains[i]; i++)
+    collect_id (&ids, t.chains[i], NULL);
+  for (size_t i = 0; t.sets && t.sets[i]; i++)
+    {
+      collect_id (&ids, t.sets[i], "-v4");
+      collect_id (&ids, t.sets[i], "-v6");
+    }
+  for (size_t i = 0; t.counters && t.counters[i]; i++)
+    collect_id (&ids, t.counters[i], COUNTER_SUFFIX);
+  if (ids[0])
+    return 0;
+  _cleanup_nftnl_ (nftnl_table) struct nftnl_table *tb = nftnl_table_alloc ();
+  if (tb == NULL)
+    abort ();
+  nftnl_table_set_str (tb, NFTNL_TABLE_NAME, table);
+  _cleanup_batch_ batch b = { 0 };
+  batch_start (&b, &n, table, 1 << 12, &t.genid);
+  nftnl_table_nlmsg_build_payload (batch_msg (&b, NFT_MSG_DELTABLE, 0), tb);
+  batch_next (&b, "delete the table");
+  batch_end (&b);
+  r = batch_send (&n, &b, err);
+  return r < 0 ? -1 : r > 0 ? 2 : 1;
+}
+
+int
+sbx_egress_drop (const char *table, sbx_error **err)
+{
+  if (check_table (table, err) < 0)
+    return -1;
+  for (int attempt = 0; attempt < RETRIES; attempt++)
+    {
+      int r = drop_once (table, err);
+      if (r != 2)
+        return r < 0 ? sbx_error_wrap (err, "drop table inet %s", table) : r;
+      backoff (attempt);
+    }
+  return 0; /* kept changing: somebody uses it */
+}
+
+
 int
 sbx_egress_list (const char *table, char ***ret_ids, sbx_error **err)
 {

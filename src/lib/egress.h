@@ -107,6 +107,11 @@ int sbx_egress_apply (const char *table, const char *sandbox_id, const char *ifn
  * Nothing to remove (or no table) is success. */
 int sbx_egress_remove (const char *table, const char *sandbox_id, const char *ifname, sbx_error **err);
 
+/* Deletes TABLE when no sandbox has a chain, set or counter in it (its
+ * shared chains and sets go with it; sbx_egress_init makes them again).
+ * 1: dropped; 0: kept, or there was none. */
+int sbx_egress_drop (const char *table, sbx_error **err);
+
 /* The ids of the sandboxes that have a chain, sets or a counter in TABLE,
  * sorted; an empty vector when the table does not exist. */
 int sbx_egress_list (const char *table, char ***ret_ids, sbx_error **err);

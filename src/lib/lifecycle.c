@@ -390,6 +390,7 @@ sbx_gc (const sbx_store *st, sbx_gc_report *ret, sbx_error **err)
       strv_push (&dead, ids[i]);
   int nn = sbx_net_gc (dead, NULL);
   rep.networks = nn > 0 ? nn : 0;
+  sbx_net_gc_idle (NULL);
   gc_orphan_containers (st, ids, &rep);
   gc_orphan_cgroups (st, &rep);
   gc_leftovers (st);

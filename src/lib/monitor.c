@@ -1829,6 +1829,7 @@ wait_hello (struct mon *m, sbx_error **err)
  * interface at all. */
 struct net_plan {
   bool make;
+  int hold; /* sbx_net_hold's */
   sbx_egress_mode mode;
   sbx_cidr *allow;
   size_t nallow;
@@ -1864,6 +1865,11 @@ net_plan (struct mon *m, struct net_plan *plan, sbx_error **err)
                             "--allow %s: IPv6 is off for sandboxes on this host (pool6 in sbx.conf)", sb->opts.allow[i]);
   plan->mode = plan->nallow > 0 ? SBX_EGRESS_ALLOW : SBX_EGRESS_OPEN;
   plan->make = true;
+  /* Held until the lease exists, so that no gc drops the shared rules
+   * between their init and this sandbox's chain (released in setup). */
+  plan->hold = sbx_net_hold (err);
+  if (plan->hold < 0)
+    return -1;
   /* Egress that cannot be enforced is refused, never run open. */
   sbx_egress_pool pool;
   _cleanup_free_ sbx_cidr *open = NULL;
@@ -1999,9 +2005,11 @@ setup (struct mon *m, sbx_error **err)
 {
   if (mkdir (m->run_dir, 0700) < 0 && errno != EEXIST)
     return sbx_error_errno (err, errno, "mkdir `%s`", m->run_dir);
-  struct net_plan plan = { 0 };
+  struct net_plan plan = { .hold = -1 };
   if (net_plan (m, &plan, err) < 0)
     {
+      if (plan.hold >= 0)
+        close (plan.hold);
       free (plan.allow);
       return -1;
     }
@@ -2023,6 +2031,8 @@ setup (struct mon *m, sbx_error **err)
   int mr = mount_root (m, err);
   if (threaded)
     pthread_join (net_thread, NULL);
+  if (plan.hold >= 0)
+    close (plan.hold);
   free (plan.allow);
   m->net = plan.net;
   if (mr < 0)

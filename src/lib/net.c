@@ -16,14 +16,6 @@
 
 /* The interface the sandbox sees. */
 #define PEER_IF "eth0"
-static inline void
-closedirp (DIR **d)
-{
-  if (*d)
-    closedir (*d);
-}
-#define _cleanup_closedir_ __attribute__ ((cleanup (closedirp)))
-
 /* How many /30s are tried before the pool counts as full. */
 #define PROBES_MAX 4096
 
@@ -435,4 +427,31 @@ sbx_net_reap (const char *id)
   if (fd >= 0)
     unlink (path);
   return 1;
+}
+
+int
+sbx_net_hold (sbx_error **err)
+{
+  if (mkdir_p ("/run/sbx", 0755, err) < 0)
+    return -1;
+  return lock_path (SBX_NET_LOCK, LOCK_SH, err);
+}
+
+int
+sbx_net_gc_idle (sbx_error **err)
+{
+  if (!path_exists (SBX_NET_LOCK))
+    return 0;
+  _cleanup_close_ int lk = lock_path (SBX_NET_LOCK, LOCK_EX | LOCK_NB, NULL);
+  if (lk < 0)
+    return 0; /* a sandbox's network is being made */
+  _cleanup_closedir_ DIR *d = opendir (SBX_LEASES_DIR);
+  struct dirent *e;
+  while (d && (e = readdir (d)) != NULL)
+    if (strcmp (e->d_name, ".") != 0 && strcmp (e->d_name, "..") != 0)
+      return 0;
+  int r = sbx_egress_drop (SBX_EGRESS_TABLE, err);
+  if (r < 0 || sbx_netns_dir_release (err) < 0)
+    return -1;
+  return r;
 }

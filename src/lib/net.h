@@ -19,6 +19,9 @@
 #include "netns.h"
 
 #define SBX_LEASES_DIR "/run/sbx/leases"
+/* Held shared by a monitor from the shared rules' init until its lease
+ * exists, exclusive by a gc that removes what no sandbox uses any more. */
+#define SBX_NET_LOCK "/run/sbx/net.lock"
 /* The host end of a sandbox's veth: "sbx" and the id's hex. */
 #define SBX_NET_IFPREFIX "sbx"
 
@@ -55,6 +58,16 @@ void sbx_net_teardown (sbx_net *net);
  * chain left without a lease. Returns how many sandboxes' leftovers were
  * removed. */
 int sbx_net_gc (char *const *known_dead, sbx_error **err);
+
+/* A shared hold on SBX_NET_LOCK (an fd to close), while the shared rules
+ * are made and a lease is taken. */
+int sbx_net_hold (sbx_error **err);
+
+/* With no lease left (no sandbox with a network on this host): the table
+ * inet sbx and the bind mount of the namespace directory go, as nothing of
+ * sbx's should stay on an idle host. Skipped while a monitor holds the
+ * lock. 1 when something was removed. */
+int sbx_net_gc_idle (sbx_error **err);
 
 /* Removes what ID's network left, unless its lease is held (its monitor
  * lives: 0). 1 when it looked and removed whatever was there. */

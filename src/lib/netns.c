@@ -11,6 +11,7 @@
 #include "util.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libmnl/libmnl.h>
@@ -660,6 +661,25 @@ sbx_netns_create (const char *name, int *ret_nsfd, sbx_error **err)
     }
   *ret_nsfd = steal_fd (&nsfd);
   return 0;
+}
+
+int
+sbx_netns_dir_release (sbx_error **err)
+{
+  const char *dir = sbx_netns_dir ();
+  _cleanup_close_ int lock = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (lock < 0)
+    return errno == ENOENT ? 0 : sbx_error_errno (err, errno, "open %s", dir);
+  if (flock (lock, LOCK_EX) < 0)
+    return sbx_error_errno (err, errno, "lock %s", dir);
+  _cleanup_closedir_ DIR *d = fdopendir (dup (lock));
+  if (d == NULL)
+    return sbx_error_errno (err, errno, "read %s", dir);
+  struct dirent *e;
+  while ((e = readdir (d)) != NULL)
+    if (strcmp (e->d_name, ".") != 0 && strcmp (e->d_name, "..") != 0)
+      return 0; /* a namespace is there */
+  return umount_all (dir, err);
 }
 
 typedef struct run_job {

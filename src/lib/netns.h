@@ -30,6 +30,9 @@ int sbx_netns_create (const char *name, int *ret_nsfd, sbx_error **err);
 /* Detaches and unlinks DIR/NAME; a NAME that is not there is not an error.
  * The namespace itself dies with its last process, fd and mount. */
 int sbx_netns_remove (const char *name, sbx_error **err);
+/* Unmounts DIR's bind mount of itself (made by the first create) when no
+ * namespace is left in it. */
+int sbx_netns_dir_release (sbx_error **err);
 /* Runs FN (ARG) in a short-lived thread inside NSFD's namespace (right here
  * when NSFD < 0): the calls of this file FN makes with NSFD -1 act there,
  * one thread for many of them. */

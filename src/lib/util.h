@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/types.h>
@@ -35,6 +36,12 @@ closep (int *fd)
   *fd = -1;
 }
 static inline void
+closedirp (DIR **d)
+{
+  if (*d)
+    closedir (*d);
+}
+static inline void
 fclosep (FILE **f)
 {
   if (*f)
@@ -48,6 +55,7 @@ strv_freep (char ***v)
 }
 
 #define _cleanup_free_ __attribute__ ((cleanup (freep)))
+#define _cleanup_closedir_ __attribute__ ((cleanup (closedirp)))
 #define _cleanup_close_ __attribute__ ((cleanup (closep)))
 #define _cleanup_fclose_ __attribute__ ((cleanup (fclosep)))
 #define _cleanup_strv_ __attribute__ ((cleanup (strv_freep)))

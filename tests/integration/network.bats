@@ -597,3 +597,19 @@ EOF2
   id=$(sbx create --runtime runc --image payload)
   reaches "$id" "$INET"
 }
+
+# What sbx made for sandboxes that share it (the table inet sbx, the bind
+# mount of the namespace directory) goes with the last of them, at gc.
+@test "network: with no sandbox left, gc leaves no table and no mount behind" {
+  require_runtime runc
+  local id
+  id=$(sbx create --runtime runc --image payload)
+  nft list table inet sbx >/dev/null || fail "no table while a sandbox runs"
+  sbx terminate "$id" >/dev/null
+  run --separate-stderr sbx gc
+  expect_status 0
+  if [ -z "$(ls -A /run/sbx/leases 2>/dev/null)" ]; then
+    ! nft list table inet sbx >/dev/null 2>&1 || fail "table inet sbx left on an idle host"
+    ! grep -q " /run/sbx/netns " /proc/mounts || fail "/run/sbx/netns still mounted on an idle host"
+  fi
+}
