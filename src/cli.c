@@ -253,3 +253,18 @@ cli_simple_parse (sbx_cli *cli, const char *name, int argc, char **argv, int min
   *first = optind;
   return 0;
 }
+
+int
+cli_no_args (sbx_cli *cli, const char *name, int argc, char **argv, sbx_error **err)
+{
+  cli_parser p;
+  cli_parser_init (&p, cli, cli_find (name), argc, argv);
+  const char *arg;
+  int key = cli_next (&p, &arg, err);
+  cli_parser_done (&p);
+  if (key != 0)
+    return key < 0 ? -1 : 1;
+  if (optind < argc)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "sbx %s: unexpected argument `%s`", name, argv[optind]);
+  return 0;
+}

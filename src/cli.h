@@ -67,6 +67,9 @@ int cli_store (sbx_cli *cli, sbx_store **ret, sbx_error **err);
  * 1 after --help. */
 int cli_simple_parse (sbx_cli *cli, const char *name, int argc, char **argv, int min, int max, int *first,
                       int (*on_opt) (void *, int, const char *, sbx_error **), void *data, sbx_error **err);
+/* A command that takes no operands and no options of its own: 0 to go on,
+ * 1 after --help, -1 on error. */
+int cli_no_args (sbx_cli *cli, const char *name, int argc, char **argv, sbx_error **err);
 int cli_int (const char *opt, const char *s, int64_t min, int64_t max, int64_t *ret, sbx_error **err);
 
 /* Output: a JSON document on stdout with --json. */

@@ -256,16 +256,9 @@ human_size (uint64_t n, char *buf, size_t len)
 int
 cmd_images (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
-  cli_parser p;
-  cli_parser_init (&p, cli, cli_find ("images"), argc, argv);
-  int key;
-  const char *arg;
-  key = cli_next (&p, &arg, err);
-  cli_parser_done (&p);
-  if (key != 0)
-    return key < 0 ? -1 : 0;
-  if (optind < argc)
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "images: unexpected argument `%s`", argv[optind]);
+  int r = cli_no_args (cli, "images", argc, argv, err);
+  if (r != 0)
+    return r < 0 ? -1 : 0;
   sbx_store *st;
   _cleanup_strv_ char **ids = NULL;
   if (cli_store (cli, &st, err) < 0 || sbx_image_list (st, &ids, err) < 0)

@@ -319,16 +319,9 @@ cmd_restore (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 int
 cmd_snapshots (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
-  cli_parser p;
-  cli_parser_init (&p, cli, cli_find ("snapshots"), argc, argv);
-  int key;
-  const char *arg;
-  key = cli_next (&p, &arg, err);
-  cli_parser_done (&p);
-  if (key != 0)
-    return key < 0 ? -1 : 0;
-  if (optind < argc)
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "snapshots: unexpected argument `%s`", argv[optind]);
+  int r = cli_no_args (cli, "snapshots", argc, argv, err);
+  if (r != 0)
+    return r < 0 ? -1 : 0;
   sbx_store *st;
   if (cli_store (cli, &st, err) < 0)
     return -1;

@@ -17,21 +17,6 @@
 #include <sys/utsname.h>
 #include <linux/openat2.h>
 
-static int
-no_args (sbx_cli *cli, const char *name, int argc, char **argv, sbx_error **err)
-{
-  cli_parser p;
-  cli_parser_init (&p, cli, cli_find (name), argc, argv);
-  const char *arg;
-  int key = cli_next (&p, &arg, err);
-  cli_parser_done (&p);
-  if (key != 0)
-    return key < 0 ? -1 : 1;
-  if (optind < argc)
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "sbx %s: unexpected argument `%s`", name, argv[optind]);
-  return 0;
-}
-
 static bool
 has_overlayfs (void)
 {
@@ -83,7 +68,7 @@ gen_runtime (yajl_gen g, sbx_store *st, const char *name)
 int
 cmd_info (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
-  int r = no_args (cli, "info", argc, argv, err);
+  int r = cli_no_args (cli, "info", argc, argv, err);
   if (r != 0)
     return r < 0 ? -1 : 0;
   sbx_store *st;
@@ -187,7 +172,7 @@ cmd_info (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 int
 cmd_gc (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
-  int r = no_args (cli, "gc", argc, argv, err);
+  int r = cli_no_args (cli, "gc", argc, argv, err);
   if (r != 0)
     return r < 0 ? -1 : 0;
   sbx_store *st;
@@ -215,7 +200,7 @@ cmd_gc (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 int
 cmd_version (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
-  int r = no_args (cli, "version", argc, argv, err);
+  int r = cli_no_args (cli, "version", argc, argv, err);
   if (r != 0)
     return r < 0 ? -1 : 0;
   if (cli->json)
