@@ -25,7 +25,7 @@ SKIP_PYTHON=false
 MODULES='asyncio, email.mime.multipart, http.server, xml.dom.minidom, sqlite3, decimal, unittest, json, argparse, logging, ssl'
 # sbx's own runsc global flags (src/lib/runtime.c), less --root; the ones
 # sbx really uses are read from its restore's command line, when it runs.
-RUNSC_FLAGS_DEFAULT=(--oci-seccomp --file-access=shared --overlay2=none --network=none --platform=ptrace)
+RUNSC_FLAGS_DEFAULT=(--file-access=shared --overlay2=none --network=none --platform=ptrace)
 
 usage ()
 {

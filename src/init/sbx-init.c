@@ -8,7 +8,9 @@
  * nonblocking fds, so neither a slow child nor a slow monitor stalls the
  * others. It links libc and proto.c only, statically, and trusts nothing it
  * reads: a malformed frame from the monitor ends it (exit 1), a malformed
- * EXEC only fails that exec. */
+ * EXEC only fails that exec. Its first act is to load the sandbox's seccomp
+ * profile (seccomp-bpf.h, made at build time from src/lib/seccomp-profile.c),
+ * so every process in the sandbox runs under it; HELLO says it did. */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
@@ -17,6 +19,11 @@
 #endif
 
 #include "proto.h"
+
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+
+#include "seccomp-bpf.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -1526,11 +1533,29 @@ setup_signals (struct agent *a)
     }
 }
 
+/* Under the runtime's no_new_privileges (set here too, for sure), without
+ * TSYNC: nothing else runs in this process yet. A sandbox never runs without
+ * its filter: failing, init exits before HELLO and the start fails. */
+static void
+load_seccomp (void)
+{
+  struct sock_fprog prog = { .len = (unsigned short) (sizeof sbx_seccomp_filter / sizeof sbx_seccomp_filter[0]),
+                             .filter = (struct sock_filter *) sbx_seccomp_filter };
+  if (prctl (PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || syscall (SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+    {
+      char msg[160];
+      int n = snprintf (msg, sizeof msg, "sbx-init: load the seccomp profile: %s\n", strerror (errno));
+      if (n > 0 && write (2, msg, (size_t) n) < 0)
+        _exit (125);
+      _exit (125);
+    }
+}
+
 int
 main (int argc, char **argv)
 {
   struct agent *a = &agent_storage;
-  uint32_t hello[2] = { SBX_PROTO_VERSION, (uint32_t) getpid () };
+  uint32_t hello[3] = { SBX_PROTO_VERSION, (uint32_t) getpid (), SBX_HELLO_SECCOMP };
 
   /* `/.sbx/init --sync`: flushes the sandbox's writes to its files (sbx
    * commit runs it; under gVisor written data may sit in the sandbox's own
@@ -1548,6 +1573,7 @@ main (int argc, char **argv)
       return 2;
     }
 
+  load_seccomp ();
   prctl (PR_SET_DUMPABLE, 0, 0, 0, 0);
   signal (SIGPIPE, SIG_IGN);
   setup_limits (a);

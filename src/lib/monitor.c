@@ -1788,7 +1788,16 @@ wait_hello (struct mon *m, sbx_error **err)
           return sbx_error_set (err, SBX_E_INTERNAL, r == -EPIPE ? 0 : -r, "the sandbox's init exited during start");
         }
       if (r == 1 && h.type == SBX_MSG_HELLO && !m->sb->restore_from)
-        return 0;
+        {
+          uint32_t hello[3];
+          memcpy (hello, p, sizeof hello);
+          if (hello[0] != SBX_PROTO_VERSION)
+            return sbx_error_set (err, SBX_E_INTERNAL, 0, "the sandbox's init speaks protocol %u, sbx %u: install them together",
+                                  hello[0], SBX_PROTO_VERSION);
+          if (!(hello[2] & SBX_HELLO_SECCOMP))
+            return sbx_error_set (err, SBX_E_INTERNAL, 0, "the sandbox's init did not load the seccomp profile");
+          return 0;
+        }
       if (r == 1 && m->sb->restore_from)
         {
           if (h.type == SBX_MSG_PONG)

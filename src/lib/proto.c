@@ -85,7 +85,7 @@ fixed_payload_size (uint16_t type)
   switch (type)
     {
     case SBX_MSG_HELLO:
-      return 8;
+      return 12;
     case SBX_MSG_STARTED:
     case SBX_MSG_SIGNAL:
     case SBX_MSG_RESIZE:

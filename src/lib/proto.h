@@ -14,16 +14,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SBX_PROTO_VERSION 1
+#define SBX_PROTO_VERSION 2
 #define SBX_PROTO_MAX_PAYLOAD (256 * 1024)
 #define SBX_PROTO_HDR_SIZE 12
 /* Output bytes the agent may send on one channel before it needs CREDIT. */
 #define SBX_PROTO_WINDOW (4 * 1024 * 1024)
 #define SBX_PROTO_MAX_ARGS 4096
 #define SBX_PROTO_MAX_ENV 4096
+/* HELLO flags: what sbx-init did before saying hello. The monitor refuses an
+ * init that did not load the seccomp profile. */
+#define SBX_HELLO_SECCOMP 0x1U
 
 enum sbx_msg_type {
-  SBX_MSG_HELLO = 1,     /* a->m chan 0: u32 version, u32 pid */
+  SBX_MSG_HELLO = 1,     /* a->m chan 0: u32 version, u32 pid, u32 SBX_HELLO_* flags */
   SBX_MSG_EXEC = 2,      /* m->a chan N: TLV records (sbx_exec_req) */
   SBX_MSG_STARTED = 3,   /* a->m chan N: u32 pid inside the sandbox */
   SBX_MSG_STDIN = 4,     /* m->a chan N: data */

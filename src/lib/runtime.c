@@ -207,12 +207,12 @@ sbx_runtime_argv (const sbx_runtime *rt, const char *verb, const char *const *ar
   strv_push (&v, rt->state_root);
   if (strcmp (rt->name, "runsc") == 0)
     {
-      /* The root is shared with host-side file calls (DESIGN.md section 4)
-       * and the seccomp profile applies inside gVisor too. This runsc
-       * cannot run its own network stack in a namespace sbx made (DESIGN.md
-       * section 8): a sandbox with a network runs on the host stack inside
-       * that namespace, where sbx's rules hold; one without has none. */
-      strv_push (&v, "--oci-seccomp");
+      /* The root is shared with host-side file calls (DESIGN.md section 4).
+       * No --oci-seccomp: sbx-init loads the profile inside gVisor itself.
+       * This runsc cannot run its own network stack in a namespace sbx made
+       * (DESIGN.md section 8): a sandbox with a network runs on the host
+       * stack inside that namespace, where sbx's rules hold; one without
+       * has none. */
       strv_push (&v, "--file-access=shared");
       strv_push (&v, "--overlay2=none");
       strv_push (&v, rt->host_network ? "--network=host" : "--network=none");

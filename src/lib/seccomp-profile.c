@@ -34,11 +34,19 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
+#include <stddef.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #define DEFAULT_ERRNO EPERM
 #define DEFAULT_ACTION SCMP_ACT_ERRNO (DEFAULT_ERRNO)
@@ -356,7 +364,7 @@ resolve (const char *name, int *ret_nr, sbx_error **err)
 }
 
 static int
-add_rule (scmp_filter_ctx ctx, const sc_rule *r, sbx_error **err)
+add_rule (scmp_filter_ctx ctx, const sc_rule *r, int *max_nr, sbx_error **err)
 {
   struct scmp_arg_cmp cmp = { r->cond.index, r->cond.op, r->cond.value, r->cond.value_two };
   for (const char *const *n = r->names; *n; n++)
@@ -365,6 +373,8 @@ add_rule (scmp_filter_ctx ctx, const sc_rule *r, sbx_error **err)
       int rc = resolve (*n, &nr, err);
       if (rc < 0)
         return -1;
+      if (rc == 1 && nr > *max_nr)
+        *max_nr = nr;
       /* A rule that repeats the default: libseccomp refuses it, runc skips it. */
       if (rc == 0 || r->action == DEFAULT_ACTION)
         continue;
@@ -378,7 +388,7 @@ add_rule (scmp_filter_ctx ctx, const sc_rule *r, sbx_error **err)
 /* The bad-architecture action is runc's (libseccomp's default, which runc
  * keeps), so that a test that loads the profile sees what a sandbox sees. */
 static int
-build_filter (scmp_filter_ctx *ret_ctx, sbx_error **err)
+build_filter (scmp_filter_ctx *ret_ctx, int *ret_max_nr, sbx_error **err)
 {
   if (native_arch (NULL, err) < 0 || check_table (err) < 0)
     return -1;
@@ -390,9 +400,12 @@ build_filter (scmp_filter_ctx *ret_ctx, sbx_error **err)
     rc = seccomp_attr_set (ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
   if (rc < 0)
     return sbx_error_set (err, SBX_E_INTERNAL, -rc, "seccomp filter attributes");
+  int max_nr = 0;
   for (size_t i = 0; i < ARRAY_SIZE (rules); i++)
-    if (add_rule (ctx, &rules[i], err) < 0)
+    if (add_rule (ctx, &rules[i], &max_nr, err) < 0)
       return -1;
+  if (ret_max_nr)
+    *ret_max_nr = max_nr;
   *ret_ctx = steal_pointer (&ctx);
   return 0;
 }
@@ -400,26 +413,71 @@ build_filter (scmp_filter_ctx *ret_ctx, sbx_error **err)
 int
 sbx_seccomp_check (sbx_error **err)
 {
-  _cleanup_seccomp_ scmp_filter_ctx ctx = NULL;
-  if (build_filter (&ctx, err) < 0)
+  _cleanup_free_ unsigned char *prog = NULL;
+  size_t len = 0;
+  if (sbx_seccomp_export (&prog, &len, err) < 0)
     return sbx_error_wrap (err, "check seccomp profile");
-  _cleanup_close_ int fd = open ("/dev/null", O_WRONLY | O_CLOEXEC);
+  return 0;
+}
+
+/* The prelude: on the native architecture, a syscall number above every
+ * number the profile names answers ENOSYS (a syscall newer than the profile:
+ * libc falls back to an older one on ENOSYS, never on EPERM; runc does the
+ * same). x32 numbers (bit 30) and other architectures go on to libseccomp's
+ * program, which kills them. */
+#define PRELUDE_LEN 6
+
+static void
+prelude (struct sock_filter *f, uint32_t arch, uint32_t max_nr)
+{
+  const struct sock_filter p[PRELUDE_LEN] = {
+    BPF_STMT (BPF_LD | BPF_W | BPF_ABS, offsetof (struct seccomp_data, arch)),
+    BPF_JUMP (BPF_JMP | BPF_JEQ | BPF_K, arch, 0, 4),
+    BPF_STMT (BPF_LD | BPF_W | BPF_ABS, offsetof (struct seccomp_data, nr)),
+    BPF_JUMP (BPF_JMP | BPF_JGE | BPF_K, 0x40000000U, 2, 0),
+    BPF_JUMP (BPF_JMP | BPF_JGT | BPF_K, max_nr, 0, 1),
+    BPF_STMT (BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+  };
+  memcpy (f, p, sizeof p);
+}
+
+int
+sbx_seccomp_export (unsigned char **ret, size_t *ret_len, sbx_error **err)
+{
+  _cleanup_seccomp_ scmp_filter_ctx ctx = NULL;
+  int max_nr = 0;
+  if (build_filter (&ctx, &max_nr, err) < 0)
+    return -1;
+  _cleanup_close_ int fd = memfd_create ("sbx-seccomp", MFD_CLOEXEC);
   if (fd < 0)
-    return sbx_error_errno (err, errno, "check seccomp profile: open /dev/null");
+    return sbx_error_errno (err, errno, "seccomp profile: memfd_create");
   int rc = seccomp_export_bpf (ctx, fd);
   if (rc < 0)
-    return sbx_error_set (err, SBX_E_INTERNAL, -rc, "check seccomp profile: export BPF");
+    return sbx_error_set (err, SBX_E_INTERNAL, -rc, "seccomp profile: export BPF");
+  struct stat st;
+  if (fstat (fd, &st) < 0)
+    return sbx_error_errno (err, errno, "seccomp profile: fstat");
+  size_t n = (size_t) st.st_size, insns = n / sizeof (struct sock_filter) + PRELUDE_LEN;
+  if (n == 0 || n % sizeof (struct sock_filter) != 0 || insns > BPF_MAXINSNS)
+    return sbx_error_set (err, SBX_E_INTERNAL, 0, "seccomp profile: BPF program of %zu bytes", n);
+  _cleanup_free_ unsigned char *prog = xmalloc (insns * sizeof (struct sock_filter));
+  prelude ((struct sock_filter *) prog, seccomp_arch_native (), (uint32_t) max_nr);
+  if (pread (fd, prog + PRELUDE_LEN * sizeof (struct sock_filter), n, 0) != (ssize_t) n)
+    return sbx_error_errno (err, errno ? errno : EIO, "seccomp profile: read BPF");
+  *ret_len = insns * sizeof (struct sock_filter);
+  *ret = steal_pointer (&prog);
   return 0;
 }
 
 int
 sbx_seccomp_load (sbx_error **err)
 {
-  _cleanup_seccomp_ scmp_filter_ctx ctx = NULL;
-  if (build_filter (&ctx, err) < 0)
+  _cleanup_free_ unsigned char *prog = NULL;
+  size_t len = 0;
+  if (sbx_seccomp_export (&prog, &len, err) < 0)
     return sbx_error_wrap (err, "load seccomp profile");
-  int rc = seccomp_load (ctx);
-  if (rc < 0)
-    return sbx_error_set (err, SBX_E_INTERNAL, -rc, "load seccomp profile");
+  struct sock_fprog fp = { .len = (unsigned short) (len / sizeof (struct sock_filter)), .filter = (struct sock_filter *) prog };
+  if (syscall (SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fp) < 0)
+    return sbx_error_errno (err, errno, "load seccomp profile");
   return 0;
 }

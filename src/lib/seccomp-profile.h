@@ -1,10 +1,12 @@
-/* The sandbox's default seccomp profile: one rule table, emitted as the OCI
- * `linux.seccomp` object for runc and runsc (--oci-seccomp), and built into a
- * libseccomp filter to check it (`sbx info`, the unit test) or, in tests, to
- * load it. */
+/* The sandbox's default seccomp profile: one rule table, built with
+ * libseccomp into the BPF program that sbx-init loads as its first act in
+ * every sandbox, under both runtimes (the build embeds it: src/init/seccomp-gen.c),
+ * checked by `sbx info`, and emitted as an OCI `linux.seccomp` object for
+ * whoever wants to hand it to another runtime (the tests compare the two). */
 #ifndef SBX_SECCOMP_PROFILE_H
 #define SBX_SECCOMP_PROFILE_H
 
+#include <stddef.h>
 #include <yajl/yajl_gen.h>
 
 #include "error.h"
@@ -20,8 +22,14 @@ int sbx_seccomp_gen_oci (yajl_gen g, sbx_error **err);
  * newer than the installed libseccomp), and the filter exports as BPF. */
 int sbx_seccomp_check (sbx_error **err);
 
-/* Loads the profile into the calling process. For tests only: a sandbox gets
- * the profile from its runtime, through the OCI spec. */
+/* The profile as the classic BPF program sbx-init loads (*RET, malloc'd,
+ * *RET_LEN bytes of struct sock_filter): a prelude that answers ENOSYS to a
+ * native syscall numbered above every syscall the profile names, then
+ * libseccomp's program (bad architecture: kill the thread). */
+int sbx_seccomp_export (unsigned char **ret, size_t *ret_len, sbx_error **err);
+
+/* Loads that program into the calling process, which must have
+ * no_new_privs or CAP_SYS_ADMIN. For tests: a sandbox gets it from sbx-init. */
 int sbx_seccomp_load (sbx_error **err);
 
 #endif

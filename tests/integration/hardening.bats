@@ -75,6 +75,38 @@ check_clone3 () {
 @test "hardening: clone3 answers ENOSYS [runc]" { check_clone3 runc; }
 @test "hardening: clone3 answers ENOSYS [runsc]" { check_clone3 runsc; }
 
+# sbx-init loads the profile itself: under gVisor, which implements syslog,
+# only the profile makes it fail, and with EPERM (the default action).
+check_syslog () {
+  probe "$1" syslog
+  expect_denied syslog
+  expect_contains "$(last_line)" EPERM
+}
+
+@test "hardening: syslog (in no rule) answers EPERM: the profile is loaded [runc]" { check_syslog runc; }
+@test "hardening: syslog (in no rule) answers EPERM: the profile is loaded [runsc]" { check_syslog runsc; }
+
+# A syscall newer than the profile answers ENOSYS (libc falls back), not EPERM.
+check_nosys () {
+  probe "$1" nosys
+  expect_denied nosys
+  expect_contains "$(last_line)" ENOSYS
+}
+
+@test "hardening: a syscall numbered above the profile answers ENOSYS [runc]" { check_nosys runc; }
+@test "hardening: a syscall numbered above the profile answers ENOSYS [runsc]" { check_nosys runsc; }
+
+@test "hardening: the bundle has no seccomp section; PID 1 (sbx-init) runs under the filter [runc]" {
+  require_runtime runc
+  local id
+  id=$(sbx create --runtime runc --block-network)
+  run grep -c '"seccomp"' "$SBX_ROOT/sandboxes/$id/bundle/config.json"
+  expect_eq "$output" 0 "seccomp sections in config.json"
+  run sbx exec "$id" -- sh -c 'grep "^Seccomp:" /proc/1/status'
+  expect_status 0
+  expect_contains "$output" "2"
+}
+
 # The 32-bit entry point: no 32-bit syscall may run at all, whatever answers.
 check_socketcall () {
   probe "$1" "$2"

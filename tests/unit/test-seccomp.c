@@ -1,5 +1,6 @@
 /* The default seccomp profile: the table checks out, the OCI object says what
- * DESIGN.md promises (read back with a small evaluator of its rules), and,
+ * DESIGN.md promises (read back with a small evaluator of its rules), the
+ * program built into sbx-init is the one sbx_seccomp_export builds now, and,
  * loaded into a child process, it refuses what it must while ordinary work
  * goes on. The child reports each effect over a pipe; the parent prints TAP. */
 #include "config.h"
@@ -12,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/bpf.h>
+#include <linux/filter.h>
 #include <linux/keyctl.h>
 #include <sched.h>
 #include <signal.h>
@@ -26,6 +28,8 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+
+#include "seccomp-bpf.h" /* sbx-init's copy, made at build time */
 
 #ifndef AF_VSOCK
 #define AF_VSOCK 40
@@ -425,6 +429,21 @@ eff_personality_query (void)
   return sys_errno (syscall (SYS_personality, 0xffffffffUL));
 }
 
+/* Above every number the profile names: a syscall newer than the profile,
+ * to which libc's fallbacks expect ENOSYS. */
+static int
+eff_beyond_table (void)
+{
+  return sys_errno (syscall (1000L));
+}
+
+/* Named nowhere, below the top: the default action. */
+static int
+eff_syslog (void)
+{
+  return sys_errno (syscall (SYS_syslog, 10 /* SYSLOG_ACTION_SIZE_BUFFER */, NULL, 0));
+}
+
 /* Runs FN in a grandchild of its own: a call the filter answers by killing
  * does not take the reporting child with it, and a call the filter wrongly
  * lets through (unshare, say) does not change what the next one sees. */
@@ -477,6 +496,8 @@ static const effect effects[] = {
   { "socket(AF_INET) works", eff_af_inet, 0 },
   { "fork works", eff_fork, 0 },
   { "personality query works", eff_personality_query, 0 },
+  { "a syscall numbered above the profile's fails ENOSYS", eff_beyond_table, ENOSYS },
+  { "syslog (in no rule) fails EPERM", eff_syslog, EPERM },
 };
 
 static void
@@ -520,11 +541,19 @@ main (void)
 {
   if (prctl (PR_GET_SECCOMP, 0, 0, 0, 0) < 0 && errno == EINVAL)
     tap_skip_all ("the kernel has no seccomp");
-  tap_plan (12 + (int) ARRAY_SIZE (denied_names) + (int) ARRAY_SIZE (effects));
+  tap_plan (14 + (int) ARRAY_SIZE (denied_names) + (int) ARRAY_SIZE (effects));
 
   _cleanup_error_ sbx_error *err = NULL;
   int r = sbx_seccomp_check (&err);
   tap_ok (r == 0, "sbx_seccomp_check passes%s%s", err ? ": " : "", err ? err->msg : "");
+
+  _cleanup_free_ unsigned char *prog = NULL;
+  size_t len = 0;
+  r = sbx_seccomp_export (&prog, &len, NULL);
+  tap_ok (r == 0 && len % sizeof (struct sock_filter) == 0 && len / sizeof (struct sock_filter) <= BPF_MAXINSNS,
+          "the profile exports as a BPF program (%zu instructions)", len / sizeof (struct sock_filter));
+  tap_ok (r == 0 && len == sizeof sbx_seccomp_filter && memcmp (prog, sbx_seccomp_filter, len) == 0,
+          "sbx-init's built-in program is the profile's export");
 
   _cleanup_yajl_val_ yajl_val doc = gen_profile ();
   tap_ok (doc != NULL && YAJL_IS_OBJECT (doc), "the OCI seccomp object parses");
