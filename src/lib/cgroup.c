@@ -156,10 +156,16 @@ kill_procs (const char *dir)
     }
 }
 
-/* rmdir DIR's child cgroups first, then DIR; retries while procs die. */
+/* rmdir DIR's child cgroups first, then DIR; retries while procs die. An
+ * empty leaf goes at once: listing a cgroup directory (dozens of control
+ * files) costs more than the rmdir. */
 static int
 remove_tree (const char *dir)
 {
+  if (rmdir (dir) == 0 || errno == ENOENT)
+    return 0;
+  if (errno != EBUSY && errno != ENOTEMPTY)
+    return -errno;
   DIR *d = opendir (dir);
   if (d == NULL)
     return errno == ENOENT ? 0 : -errno;
@@ -191,8 +197,12 @@ sbx_cgroup_remove (const char *rel, sbx_error **err)
   int ret = 0;
   for (size_t i = 0; hs[i]; i++)
     {
+      /* The runtime's child (REL/ctr, the usual and only one) first. */
       _cleanup_free_ char *dir = xasprintf ("%s%s", hs[i], rel);
-      int r = remove_tree (dir);
+      _cleanup_free_ char *ctr = xasprintf ("%s/ctr", dir);
+      int r = remove_tree (ctr);
+      if (r == 0 || r == -ENOTDIR)
+        r = remove_tree (dir);
       if (r < 0)
         ret = sbx_error_errno (err, -r, "remove cgroup `%s`", dir);
     }

@@ -224,10 +224,11 @@ sbx_sandbox_terminate (const sbx_store *st, const char *id, int64_t timeout_ms, 
           return -1;
         }
     }
-  /* Wait for the monitor to release its lock, then make sure. */
+  /* Wait for the monitor to release its lock (it does so before it closes
+   * our connection, so this is mostly free), then make sure. */
   uint64_t until = now_ms_monotonic () + 10000;
-  while (sbx_sandbox_monitor_alive (st, id) && now_ms_monotonic () < until)
-    usleep (2000);
+  for (useconds_t nap = 100; sbx_sandbox_monitor_alive (st, id) && now_ms_monotonic () < until; nap = nap < 2000 ? nap * 2 : 2000)
+    usleep (nap);
   if (sbx_sandbox_reap (st, id, err) < 0)
     return -1;
   return 0;

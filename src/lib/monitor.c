@@ -2204,11 +2204,12 @@ finish (struct mon *m, sbx_state state, const char *reason, const char *error)
   m->sb->ended_at = now_unix ();
   save_state (m);
   mlog (m, "%s (%s)%s%s", sbx_state_name (state), reason, error ? ": " : "", error ? error : "");
+  /* Everything is gone and recorded: whoever waits on the lock may go on
+   * before this process has finished exiting. The lock goes first, so that
+   * a client woken by its connection closing finds it free at once. */
+  close (m->lock_fd);
   for (size_t i = 0; i < m->nclients; i++)
     close (m->clients[i]->fd);
-  /* Everything is gone and recorded: whoever waits on the lock may go on
-   * before this process has finished exiting. */
-  close (m->lock_fd);
 }
 
 static void
