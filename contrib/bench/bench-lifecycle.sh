@@ -23,7 +23,8 @@ usage ()
 Usage: ${0##*/} [-n N] [--json] [--phases] [--stream-size SIZE]
        [--runsc-stream-size SIZE] [--stream-runs K] [--keep] [-h]
 
-Times, in one run on one busybox rootfs, N iterations of each case (round-robin):
+Times, in one run on one busybox rootfs, N rounds of every case (each round
+in a new random order):
   sbx-run-runc    sbx run --runtime runc --block-network -- /bin/true
   runc-run        runc run of an OCI bundle running /bin/true
   sbx-run-runsc   sbx run --block-network -- /bin/true
@@ -316,7 +317,7 @@ c_runc_run () { runc --root "$RUNC_ROOT" run --bundle "$WORK/bundle-true" "$TAG-
 c_sbx_run_runsc () { "$SBX" run --image "$IMAGE" --block-network -- /bin/true; }
 c_runsc_run () { runsc --root "$RUNSC_ROOT" --network=none run --bundle "$WORK/bundle-true" "$TAG-s$1"; }
 c_runc_run_sbxspec () { runc --root "$RUNC_ROOT" run --bundle "$WORK/bundle-sbxspec-runc" "$TAG-R$1"; }
-c_runsc_run_sbxspec () { runsc --root "$RUNSC_ROOT" --oci-seccomp --file-access=shared --overlay2=none --network=none \
+c_runsc_run_sbxspec () { runsc --root "$RUNSC_ROOT" --file-access=shared --overlay2=none --network=none \
   --platform=ptrace run --bundle "$WORK/bundle-sbxspec-runsc" "$TAG-S$1"; }
 c_podman_run () { "${PODMAN[@]}" run --rm "${PODMAN_RUN_OPTS[@]}" /bin/true; }
 c_bwrap_run () { bwrap --ro-bind "$ROOTFS" / --unshare-all /bin/true; }
@@ -424,8 +425,12 @@ note "work dir $WORK; $N iterations of ${#CASES[@]} cases"
 start_targets
 for c in "${CASES[@]}"; do run_case "$c" 0 false; done   # warm-up, untimed
 $PHASES && mark_seen
+# Each round in a new random order: no case always runs right after the
+# same neighbour (podman's exec leaves its cleanup running behind it, and
+# whatever came next paid for it).
 for ((i = 1; i <= N; i++)); do
-  for c in "${CASES[@]}"; do run_case "$c" "$i" true; done
+  mapfile -t ORDER < <(shuf -e -- "${CASES[@]}")
+  for c in "${ORDER[@]}"; do run_case "$c" "$i" true; done
 done
 
 # Phases: the CLI calls that sbx run does in one process, one by one.
