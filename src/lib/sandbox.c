@@ -462,6 +462,14 @@ sbx_sandbox_mount_root (const sbx_store *st, const sbx_sandbox *sb, bool readonl
   unsigned long flags = MS_NODEV | MS_NOSUID | (readonly ? MS_RDONLY : 0);
   if (!readonly)
     {
+      /* A volatile mount leaves work/work/incompat/volatile behind, and
+       * overlayfs refuses that work dir until it is removed: a writable
+       * remount of an ended sandbox's files (sbx fs) removes it. Its files
+       * are whole unless the host crashed while it ran, in which case the
+       * sandbox failed (monitor lost) and its last writes may be missing. */
+      _cleanup_free_ char *incompat = xasprintf ("%s/work/work/incompat", dir);
+      if (path_exists (incompat) && rm_rf (incompat, err) < 0)
+        return sbx_error_wrap (err, "clear the volatile mark of `%s/work`", dir);
       _cleanup_free_ char *vopts = xasprintf ("%s,volatile", opts);
       if (mount ("overlay", rootfs, "overlay", flags, vopts) == 0)
         return 0;
