@@ -8,5 +8,5 @@ apt-get install -y -q --no-install-recommends \
   ca-certificates build-essential autoconf automake pkg-config \
   libseccomp-dev libcap-dev libarchive-dev libyajl-dev libnftnl-dev libmnl-dev \
   busybox-static runc runsc nftables iproute2 \
-  bats python3 go-md2man \
+  bats python3 python3-pip go-md2man \
   podman bubblewrap uidmap
