@@ -9,4 +9,4 @@ apt-get install -y -q --no-install-recommends \
   libseccomp-dev libcap-dev libarchive-dev libyajl-dev libnftnl-dev libmnl-dev \
   busybox-static runc runsc nftables iproute2 \
   bats python3 python3-pip go-md2man \
-  podman bubblewrap uidmap
+  podman bubblewrap uidmap debootstrap
