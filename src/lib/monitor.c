@@ -1775,6 +1775,10 @@ wait_hello (struct mon *m, sbx_error **err)
       struct sbx_frame_hdr h;
       const unsigned char *p;
       int r = sbx_frame_read (m->agent_fd, &m->ard, &h, &p);
+      if (r == -EPROTO)
+        return sbx_error_set (err, SBX_E_INTERNAL, 0,
+                              "the sandbox's init sent a frame sbx cannot read: an sbx-init of another version? "
+                              "(install sbx and sbx-init together)");
       if (r < 0)
         {
           /* Let the runtime finish so that its status tells what failed. */

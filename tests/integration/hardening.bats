@@ -96,6 +96,18 @@ check_nosys () {
 @test "hardening: a syscall numbered above the profile answers ENOSYS [runc]" { check_nosys runc; }
 @test "hardening: a syscall numbered above the profile answers ENOSYS [runsc]" { check_nosys runsc; }
 
+# An init that did not load the profile (the test payload standing in for
+# sbx-init: a current HELLO without the flag) is refused, and nothing stays.
+check_unfiltered_init () {
+  require_runtime "$1"
+  SBX_INIT=$SBX_TESTPAYLOAD expect_error INTERNAL create --runtime "$1" --block-network
+  expect_contains "$(jget 'd["error"]["message"]')" "did not load the seccomp profile"
+  expect_eq "$(sbx ls -q | wc -l)" 0 "sandboxes left by the failed create"
+}
+
+@test "hardening: an init that did not load the seccomp profile is refused [runc]" { check_unfiltered_init runc; }
+@test "hardening: an init that did not load the seccomp profile is refused [runsc]" { check_unfiltered_init runsc; }
+
 @test "hardening: the bundle has no seccomp section; PID 1 (sbx-init) runs under the filter [runc]" {
   require_runtime runc
   local id

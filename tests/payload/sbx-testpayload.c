@@ -46,6 +46,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "proto.h"
+
 #ifndef AF_VSOCK
 #define AF_VSOCK 40
 #endif
@@ -736,9 +738,32 @@ usage (void)
   return 2;
 }
 
+/* Run as a sandbox's init (SBX_INIT pointing at this binary, installed as
+ * /.sbx/init): a stand-in that loads no seccomp profile and says HELLO in the
+ * current protocol without the flag that says it did, then waits. The
+ * monitor must refuse the sandbox (hardening.bats). */
+static int
+fake_init (void)
+{
+  unsigned char frame[SBX_PROTO_HDR_SIZE + 12];
+  uint32_t len = 12, chan = 0, hello[3] = { SBX_PROTO_VERSION, (uint32_t) getpid (), 0 };
+  uint16_t type = SBX_MSG_HELLO, flags = 0;
+  memcpy (frame, &len, 4);
+  memcpy (frame + 4, &type, 2);
+  memcpy (frame + 6, &flags, 2);
+  memcpy (frame + 8, &chan, 4);
+  memcpy (frame + SBX_PROTO_HDR_SIZE, hello, sizeof hello);
+  if (write (1, frame, sizeof frame) != (ssize_t) sizeof frame)
+    return 1;
+  for (;;)
+    pause ();
+}
+
 int
 main (int argc, char **argv)
 {
+  if (argc == 1 && strcmp (argv[0], "/.sbx/init") == 0)
+    return fake_init ();
   /* Progress lines must be out before an OOM kill or a timeout. */
   setvbuf (stdout, NULL, _IOLBF, 0);
   if (argc < 2)
