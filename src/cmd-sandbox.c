@@ -213,7 +213,7 @@ out:
 static int
 run_in (sbx_cli *cli, sbx_store *st, const sbx_sandbox *sb, char **cmd, int *status, sbx_error **err)
 {
-  sbx_exec_opts eo = { .argv = cmd };
+  sbx_exec_opts eo = { .argv = cmd, .end_sandbox = true };
   return cli_exec (cli, st, sb->id, &eo, status, err);
 }
 

@@ -204,6 +204,8 @@ exec_request (const sbx_exec_opts *o)
   j_kbool (g, "stdin", o->stdin_open);
   j_kbool (g, "detach", o->detach);
   j_kint (g, "timeout_ms", o->timeout_ms);
+  if (o->end_sandbox)
+    j_kbool (g, "end", true);
   if (o->tty)
     {
       j_kint (g, "rows", o->rows);

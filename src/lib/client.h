@@ -27,6 +27,10 @@ typedef struct sbx_exec_opts {
   const char *not_found_msg;
   /* With detach: where the started command's pid goes. */
   uint32_t *ret_pid;
+  /* `sbx run`: the monitor ends the sandbox (reason killed) as soon as the
+   * command has ended, however it ends, without waiting for another request
+   * (and also when this caller dies first). Not with detach. */
+  bool end_sandbox;
 } sbx_exec_opts;
 
 /* SANDBOX_NOT_RUNNING when nothing listens for ID. */

@@ -117,6 +117,7 @@ struct mon {
   size_t nprocs;
   uint64_t proc_seq;
   uint32_t next_chan;
+  uint32_t end_chan; /* the exec whose end ends the sandbox (sbx run), 0: none */
   int active_execs;
   uint64_t last_activity, deadline, shutdown_deadline;
   bool agent_gone, shutting_down;
@@ -691,17 +692,17 @@ static int
 handle_exec (struct mon *m, struct client *c, yajl_val req, sbx_error **err)
 {
   static const char *const keys[] = { "op", "argv", "env", "cwd", "user", "tty", "stdin", "detach",
-                                      "timeout_ms", "rows", "cols", NULL };
+                                      "timeout_ms", "rows", "cols", "end", NULL };
   _cleanup_strv_ char **argv = NULL, **env = NULL, **full_env = NULL;
   const char *cwd = NULL, *user = NULL;
-  bool tty = false, in = false, detach = false;
+  bool tty = false, in = false, detach = false, end = false;
   int64_t timeout = 0, rows = 0, cols = 0;
   if (j_check_keys (req, keys, "exec request", err) < 0 || j_get_strv (req, "argv", true, &argv, err) < 0
       || j_get_strv (req, "env", false, &env, err) < 0 || j_get_str (req, "cwd", false, &cwd, err) < 0
       || j_get_str (req, "user", false, &user, err) < 0 || j_get_bool (req, "tty", false, &tty, err) < 0
       || j_get_bool (req, "stdin", false, &in, err) < 0 || j_get_bool (req, "detach", false, &detach, err) < 0
       || j_get_int (req, "timeout_ms", false, &timeout, err) < 0 || j_get_int (req, "rows", false, &rows, err) < 0
-      || j_get_int (req, "cols", false, &cols, err) < 0)
+      || j_get_int (req, "cols", false, &cols, err) < 0 || j_get_bool (req, "end", false, &end, err) < 0)
     return -1;
   if (argv[0] == NULL)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "exec: empty command");
@@ -720,7 +721,11 @@ handle_exec (struct mon *m, struct client *c, yajl_val req, sbx_error **err)
                           SBX_PROTO_MAX_PAYLOAD);
   if (detach && in)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "exec: a background command (-d) takes no stdin (-i)");
+  if (detach && end)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "exec: a background command cannot end the sandbox");
   c->chan = ++m->next_chan;
+  if (end)
+    m->end_chan = c->chan;
   c->stdin_window = SBX_PROTO_WINDOW;
   proc_new (m, c->chan, argv, detach, tty);
   to_agent (m, SBX_MSG_EXEC, c->chan, payload, (size_t) n);
@@ -1355,6 +1360,10 @@ agent_frame (struct mon *m, const struct sbx_frame_hdr *h, const unsigned char *
     }
   bool output = h->type == SBX_MSG_STDOUT || h->type == SBX_MSG_STDERR;
   bool last = h->type == SBX_MSG_EXIT || h->type == SBX_MSG_ERROR;
+  /* sbx run's command is over: the sandbox ends now, while its caller
+   * reads the exit status (or after it went away). */
+  if (last && m->end_chan != 0 && h->chan == m->end_chan)
+    begin_shutdown (m, SBX_STATE_TERMINATED, SBX_REASON_KILLED);
   struct proc *pr = proc_by_chan (m, h->chan);
   if (pr && !pr->ended)
     pr = proc_frame (m, pr, h, p);
