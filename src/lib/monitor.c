@@ -1044,7 +1044,11 @@ handle_request (struct mon *m, struct client *c, const unsigned char *p, size_t 
       return;
     }
   touch (m);
-  if (m->shutting_down && strcmp (op, "wait") != 0)
+  /* A terminate for a sandbox already ending waits for the end, as wait
+   * does: its caller wants it over, and the EOF says when. */
+  if (m->shutting_down && (strcmp (op, "wait") == 0 || strcmp (op, "terminate") == 0))
+    ; /* answered by EOF when the monitor exits */
+  else if (m->shutting_down)
     reply_error (c, SBX_E_SANDBOX_NOT_RUNNING, "the sandbox is terminating");
   else if (m->sb->paused && (strcmp (op, "exec") == 0 || strcmp (op, "proc_kill") == 0))
     reply_error (c, SBX_E_SANDBOX_NOT_RUNNING, "the sandbox is paused (sbx resume)");
