@@ -2285,8 +2285,9 @@ monitor_main (const sbx_store *st, sbx_sandbox *sb, int lock_fd, int sync_fd)
   prctl (PR_SET_CHILD_SUBREAPER, 1);
   sbx_spawn_reap_all (true);
   block_signals (m);
+  /* Recorded with the running state (or the failed one): while it is
+   * creating, the lock, not the pid, says whether this monitor lives. */
   sb->monitor_pid = getpid ();
-  save_state (m);
   mlog (m, "monitor %d: starting %s on %s", getpid (), sb->id, sb->opts.runtime);
 
   _cleanup_error_ sbx_error *err = NULL;
