@@ -112,13 +112,9 @@ case $RUNTIME in
 esac
 ((${#RTS[@]})) || die "no runtime available (sbx --json info)"
 
-# ---------------------------------------------------------------- timing
-# $EPOCHREALTIME (bash >= 5) costs no fork; date +%s%N is the fallback.
-if [[ -n ${EPOCHREALTIME:-} ]]; then
-  stamp () { printf -v "$1" '%s' "${EPOCHREALTIME/[.,]/}"; }
-else
-  stamp () { local ns; ns=$(date +%s%N); printf -v "$1" '%s' "$((ns / 1000))"; }
-fi
+# stamp, umount_under, ours, others_using and the leaked_* checks.
+# shellcheck source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh" || exit 2
 
 # ---------------------------------------------------------------- cleanup
 unset SBX_ROOT SBX_RUN_ROOT   # set again below, to throwaway dirs
@@ -127,14 +123,6 @@ RUN_DIR=
 CLEANED=false
 declare -A SB=()   # runtime -> sandbox id
 
-umount_under ()
-{
-  # Deepest first; lazily, so that a busy one does not stop the rest.
-  local d=$1 m
-  [[ -n $d && -d $d ]] || return 0
-  awk -v d="$d/" 'index($5, d) == 1 { print $5 }' /proc/self/mountinfo | sort -r |
-    while read -r m; do umount -l "$m" 2>/dev/null; done
-}
 
 cleanup ()
 {
@@ -168,40 +156,14 @@ cleanup ()
 # Says what cleanup missed: processes outside this script's own tree whose
 # command line or environment names the work dirs (sbx monitors carry
 # SBX_ROOT), mounts left under them.
-ours ()  # PID: is it this script or one of its descendants?
-{
-  local p=$1 stat
-  while ((p > 1)); do
-    ((p == $$)) && return 0
-    read -r stat <"/proc/$p/stat" 2>/dev/null || return 1
-    stat=${stat##*) }
-    read -r _ p _ <<<"$stat"
-  done
-  return 1
-}
 check_leaks ()
 {
-  local f p pids=() try files=(/proc/[0-9]*/cmdline /proc/[0-9]*/environ)
+  local pids n
   [[ -n $WORK ]] || return 0
-  # Twice, a second apart, so that a process on its way out does not count.
-  for try in 1 2; do
-    pids=()
-    # shellcheck disable=SC2013  # /proc paths: no spaces
-    for f in $(grep -lsF -e "$WORK/" -e "${RUN_DIR:-$WORK}/" "${files[@]}"); do
-      p=${f#/proc/}; p=${p%%/*}
-      read -r f <"/proc/$p/stat" 2>/dev/null || continue
-      f=${f##*) }
-      [[ ${f:0:1} == Z ]] && continue
-      ours "$p" || pids+=("$p")
-    done
-    ((${#pids[@]})) || break
-    files=()
-    for p in "${pids[@]}"; do files+=("/proc/$p/cmdline" "/proc/$p/environ"); done
-    [[ $try == 1 ]] && sleep 1
-  done
-  ((${#pids[@]})) && note "LEAK: processes still using the work dirs: $(printf '%s\n' "${pids[@]}" | sort -u | tr '\n' ' ')"
-  awk -v a="$WORK/" -v b="${RUN_DIR:-$WORK}/" 'index($5, a) == 1 || index($5, b) == 1 { n++ }
-    END { if (n) printf "bench-fs: LEAK: %d mounts left under the work dirs\n", n > "/dev/stderr" }' /proc/self/mountinfo
+  pids=$(leaked_pids "$WORK" "$RUN_DIR")
+  [[ -n $pids ]] && note "LEAK: processes still using the work dirs: $pids"
+  n=$(leaked_mounts "$WORK" "$RUN_DIR")
+  ((n == 0)) || note "LEAK: $n mounts left under the work dirs"
 }
 trap cleanup EXIT
 trap 'exit 130' INT

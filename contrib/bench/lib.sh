@@ -1,0 +1,89 @@
+# shellcheck shell=bash
+# contrib/bench/lib.sh: what every bench-*.sh needs alike, sourced by each:
+# timestamps, and the checks that a run left nothing behind. bash, coreutils
+# and awk only.
+
+# stamp VAR: microseconds since the epoch into VAR. $EPOCHREALTIME (bash >= 5)
+# costs no fork; date +%s%N is the fallback.
+if [[ -n ${EPOCHREALTIME:-} ]]; then
+  stamp () { printf -v "$1" '%s' "${EPOCHREALTIME/[.,]/}"; }
+else
+  stamp () { local ns; ns=$(date +%s%N); printf -v "$1" '%s' "$((ns / 1000))"; }
+fi
+
+umount_under ()  # DIR: every mount below it, deepest first
+{
+  # Lazily, so that a busy one does not stop the rest.
+  local d=$1 m
+  [[ -n $d && -d $d ]] || return 0
+  awk -v d="$d/" 'index($5, d) == 1 { print $5 }' /proc/self/mountinfo | sort -r |
+    while read -r m; do umount -l "$m" 2>/dev/null; done
+}
+
+ours ()  # PID: is it this script or one of its descendants?
+{
+  local p=$1 stat
+  while ((p > 1)); do
+    ((p == $$)) && return 0
+    read -r stat <"/proc/$p/stat" 2>/dev/null || return 1
+    stat=${stat##*) }
+    read -r _ p _ <<<"$stat"
+  done
+  return 1
+}
+
+# The live processes, outside this script's own tree, among those whose
+# /proc/PID/FILE (FILE: the rest of the arguments, globs of /proc paths)
+# contains STRING; zombies do not count.
+strangers_naming ()  # STRING FILE...
+{
+  local s=$1 f p
+  shift
+  # shellcheck disable=SC2013  # /proc paths: no spaces
+  for f in $(grep -lsF -e "$s" "$@"); do
+    p=${f#/proc/}; p=${p%%/*}
+    read -r f <"/proc/$p/stat" 2>/dev/null || continue
+    f=${f##*) }
+    [[ ${f:0:1} == Z ]] && continue
+    ours "$p" || printf '%s\n' "$p"
+  done
+}
+
+others_using ()  # STRING: does a live process outside this script name it?
+{
+  [[ -n $(strangers_naming "$1" /proc/[0-9]*/cmdline) ]]
+}
+
+# leaked_pids DIR...: the processes outside this script whose command line or
+# environment (sbx monitors carry SBX_ROOT) names a path under a DIR, checked
+# twice, a second apart, so that one on its way out (podman's cleanup, a
+# zombie waiting for its reaper) does not count. One line, sorted.
+leaked_pids ()
+{
+  local d try pids=() files=(/proc/[0-9]*/cmdline /proc/[0-9]*/environ) p
+  for try in 1 2; do
+    pids=()
+    for d in "$@"; do
+      [[ -n $d ]] && mapfile -t -O "${#pids[@]}" pids < <(strangers_naming "$d/" "${files[@]}")
+    done
+    ((${#pids[@]})) || return 0
+    files=()
+    for p in "${pids[@]}"; do files+=("/proc/$p/cmdline" "/proc/$p/environ"); done
+    [[ $try == 1 ]] && sleep 1
+  done
+  printf '%s\n' "${pids[@]}" | sort -un | tr '\n' ' '
+}
+
+leaked_mounts ()  # DIR...: how many mounts are left below them
+{
+  local d n=0
+  for d in "$@"; do
+    [[ -n $d ]] && n=$((n + $(awk -v d="$d/" 'index($5, d) == 1 { n++ } END { print n + 0 }' /proc/self/mountinfo)))
+  done
+  printf '%s\n' "$n"
+}
+
+leaked_cgroups ()  # TAG: the first few cgroups named TAG-*, on one line
+{
+  find /sys/fs/cgroup -maxdepth 3 -type d -name "$1-*" 2>/dev/null | head -5 | tr '\n' ' '
+}
