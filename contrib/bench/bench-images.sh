@@ -164,15 +164,7 @@ cleanup ()
 # Says what cleanup missed: processes outside this script's own tree whose
 # command line or environment names the work dir (sbx monitors carry
 # SBX_ROOT), mounts left under it.
-check_leaks ()
-{
-  local pids n
-  [[ -n $WORK ]] || return 0
-  pids=$(leaked_pids "$WORK")
-  [[ -n $pids ]] && note "LEAK: processes still using the work dirs: $pids"
-  n=$(leaked_mounts "$WORK")
-  ((n == 0)) || note "LEAK: $n mounts left under the work dirs"
-}
+check_leaks () { [[ -z $WORK ]] || leak_report "" "$WORK"; }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM

@@ -166,17 +166,7 @@ cleanup ()
 # Says what cleanup missed: processes outside this script's own tree whose
 # command line or environment names the work dirs (sbx monitors carry
 # SBX_ROOT), runtime cgroups named after this run's containers, mounts.
-check_leaks ()
-{
-  local pids cgs n
-  [[ -n $WORK ]] || return 0
-  pids=$(leaked_pids "$WORK" "$RUN_DIR")
-  [[ -n $pids ]] && note "LEAK: processes still using the work dirs: $pids"
-  cgs=$(leaked_cgroups "$TAG")
-  [[ -n $cgs ]] && note "LEAK: cgroups left: $cgs"
-  n=$(leaked_mounts "$WORK" "$RUN_DIR")
-  ((n == 0)) || note "LEAK: $n mounts left under the work dirs"
-}
+check_leaks () { [[ -z $WORK ]] || leak_report "$TAG" "$WORK" "$RUN_DIR"; }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM

@@ -87,3 +87,21 @@ leaked_cgroups ()  # TAG: the first few cgroups named TAG-*, on one line
 {
   find /sys/fs/cgroup -maxdepth 3 -type d -name "$1-*" 2>/dev/null | head -5 | tr '\n' ' '
 }
+
+# leak_report TAG DIR...: says (note) what a run left behind: processes
+# naming a DIR, cgroups named TAG-* (none looked for with an empty TAG),
+# mounts below a DIR.
+leak_report ()
+{
+  local tag=$1 pids cgs n
+  shift
+  pids=$(leaked_pids "$@")
+  [[ -n $pids ]] && note "LEAK: processes still using the work dirs: $pids"
+  if [[ -n $tag ]]; then
+    cgs=$(leaked_cgroups "$tag")
+    [[ -n $cgs ]] && note "LEAK: cgroups left: $cgs"
+  fi
+  n=$(leaked_mounts "$@")
+  ((n == 0)) || note "LEAK: $n mounts left under the work dirs"
+  return 0
+}
