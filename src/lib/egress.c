@@ -1945,6 +1945,23 @@ collect_id (char ***ids, const char *name, const char *suffix)
     strv_push (ids, id);
 }
 
+/* Every sandbox id that has a chain, set or counter in the table read. */
+static char **
+table_ids (const tstate *t)
+{
+  char **ids = xmalloc0 (sizeof (char *));
+  for (size_t i = 0; t->chains && t->chains[i]; i++)
+    collect_id (&ids, t->chains[i], NULL);
+  for (size_t i = 0; t->sets && t->sets[i]; i++)
+    {
+      collect_id (&ids, t->sets[i], "-v4");
+      collect_id (&ids, t->sets[i], "-v6");
+    }
+  for (size_t i = 0; t->counters && t->counters[i]; i++)
+    collect_id (&ids, t->counters[i], COUNTER_SUFFIX);
+  return ids;
+}
+
 /* The table when no sandbox has anything in it: 1 dropped, 0 kept (a
  * sandbox's chain, set or counter is there, or no table), -1 error. Under
  * the generation read with it, so nothing made meanwhile is lost. */
@@ -1960,16 +1977,7 @@ drop_once (const char *table, sbx_error **err)
     return r > 0 ? 2 : -1;
   if (t.chains == NULL || t.chains[0] == NULL)
     return 0;
-  _cleanup_strv_ char **ids = xmalloc0 (sizeof (char *));
-  for (size_t i = 0; t.chains[i]; i++)
-    collect_id (&ids, t.chains[i], NULL);
-  for (size_t i = 0; t.sets && t.sets[i]; i++)
-    {
-      collect_id (&ids, t.sets[i], "-v4");
-      collect_id (&ids, t.sets[i], "-v6");
-    }
-  for (size_t i = 0; t.counters && t.counters[i]; i++)
-    collect_id (&ids, t.counters[i], COUNTER_SUFFIX);
+  _cleanup_strv_ char **ids = table_ids (&t);
   if (ids[0])
     return 0;
   _cleanup_nftnl_ (nftnl_table) struct nftnl_table *tb = nftnl_table_alloc ();
@@ -2020,16 +2028,7 @@ sbx_egress_list (const char *table, char ***ret_ids, sbx_error **err)
           backoff (attempt);
           continue;
         }
-      _cleanup_strv_ char **ids = xmalloc0 (sizeof (char *));
-      for (size_t i = 0; t.chains && t.chains[i]; i++)
-        collect_id (&ids, t.chains[i], NULL);
-      for (size_t i = 0; t.sets && t.sets[i]; i++)
-        {
-          collect_id (&ids, t.sets[i], "-v4");
-          collect_id (&ids, t.sets[i], "-v6");
-        }
-      for (size_t i = 0; t.counters && t.counters[i]; i++)
-        collect_id (&ids, t.counters[i], COUNTER_SUFFIX);
+      _cleanup_strv_ char **ids = table_ids (&t);
       qsort (ids, strv_len (ids), sizeof *ids, strv_cmp);
       *ret_ids = steal_pointer (&ids);
       return 0;

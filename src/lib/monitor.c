@@ -2046,11 +2046,7 @@ setup (struct mon *m, sbx_error **err)
   bool threaded = false;
   if (plan.make)
     {
-      sigset_t all, old;
-      sigfillset (&all);
-      pthread_sigmask (SIG_BLOCK, &all, &old);
-      threaded = pthread_create (&net_thread, NULL, net_make, &job) == 0;
-      pthread_sigmask (SIG_SETMASK, &old, NULL);
+      threaded = thread_start_quiet (&net_thread, net_make, &job) == 0;
       if (!threaded)
         net_make (&job);
     }

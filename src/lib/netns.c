@@ -21,7 +21,6 @@
 #include <net/if.h>
 #include <pthread.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdalign.h>
 #include <string.h>
 #include <sys/file.h>
@@ -162,13 +161,8 @@ in_netns (int nsfd, void (*fn) (void *), void *arg, int *ret_errno, const char *
       return 0;
     }
   ns_job job = { .nsfd = nsfd, .fn = fn, .arg = arg };
-  /* The helper thread takes no signals: they stay with the caller's threads. */
-  sigset_t all, old;
   pthread_t t;
-  sigfillset (&all);
-  pthread_sigmask (SIG_BLOCK, &all, &old);
-  int r = pthread_create (&t, NULL, ns_thread, &job);
-  pthread_sigmask (SIG_SETMASK, &old, NULL);
+  int r = thread_start_quiet (&t, ns_thread, &job);
   if (r != 0)
     {
       *ret_errno = r;
@@ -589,12 +583,8 @@ static int
 netns_mount_new (const char *path, sbx_error **err)
 {
   netns_new_job job = { .path = path };
-  sigset_t all, old;
   pthread_t t;
-  sigfillset (&all);
-  pthread_sigmask (SIG_BLOCK, &all, &old);
-  int r = pthread_create (&t, NULL, netns_new_thread, &job);
-  pthread_sigmask (SIG_SETMASK, &old, NULL);
+  int r = thread_start_quiet (&t, netns_new_thread, &job);
   if (r != 0)
     return sbx_error_errno (err, r, "start a thread");
   pthread_join (t, NULL);

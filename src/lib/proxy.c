@@ -639,36 +639,30 @@ note_activity (sbx_proxy *p, struct conn *c)
     c->deadline = now + IDLE_MS;
 }
 
-/* 1: bytes, 0: end of stream, -1: nothing now, -2: error. */
+/* 1: bytes, 0: end of stream, -1: nothing now, -2: error. Spliced into the
+ * pipe pair when the connection has one, else read into the buffer. */
 static int
 pipe_fill (sbx_proxy *p, struct conn *c, struct pipe *pp, int fd)
 {
+  ssize_t r;
   if (pp->sp[1] >= 0)
     {
       if (pp->len >= pp->cap || pp->eof || pp->broken)
         return -1;
-      ssize_t r = splice (fd, NULL, pp->sp[1], NULL, pp->cap - pp->len, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-      if (r < 0)
-        return errno == EAGAIN || errno == EINTR ? -1 : -2;
-      if (r == 0)
-        {
-          pp->eof = true;
-          return 0;
-        }
-      pp->len += (size_t) r;
-      pp->total += (uint64_t) r;
-      note_activity (p, c);
-      return 1;
+      r = splice (fd, NULL, pp->sp[1], NULL, pp->cap - pp->len, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
     }
-  if (pp->off > 0 && pp->off + pp->len == RELAY_BUF)
+  else
     {
-      memmove (pp->data, pp->data + pp->off, pp->len);
-      pp->off = 0;
+      if (pp->off > 0 && pp->off + pp->len == RELAY_BUF)
+        {
+          memmove (pp->data, pp->data + pp->off, pp->len);
+          pp->off = 0;
+        }
+      size_t space = RELAY_BUF - pp->off - pp->len;
+      if (space == 0 || pp->eof || pp->broken)
+        return -1;
+      r = read (fd, pp->data + pp->off + pp->len, space);
     }
-  size_t space = RELAY_BUF - pp->off - pp->len;
-  if (space == 0 || pp->eof || pp->broken)
-    return -1;
-  ssize_t r = read (fd, pp->data + pp->off + pp->len, space);
   if (r < 0)
     return errno == EAGAIN || errno == EINTR ? -1 : -2;
   if (r == 0)

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <string.h>
 #include <sys/file.h>
@@ -692,4 +693,15 @@ base64_encode (const void *data, size_t n)
     }
   *o = '\0';
   return out;
+}
+
+int
+thread_start_quiet (pthread_t *t, void *(*fn) (void *), void *arg)
+{
+  sigset_t all, old;
+  sigfillset (&all);
+  pthread_sigmask (SIG_BLOCK, &all, &old);
+  int r = pthread_create (t, NULL, fn, arg);
+  pthread_sigmask (SIG_SETMASK, &old, NULL);
+  return r;
 }

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <dirent.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/types.h>
@@ -81,6 +82,11 @@ int write_file_replace (const char *path, const void *data, size_t len, mode_t m
 int read_file (const char *path, size_t max, char **ret_data, size_t *ret_len, sbx_error **err);
 int read_file_at (int dirfd, const char *name, size_t max, char **ret_data, size_t *ret_len,
                   sbx_error **err);
+/* pthread_create with every signal blocked in the new thread, so that signals
+ * stay with the caller's threads (signalfd, sigtimedwait). pthread_create's
+ * result. */
+int thread_start_quiet (pthread_t *t, void *(*fn) (void *), void *arg);
+
 int write_all (int fd, const void *buf, size_t len);
 ssize_t read_all (int fd, void *buf, size_t len);
 int mkdir_p (const char *path, mode_t mode, sbx_error **err);
