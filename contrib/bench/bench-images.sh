@@ -31,8 +31,9 @@ Measures, in one run, with the sbx stores and the host files in one work
 directory on one filesystem:
  1. import      sbx import ROOTFS.tar --tag x   (into a fresh, empty SBX_ROOT)
     tar-x       tar --numeric-owner -xpf ROOTFS.tar -C DIR   (into a fresh DIR)
-    tar-x-sync  the same, then sync -f DIR (reference: sbx import syncs the
-                filesystem before it installs the layer; tar -x does not)
+    tar-x-sync  the same, then sync -f DIR (reference: what waiting for the
+                disk costs; sbx import, like tar -x, returns before its
+                files are on the disk and syncs in a process of its own)
     ROOTFS.tar: debootstrap --variant=minbase $SUITE DIR, then
     tar --numeric-owner --exclude=./dev/* -C DIR -cf ROOTFS.tar .
     K timed runs each, round-robin, after one untimed warm-up round (which
@@ -311,7 +312,7 @@ c_tar_x () { local d; d=$(out_of tar-x "$1"); mkdir "$d" && tar --numeric-owner 
 c_tar_x_sync () { local d; d=$(out_of tar-x-sync "$1"); mkdir "$d" && tar --numeric-owner -xpf "$ROOTFS_TAR" -C "$d" && sync -f "$d"; }
 
 # Each timed run starts the same way: sync (no run pays for the writeback of
-# another: sbx import syncs the filesystem itself), then the run at once.
+# another, nor for the sync sbx import leaves running), then the run at once.
 # Every run writes into page cache that it allocates afresh, sbx as much as
 # tar (on a VM with virtio-balloon free page reporting, reusing memory just
 # freed is cheaper than memory left free for a while: no case gets that).

@@ -33,14 +33,6 @@ typedef struct sbx_build_opts {
  * cache entry and no image; its output went to OUT_FD. */
 int sbx_build (const sbx_store *st, const sbx_blueprint *bp, const sbx_build_opts *o, char **ret_id, sbx_error **err);
 
-/* Writes the tree of DIRFD into a tar at OUTFD: sorted, owner, mode and
- * mtime kept, symlinks as links, hard links as links to the first path seen,
- * never following anything. UPPER: the tree is an overlay upper dir, whose
- * whiteouts (0/0 character devices) and opaque directories become OCI
- * whiteouts. Devices, FIFOs and sockets are INVALID_ARGUMENT, unless
- * SKIP_SPECIAL (then they are left out). */
-int sbx_tar_from_dir (int dirfd, int outfd, bool upper, bool skip_special, sbx_error **err);
-
 /* What sandbox ID wrote (its upper dir) as a layer. The caller makes sure
  * nothing writes there meanwhile (ended, or paused). */
 int sbx_layer_from_upper (const sbx_store *st, const char *id, char **ret_digest, uint64_t *ret_size,

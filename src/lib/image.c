@@ -301,9 +301,9 @@ resolve (const sbx_store *st, const char *ref, bool usable, sbx_image **ret, sbx
   if (sbx_image_load (st, id, ret, err) < 0)
     return -1;
   for (size_t i = 0; usable && (*ret)->layers[i]; i++)
-    if (!sbx_layer_exists (st->root, (*ret)->layers[i]))
+    if (sbx_layer_check (st->root, (*ret)->layers[i], err) < 0)
       {
-        sbx_error_set (err, SBX_E_NOT_FOUND, 0, "image `%s`: layer %s is missing", ref, (*ret)->layers[i]);
+        sbx_error_wrap (err, "image `%s`", ref);
         sbx_image_free (*ret);
         *ret = NULL;
         return -1;

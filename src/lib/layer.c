@@ -1,19 +1,31 @@
 /* Layers: this file owns ROOT/layers. A tarball becomes a layer in one pass
  * over it: the parent reads it, strips any compression, hashes the plain tar
- * stream (the hash names the layer) and writes it to layer.tar, and feeds the
- * same bytes to a child process chrooted into the new rootfs, which extracts
- * them with libarchive's secure flags plus our own check of every entry, so
- * that a path in the archive cannot reach outside it even if a check were
- * missed. Reading, hashing, writing and extracting overlap. All of it happens
- * in ROOT/layers/tmp/RANDOM, renamed to ROOT/layers/sha256/HEX once complete
- * and on disk, and removed on any error. The built-in busybox layer is written
- * as a tar here and then goes through the same extraction. */
+ * stream (the hash names the layer) and feeds the same bytes to a child
+ * process chrooted into the new rootfs, which extracts them with libarchive's
+ * secure flags plus our own check of every entry, so that a path in the
+ * archive cannot reach outside it even if a check were missed. Reading,
+ * hashing and extracting overlap. All of it happens in ROOT/layers/tmp/RANDOM,
+ * renamed to ROOT/layers/sha256/HEX once complete, and removed on any error.
+ * The stream itself is not kept: export writes a layer's tar from its files.
+ *
+ * An import does not wait for the disk, as `tar -x` does not: the layer is
+ * installed with a `pending` mark holding the boot id, and a process of its
+ * own syncs the filesystem after the command has returned and then drops the
+ * mark (sbx_layer_settle). A mark from an earlier boot means the host went
+ * down before the layer reached the disk: sbx_layer_check refuses such a
+ * layer rather than run from files that may be torn. The mark is made before
+ * the rename that installs the layer, and journaled filesystems (ext4, xfs,
+ * btrfs) commit the two in that order. The built-in busybox layer is written
+ * as a tar here and then goes through the same extraction, synced before it
+ * is installed. */
 #include "config.h"
 #include "layer.h"
+#include "fs.h"
 #include "sha256.h"
 #include "util.h"
 
 #include <archive_entry.h>
+#include <dirent.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -35,6 +47,11 @@
 #define ENTRY_PATH_MAX 4096
 #define ENTRY_DEPTH_MAX 256
 #define OPAQUE_XATTR "trusted.overlay.opaque"
+/* Next to rootfs/: the boot id while the layer is not yet on the disk, and
+ * the layer's size (the sum of its regular files' sizes) in decimal. */
+#define PENDING_MARK "pending"
+#define SIZE_FILE "size"
+#define FUZZ_STREAM "stream.tar"
 #define WH_PREFIX ".wh."
 #define WH_META_PREFIX ".wh..wh."
 #define WH_OPAQUE ".wh..wh..opq"
@@ -165,8 +182,8 @@ sbx_workdir_new (const char *root, sbx_workdir *w, sbx_error **err)
   return 0;
 }
 
-/* A layer being made: a work directory with rootfs/ and layer.tar. Until it
- * is installed, going out of scope removes it. The lock on the directory is
+/* A layer being made: a work directory with rootfs/ (and for busybox its
+ * layer.tar). Until it is installed, going out of scope removes it. The lock on the directory is
  * held by the extracting child too. */
 typedef sbx_workdir tmp_layer;
 #define TMP_LAYER_INIT SBX_WORKDIR_INIT
@@ -182,18 +199,153 @@ tmp_layer_new (const char *root, tmp_layer *t, sbx_error **err)
   return 0;
 }
 
-/* Moves the finished layer into place, durable first. Losing a race to another
- * process that made the same layer is success: same digest, same content; the
- * cleanup then removes ours. */
-static int
-tmp_layer_install (const char *root, tmp_layer *t, const char *hex, sbx_error **err)
+/* This boot's id; "" where the kernel does not tell (no layer is then ever
+ * taken for settling). */
+static const char *
+boot_id (void)
 {
+  static char id[64];
+  static bool done;
+  if (!done)
+    {
+      _cleanup_close_ int fd = open ("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+      ssize_t n = fd >= 0 ? read_all (fd, id, sizeof id - 1) : -1;
+      id[n > 0 ? n : 0] = '\0';
+      id[strcspn (id, "\n")] = '\0';
+      done = true;
+    }
+  return id;
+}
+
+/* The `pending` mark of the layer directory DFD: 0 none (the layer is on the
+ * disk), 1 this boot's (on its way there: as good as on it for any reader),
+ * 2 an earlier boot's (the host went down first: maybe torn), or -errno. */
+static int
+pending_state (int dfd)
+{
+  char mark[64];
+  _cleanup_close_ int fd = openat (dfd, PENDING_MARK, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0)
+    return errno == ENOENT ? 0 : -errno;
+  ssize_t n = read_all (fd, mark, sizeof mark - 1);
+  if (n < 0)
+    return (int) n;
+  mark[n] = '\0';
+  return boot_id ()[0] != '\0' && strcmp (mark, boot_id ()) == 0 ? 1 : 2;
+}
+
+/* Whether layer DIGEST is in the store with an earlier boot's mark. */
+static bool
+layer_suspect (const char *root, const char *digest)
+{
+  _cleanup_free_ char *dir = sbx_layer_dir (root, digest);
+  _cleanup_close_ int dfd = dir ? open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW) : -1;
+  return dfd >= 0 && pending_state (dfd) == 2;
+}
+
+/* Whether the store has layer DIGEST to reuse: there, and not suspect. */
+static bool
+layer_usable (const char *root, const char *digest)
+{
+  return sbx_layer_exists (root, digest) && !layer_suspect (root, digest);
+}
+
+/* ---- aliases ---- */
+
+/* ROOT/layers/alias/HEX holds the name of the layer whose files a tar with
+ * digest sha256:HEX carries, though the layer was made from another tar:
+ * export writes a layer's tar from its files, and an import of that tar (an
+ * image going back and forth between sbx and podman) finds the layer again,
+ * and so the same image. Written by sbx only; a stale one is harmless (its
+ * layer gone, it is ignored, and gc removes it). */
+static char *
+alias_path (const char *root, const char *digest)
+{
+  const char *hex = digest_hex (digest);
+  return hex ? xasprintf ("%s/layers/alias/%s", root, hex) : NULL;
+}
+
+/* The layer a tar with DIGEST came from, when the store has it usable. */
+static char *
+alias_target (const char *root, const char *digest)
+{
+  _cleanup_free_ char *path = alias_path (root, digest);
+  _cleanup_free_ char *target = NULL;
+  if (path == NULL || read_file (path, 128, &target, NULL, NULL) < 0)
+    return NULL;
+  target[strcspn (target, "\n")] = '\0';
+  if (digest_hex (target) == NULL || !layer_usable (root, target))
+    return NULL;
+  return steal_pointer (&target);
+}
+
+int
+sbx_layer_alias (const char *root, const char *digest, const char *alias, sbx_error **err)
+{
+  _cleanup_free_ char *path = alias_path (root, alias);
+  _cleanup_free_ char *dir = xasprintf ("%s/layers/alias", root);
+  if (path == NULL || digest_hex (digest) == NULL)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid layer digest");
+  if (strcmp (digest, alias) == 0)
+    return 0;
+  if (mkdir (dir, 0700) < 0 && errno != EEXIST)
+    return sbx_error_errno (err, errno, "mkdir `%s`", dir);
+  _cleanup_free_ char *text = xasprintf ("%s\n", digest);
+  return write_file_replace (path, text, strlen (text), 0600, err);
+}
+
+void
+sbx_layer_alias_gc (const char *root)
+{
+  _cleanup_free_ char *dir = xasprintf ("%s/layers/alias", root);
+  DIR *d = opendir (dir);
+  if (d == NULL)
+    return;
+  for (struct dirent *de; (de = readdir (d));)
+    {
+      if (de->d_name[0] == '.')
+        continue;
+      _cleanup_free_ char *digest = xasprintf (DIGEST_PREFIX "%s", de->d_name);
+      _cleanup_free_ char *path = alias_path (root, digest);
+      _cleanup_free_ char *target = NULL;
+      bool live = path && read_file (path, 128, &target, NULL, NULL) == 0;
+      if (live)
+        target[strcspn (target, "\n")] = '\0';
+      if (!live || !sbx_layer_exists (root, target))
+        unlinkat (dirfd (d), de->d_name, 0);
+    }
+  closedir (d);
+}
+
+/* Moves the finished layer into place. SYNCED: on the disk first, or else
+ * marked pending (see the top of this file). Losing a race to another process
+ * that made the same layer is success: same digest, same content; the cleanup
+ * then removes ours. */
+static int
+tmp_layer_install (const char *root, tmp_layer *t, const char *hex, uint64_t size, bool synced, sbx_error **err)
+{
+  _cleanup_free_ char *sz = xasprintf ("%llu\n", (unsigned long long) size);
+  _cleanup_close_ int szfd = openat (t->dfd, SIZE_FILE, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (szfd < 0 || write_all (szfd, sz, strlen (sz)) < 0)
+    return sbx_error_errno (err, errno, "write `%s/" SIZE_FILE "`", t->path);
 #ifndef SBX_LAYER_FUZZING /* thousands of layers a minute, thrown away */
-  if (syncfs (t->dfd) < 0)
+  if (synced && syncfs (t->dfd) < 0)
     return sbx_error_errno (err, errno, "sync `%s`", t->path);
+  if (!synced)
+    {
+      _cleanup_close_ int fd = openat (t->dfd, PENDING_MARK, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+      if (fd < 0 || write_all (fd, boot_id (), strlen (boot_id ())) < 0)
+        return sbx_error_errno (err, errno, "mark `%s` pending", t->path);
+    }
 #endif
   _cleanup_free_ char *dst = xasprintf ("%s/layers/sha256/%s", root, hex);
-  if (rename (t->path, dst) < 0)
+  _cleanup_free_ char *digest = xasprintf (DIGEST_PREFIX "%s", hex);
+  int r = rename (t->path, dst);
+  /* One there that may be torn gives way to this one. */
+  if (r < 0 && (errno == EEXIST || errno == ENOTEMPTY) && layer_suspect (root, digest)
+      && sbx_layer_remove (root, digest, NULL) == 0)
+    r = rename (t->path, dst);
+  if (r < 0)
     {
       if (errno == EEXIST || errno == ENOTEMPTY)
         return 0;
@@ -205,11 +357,10 @@ tmp_layer_install (const char *root, tmp_layer *t, const char *hex, sbx_error **
 
 /* ---- helper processes fed the stream ---- */
 
-/* The stream goes to two helper processes through sockets: the extraction
- * (chrooted into the new rootfs) and the writer of layer.tar. Each works at
- * its own pace, the parent ahead of them by what the sockets hold, so that
- * neither the disk nor the extraction waits on the other. A helper's verdict
- * comes back as this struct on a pipe: errors cross the fork as data. */
+/* The stream goes to a helper process through a socket: the extraction,
+ * chrooted into the new rootfs. It works at its own pace, the parent ahead of
+ * it by what the socket holds. A helper's verdict comes back as this struct
+ * on a pipe: errors cross the fork as data. */
 typedef struct helper_result {
   int32_t code;
   int32_t errnum;
@@ -273,6 +424,7 @@ helper_cleanup (helper *h)
 }
 #define _cleanup_helper_ __attribute__ ((cleanup (helper_cleanup)))
 
+#ifndef SBX_LAYER_FUZZING /* the fuzzer extracts in its own process */
 static __attribute__ ((noreturn)) void
 helper_child (pid_t parent, helper_fn *fn, void *arg, const int *keep, size_t nkeep, int infd, int resfd)
 {
@@ -372,97 +524,7 @@ helper_finish (helper *h, helper_result *ret, sbx_error **err)
     return sbx_error_set (err, SBX_E_INTERNAL, 0, "helper process died (status 0x%x)", status);
   return 0;
 }
-
-/* ---- layer.tar ---- */
-
-/* The writer puts layer.tar on the disk with O_DIRECT where the filesystem
- * takes it: straight from its buffer to the device, not into a second copy
- * of the layer in the page cache (costly to fill on a VM, and for the syncfs
- * before the install to write out). The last partial block, which O_DIRECT
- * cannot write, goes through the page cache. */
-#define DIRECT_ALIGN 4096
-
-static int
-tar_file_create (int dfd, sbx_error **err)
-{
-  int fd = openat (dfd, "layer.tar", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0)
-    return sbx_error_errno (err, errno, "create layer.tar");
-  return fd;
-}
-
-/* O_DIRECT off again: for the tail, or where it turns out not to work after
- * all (EINVAL on a write). */
-static int
-direct_off (int fd, bool *direct)
-{
-  if (*direct && fcntl (fd, F_SETFL, 0) < 0)
-    return -1;
-  *direct = false;
-  return 0;
-}
-
-static int
-put_all (int fd, bool *direct, const char *data, size_t n, sbx_error **err)
-{
-  while (n > 0)
-    {
-      ssize_t w = write (fd, data, n);
-      if (w < 0 && (errno == EINTR || (errno == EINVAL && *direct && direct_off (fd, direct) == 0)))
-        continue;
-      if (w < 0)
-        return sbx_error_errno (err, errno, "write layer.tar");
-      data += w;
-      n -= (size_t) w;
-    }
-  return 0;
-}
-
-/* The last N bytes: whole blocks as before, the rest through the cache. */
-static int
-put_tail (int fd, bool *direct, const char *data, size_t n, sbx_error **err)
-{
-  size_t whole = n - n % DIRECT_ALIGN;
-  if (put_all (fd, direct, data, whole, err) < 0)
-    return -1;
-  if (n > whole && direct_off (fd, direct) < 0)
-    return sbx_error_errno (err, errno, "write layer.tar");
-  return put_all (fd, direct, data + whole, n - whole, err);
-}
-
-/* The writer: the stream from INFD to layer.tar (*ARG) in IO_BLOCK pieces.
- * Durable, like the rootfs, with the syncfs before the install. */
-static void
-write_tar (void *arg, int infd, helper_result *res)
-{
-  int fd = *(int *) arg;
-  _cleanup_free_ char *buf = NULL;
-  sbx_error *e = NULL;
-  bool direct = fcntl (fd, F_SETFL, O_DIRECT) == 0;
-  if (posix_memalign ((void **) &buf, DIRECT_ALIGN, IO_BLOCK) != 0)
-    abort ();
-  for (;;)
-    {
-      ssize_t n = read_all (infd, buf, IO_BLOCK);
-      if (n < 0)
-        sbx_error_errno (&e, (int) -n, "read the stream");
-      else if (n < IO_BLOCK)
-        put_tail (fd, &direct, buf, (size_t) n, &e);
-      else
-        put_all (fd, &direct, buf, IO_BLOCK, &e);
-      if (e || n < IO_BLOCK)
-        break;
-    }
-  if (e)
-    helper_result_set (res, e);
-  sbx_error_free (e);
-}
-
-static int
-tar_writer_start (int tarfd, helper *h, sbx_error **err)
-{
-  return helper_start (write_tar, &tarfd, &tarfd, 1, -1, h, err);
-}
+#endif
 
 /* ---- the extraction child ---- */
 
@@ -487,8 +549,9 @@ extractor_cleanup (extractor *x)
 #ifdef SBX_LAYER_FUZZING
 /* For the fuzzer (tests/fuzz/fuzz-tar.c): it sees coverage of in-process code
  * only, and without the chroot it tests our checks and libarchive's alone.
- * Nothing is fed: the extraction reads the finished layer.tar (TARFD), in
- * this process, changing its working directory while it runs. */
+ * Nothing is fed: the extraction reads the finished tar (TARFD, or the copy
+ * of the stream next to the rootfs), in this process, changing its working
+ * directory while it runs. */
 static int
 extractor_start (int rootfd, int tarfd, extractor *x, sbx_error **err)
 {
@@ -503,13 +566,13 @@ extractor_finish (extractor *x, helper_result *ret, sbx_error **err)
   _cleanup_close_ int cwd = open (".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   sbx_error *e = NULL;
   *ret = (helper_result) { .code = SBX_OK };
-  /* Fed (TARFD -1): the layer.tar next to the rootfs, finished by now. */
-  _cleanup_close_ int own = x->tarfd < 0 ? openat (x->rootfd, "../layer.tar", O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
+  /* Fed (TARFD -1): the copy of the stream next to the rootfs. */
+  _cleanup_close_ int own = x->tarfd < 0 ? openat (x->rootfd, "../" FUZZ_STREAM, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
   int tarfd = x->tarfd < 0 ? own : x->tarfd;
   if (cwd < 0 || fchdir (x->rootfd) < 0)
     return sbx_error_errno (err, errno, "enter the rootfs");
   if (tarfd < 0 || lseek (tarfd, 0, SEEK_SET) < 0)
-    sbx_error_errno (&e, errno, "open layer.tar");
+    sbx_error_errno (&e, errno, "open the tar");
   else
     extract_here (tarfd, &ret->size, &e);
   if (fchdir (cwd) < 0)
@@ -550,102 +613,6 @@ extractor_finish (extractor *x, helper_result *ret, sbx_error **err)
   return helper_finish (&x->h, ret, err);
 }
 #endif
-
-/* ---- writeback while extracting ---- */
-
-/* The syncfs before the install would otherwise write the whole layer at the
- * end, the disk idle until then. A helper process syncs the filesystem each
- * time another FLUSH_EVERY bytes have gone to the extraction, so that the
- * files go to the disk while later ones are being extracted and the last
- * syncfs finds little left. It only ever makes data durable sooner. Smaller
- * layers never start it. */
-#define FLUSH_EVERY (32 * 1024 * 1024)
-
-typedef struct flusher {
-  int fsfd; /* borrowed */
-  pid_t pid;
-  int kickfd;
-  bool tried;
-  uint64_t next;
-} flusher;
-#define FLUSHER_INIT(fd) { .fsfd = (fd), .pid = -1, .kickfd = -1, .next = FLUSH_EVERY }
-
-/* Waits for a sync under way to end rather than kill it: the final syncfs
- * would wait for it all the same. */
-static void
-flusher_stop (flusher *f)
-{
-  closep (&f->kickfd);
-  if (f->pid > 0)
-    {
-      int status;
-      wait_child (f->pid, &status);
-    }
-  f->pid = -1;
-}
-#define _cleanup_flusher_ __attribute__ ((cleanup (flusher_stop)))
-
-#ifdef SBX_LAYER_FUZZING /* thousands of layers a minute, never synced */
-static void
-flusher_start (flusher *f)
-{
-}
-#else
-static __attribute__ ((noreturn)) void
-flusher_child (pid_t parent, int fsfd, int kickfd)
-{
-  char buf[64];
-  const int keep[] = { fsfd, kickfd };
-  if (prctl (PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid () != parent)
-    _exit (1);
-  close_fds_except (keep, ARRAY_SIZE (keep));
-  for (;;)
-    {
-      ssize_t n = read (kickfd, buf, sizeof buf);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0)
-        _exit (0);
-      syncfs (fsfd);
-    }
-}
-
-/* Best effort: without the helper the last syncfs does all the work. */
-static void
-flusher_start (flusher *f)
-{
-  int p[2];
-  if (pipe2 (p, O_CLOEXEC) < 0)
-    return;
-  pid_t parent = getpid ();
-  f->pid = fork ();
-  if (f->pid == 0)
-    flusher_child (parent, f->fsfd, p[0]);
-  close (p[0]);
-  if (f->pid < 0 || set_nonblock (p[1], true) < 0)
-    {
-      close (p[1]);
-      flusher_stop (f);
-      return;
-    }
-  f->kickfd = p[1];
-}
-#endif
-
-/* LEN bytes have gone to the extraction. Kicks the helper never read yet
- * make one sync. */
-static void
-flusher_progress (flusher *f, uint64_t len)
-{
-  if (len < f->next)
-    return;
-  f->next = len + FLUSH_EVERY;
-  if (!f->tried)
-    flusher_start (f);
-  f->tried = true;
-  if (f->kickfd >= 0 && write (f->kickfd, "", 1) < 0 && errno != EAGAIN)
-    closep (&f->kickfd);
-}
 
 /* ---- reading the input: once, hashed, kept, extracted ---- */
 
@@ -699,14 +666,16 @@ raw_source_drain (raw_source *s, sbx_error **err)
     }
 }
 
-/* Where the plain tar stream goes: hashed, to the extraction and to the
- * writer of layer.tar, with the flusher told. All but the hash optional. */
+/* Where the plain tar stream goes: hashed, and to the extraction unless X
+ * is NULL. The fuzzer's build also copies it to COPYFD for its in-process
+ * extraction. */
 typedef struct tar_sinks {
   sha256_ctx sha;
   uint64_t len;
   extractor *x;
-  helper *writer;
-  flusher *flush;
+#ifdef SBX_LAYER_FUZZING
+  int copyfd;
+#endif
 } tar_sinks;
 
 static int
@@ -726,10 +695,13 @@ copy_stream (struct archive *a, tar_sinks *k, sbx_error **err)
         return sbx_error_set (err, SBX_E_INTERNAL, 0, "decompress: unexpected hole in the stream");
       sha256_update (&k->sha, buf, n);
       k->len += n;
-      if ((k->x && helper_feed (&k->x->h, buf, n, err) < 0) || (k->writer && helper_feed (k->writer, buf, n, err) < 0))
+#ifdef SBX_LAYER_FUZZING
+      if (k->x && write_all (k->copyfd, buf, n) < 0)
+        return sbx_error_errno (err, errno, "copy the stream");
+#else
+      if (k->x && helper_feed (&k->x->h, buf, n, err) < 0)
         return -1;
-      if (k->flush)
-        flusher_progress (k->flush, k->len);
+#endif
     }
 }
 
@@ -1205,7 +1177,7 @@ extract_layer (const char *root, tmp_layer *t, const char *hex, bool *ret_reuse,
   _cleanup_close_ int tarfd = openat (t->dfd, "layer.tar", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (tarfd < 0)
     return sbx_error_errno (err, errno, "open layer.tar");
-  *ret_reuse = sbx_layer_exists (root, digest);
+  *ret_reuse = layer_usable (root, digest);
   if (*ret_reuse)
     return tar_size (tarfd, ret_size, err);
   _cleanup_close_ int rootfd = open_rootfs (t, err);
@@ -1226,7 +1198,8 @@ finish_layer (const char *root, tmp_layer *t, const char *hex, char **ret_digest
 {
   bool reuse;
   uint64_t size = 0;
-  if (extract_layer (root, t, hex, &reuse, &size, err) < 0 || (!reuse && tmp_layer_install (root, t, hex, err) < 0))
+  if (extract_layer (root, t, hex, &reuse, &size, err) < 0
+      || (!reuse && tmp_layer_install (root, t, hex, size, true, err) < 0))
     return -1;
   *ret_digest = xasprintf (DIGEST_PREFIX "%s", hex);
   *ret_size = size;
@@ -1236,31 +1209,35 @@ finish_layer (const char *root, tmp_layer *t, const char *hex, char **ret_digest
 /* ---- staged imports ---- */
 
 /* The whole of one import but the install: INFD read once, its plain tar
- * hashed here, written to T's layer.tar and extracted into T's rootfs by the
- * helpers at the same time. The extraction's verdict is in *RET_RES; the
- * writer's failure is this function's. */
+ * hashed here and extracted into T's rootfs by the helper at the same time.
+ * The extraction's verdict is in *RET_RES. */
 static int
 stream_layer (tmp_layer *t, int infd, stream_sums *ret, helper_result *ret_res, sbx_error **err)
 {
   _cleanup_close_ int rootfd = open_rootfs (t, err);
-  _cleanup_close_ int tarfd = tar_file_create (t->dfd, err);
   _cleanup_extractor_ extractor x = EXTRACTOR_INIT;
-  _cleanup_helper_ helper writer = HELPER_INIT;
-  _cleanup_flusher_ flusher fl = FLUSHER_INIT (t->dfd);
-  tar_sinks k = { .x = &x, .writer = &writer, .flush = &fl };
-  helper_result wres;
-  if (rootfd < 0 || tarfd < 0 || extractor_start (rootfd, -1, &x, err) < 0
-      || tar_writer_start (tarfd, &writer, err) < 0)
+  tar_sinks k = { .x = &x };
+  if (rootfd < 0 || extractor_start (rootfd, -1, &x, err) < 0)
     return -1;
-  if (read_input (infd, &k, ret, err) < 0 || helper_finish (&writer, &wres, err) < 0
-      || helper_result_take (&wres, err) < 0)
+#ifdef SBX_LAYER_FUZZING
+  _cleanup_close_ int copyfd = openat (t->dfd, FUZZ_STREAM, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (copyfd < 0)
+    return sbx_error_errno (err, errno, "create " FUZZ_STREAM);
+  k.copyfd = copyfd;
+  int r = read_input (infd, &k, ret, err) < 0 ? -1 : extractor_finish (&x, ret_res, err);
+  unlinkat (t->dfd, FUZZ_STREAM, 0);
+  return r;
+#else
+  if (read_input (infd, &k, ret, err) < 0)
     return -1;
   return extractor_finish (&x, ret_res, err);
+#endif
 }
 
 struct sbx_layer_staged {
   tmp_layer t;
   char *digest;
+  char *name; /* the layer in the store: DIGEST, or the one an alias names */
   char *blob_digest;
   uint64_t blob_size;
   uint64_t size;
@@ -1277,6 +1254,7 @@ sbx_layer_staged_free (sbx_layer_staged *s)
     return;
   sbx_workdir_cleanup (&s->t);
   free (s->digest);
+  free (s->name);
   free (s->blob_digest);
   free (s);
 }
@@ -1292,10 +1270,12 @@ sbx_layer_stage (const char *root, int fd, const char *known, sbx_layer_staged *
   tar_sinks hash_only = { 0 };
   if (tmp_layer_new (root, &s->t, err) < 0)
     return -1;
-  s->streamed = !(known && sbx_layer_exists (root, known));
+  _cleanup_free_ char *known_alias = known ? alias_target (root, known) : NULL;
+  s->streamed = !(known && (layer_usable (root, known) || known_alias));
   if (s->streamed ? stream_layer (&s->t, fd, &sums, &s->result, err) < 0 : read_input (fd, &hash_only, &sums, err) < 0)
     return -1;
   s->digest = xasprintf (DIGEST_PREFIX "%s", sums.hex);
+  s->name = xstrdup (s->digest);
   s->blob_digest = xasprintf (DIGEST_PREFIX "%s", sums.blob_hex);
   s->blob_size = sums.blob_len;
   *ret = steal_pointer (&s);
@@ -1309,6 +1289,12 @@ sbx_layer_staged_digest (const sbx_layer_staged *s)
 }
 
 const char *
+sbx_layer_staged_name (const sbx_layer_staged *s)
+{
+  return s->name;
+}
+
+const char *
 sbx_layer_staged_blob (const sbx_layer_staged *s, uint64_t *ret_size)
 {
   if (ret_size)
@@ -1316,8 +1302,9 @@ sbx_layer_staged_blob (const sbx_layer_staged *s, uint64_t *ret_size)
   return s->blob_digest;
 }
 
-/* The size of a layer the store has: as our extraction counted it, or from
- * the headers of its layer.tar, which holds the same bytes. */
+/* The size of a layer the store has: as our extraction counted it, as its
+ * size file says, or (a layer an older sbx made) from the headers of its
+ * layer.tar. */
 static int
 reused_size (const char *root, sbx_layer_staged *s, sbx_error **err)
 {
@@ -1326,7 +1313,20 @@ reused_size (const char *root, sbx_layer_staged *s, sbx_error **err)
       s->size = s->result.size;
       return 0;
     }
-  _cleanup_free_ char *dir = sbx_layer_dir (root, s->digest);
+  _cleanup_free_ char *dir = sbx_layer_dir (root, s->name);
+  _cleanup_free_ char *szpath = xasprintf ("%s/" SIZE_FILE, dir);
+  _cleanup_free_ char *sz = NULL;
+  if (read_file (szpath, 64, &sz, NULL, NULL) == 0)
+    {
+      char *end;
+      errno = 0;
+      unsigned long long v = strtoull (sz, &end, 10);
+      if (errno == 0 && end != sz && (*end == '\n' || *end == '\0'))
+        {
+          s->size = v;
+          return 0;
+        }
+    }
   _cleanup_free_ char *tar = xasprintf ("%s/layer.tar", dir);
   _cleanup_close_ int fd = open (tar, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0)
@@ -1339,7 +1339,14 @@ reused_size (const char *root, sbx_layer_staged *s, sbx_error **err)
 int
 sbx_layer_staged_extract (const char *root, sbx_layer_staged *s, sbx_error **err)
 {
-  s->reuse = sbx_layer_exists (root, s->digest);
+  s->reuse = layer_usable (root, s->digest);
+  _cleanup_free_ char *target = s->reuse ? NULL : alias_target (root, s->digest);
+  if (target)
+    {
+      free (s->name);
+      s->name = steal_pointer (&target);
+      s->reuse = true;
+    }
   if (s->reuse && reused_size (root, s, err) < 0)
     return -1;
   if (!s->reuse && !s->streamed)
@@ -1358,7 +1365,7 @@ sbx_layer_staged_install (const char *root, sbx_layer_staged *s, uint64_t *ret_s
 {
   if (!s->extracted)
     return sbx_error_set (err, SBX_E_INTERNAL, 0, "layer %s: installed before it was extracted", s->digest);
-  if (!s->reuse && tmp_layer_install (root, &s->t, digest_hex (s->digest), err) < 0)
+  if (!s->reuse && tmp_layer_install (root, &s->t, digest_hex (s->digest), s->size, false, err) < 0)
     return -1;
   if (ret_size)
     *ret_size = s->size;
@@ -1373,7 +1380,9 @@ sbx_layer_import_fd (const char *root, int fd, char **ret_digest, uint64_t *ret_
   if (sbx_layer_stage (root, fd, NULL, &s, err) < 0 || sbx_layer_staged_extract (root, s, err) < 0
       || sbx_layer_staged_install (root, s, &size, err) < 0)
     return -1;
-  *ret_digest = xstrdup (s->digest);
+  if (!s->reuse)
+    sbx_layer_settle_later (root);
+  *ret_digest = xstrdup (s->name);
   *ret_size = size;
   return 0;
 }
@@ -1781,6 +1790,234 @@ sbx_layer_make_busybox (const char *root, char **ret_digest, uint64_t *ret_size,
   return sbx_error_wrap (err, "busybox layer");
 }
 
+/* ---- a directory tree as a tar ---- */
+
+typedef struct tar_out {
+  struct archive *a;
+  int fd;
+  bool upper, skip_special;
+  /* hard links: (dev, ino) of files with several links -> their first path */
+  struct { dev_t dev; ino_t ino; char *path; } *links;
+  size_t nlinks;
+} tar_out;
+
+static la_ssize_t
+fd_sink (struct archive *a, void *data, const void *buf, size_t len)
+{
+  tar_out *t = data;
+  int r = write_all (t->fd, buf, len);
+  if (r < 0)
+    {
+      sbx_ar.archive_set_error (a, -r, "write the layer");
+      return -1;
+    }
+  return (la_ssize_t) len;
+}
+
+static int
+tar_fail (sbx_error **err, struct archive *a, const char *what)
+{
+  return sbx_error_set (err, SBX_E_INTERNAL, sbx_ar.archive_errno (a), "%s: %s", what,
+                        sbx_ar.archive_error_string (a) ? sbx_ar.archive_error_string (a) : "archive error");
+}
+
+/* E gets the extended attributes of FD that a layer keeps (xattr_allowed). */
+static int
+entry_add_xattrs (struct archive_entry *e, int fd, const char *path, sbx_error **err)
+{
+  ssize_t n = flistxattr (fd, NULL, 0);
+  if (n < 0 && (errno == ENOTSUP || errno == ENODATA))
+    return 0;
+  _cleanup_free_ char *list = n > 0 ? xmalloc ((size_t) n) : NULL;
+  if (n > 0)
+    n = flistxattr (fd, list, (size_t) n);
+  if (n < 0)
+    return sbx_error_errno (err, errno, "list the xattrs of `%s`", path);
+  for (char *name = list; name && name < list + n; name += strlen (name) + 1)
+    {
+      if (!xattr_allowed (name))
+        continue;
+      ssize_t len = fgetxattr (fd, name, NULL, 0);
+      _cleanup_free_ char *v = len >= 0 ? xmalloc ((size_t) len + 1) : NULL;
+      if (len > 0)
+        len = fgetxattr (fd, name, v, (size_t) len);
+      if (len < 0)
+        return sbx_error_errno (err, errno, "read xattr %s of `%s`", name, path);
+      sbx_ar.archive_entry_xattr_add_entry (e, name, v, (size_t) len);
+    }
+  return 0;
+}
+
+/* One header; XFD (or -1) gives the entry's extended attributes. */
+static int
+tar_header (tar_out *t, const char *path, const struct stat *st, mode_t type, int64_t size, const char *symlink,
+            const char *hardlink, int xfd, sbx_error **err)
+{
+  struct archive_entry *e = sbx_ar.archive_entry_new ();
+  sbx_ar.archive_entry_set_pathname (e, path);
+  sbx_ar.archive_entry_set_filetype (e, type);
+  sbx_ar.archive_entry_set_perm (e, st ? st->st_mode & 07777 : 0644);
+  sbx_ar.archive_entry_set_uid (e, st ? st->st_uid : 0);
+  sbx_ar.archive_entry_set_gid (e, st ? st->st_gid : 0);
+  sbx_ar.archive_entry_set_mtime (e, st ? st->st_mtim.tv_sec : 0, st ? st->st_mtim.tv_nsec : 0);
+  sbx_ar.archive_entry_set_size (e, size);
+  if (symlink)
+    sbx_ar.archive_entry_set_symlink (e, symlink);
+  if (hardlink)
+    sbx_ar.archive_entry_set_hardlink (e, hardlink);
+  int r = xfd >= 0 ? entry_add_xattrs (e, xfd, path, err) : 0;
+  if (r == 0 && sbx_ar.archive_write_header (t->a, e) != ARCHIVE_OK)
+    r = tar_fail (err, t->a, path);
+  sbx_ar.archive_entry_free (e);
+  return r;
+}
+
+static int
+tar_data (tar_out *t, int fd, int64_t size, const char *path, sbx_error **err)
+{
+  static char buf[1 << 16];
+  int64_t done = 0;
+  while (done < size)
+    {
+      ssize_t n = read (fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, n < 0 ? errno : 0, "`%s` changed while it was read", path);
+      if (n > size - done)
+        n = (ssize_t) (size - done);
+      if (sbx_ar.archive_write_data (t->a, buf, (size_t) n) != n)
+        return tar_fail (err, t->a, path);
+      done += n;
+    }
+  return 0;
+}
+
+static int tar_tree (tar_out *t, int dfd, const char *prefix, int depth, sbx_error **err);
+
+/* One entry NAME of directory DFD, archived as PATH. */
+static int
+tar_entry (tar_out *t, int dfd, const char *name, const char *path, int depth, sbx_error **err)
+{
+  struct stat st;
+  if (fstatat (dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    return sbx_error_errno (err, errno, "stat `%s`", path);
+  if (S_ISDIR (st.st_mode))
+    {
+      if (depth >= ENTRY_DEPTH_MAX)
+        return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "`%s`: nested deeper than %d", path, ENTRY_DEPTH_MAX);
+      int sub = openat (dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (sub < 0)
+        return sbx_error_errno (err, errno, "open `%s`", path);
+      _cleanup_free_ char *dpath = xasprintf ("%s/", path);
+      int r = tar_header (t, dpath, &st, AE_IFDIR, 0, NULL, NULL, sub, err);
+      char v[2];
+      if (r == 0 && t->upper && fgetxattr (sub, "trusted.overlay.opaque", v, sizeof v) == 1 && v[0] == 'y')
+        {
+          /* Opaque: nothing below shows through, as OCI says it. */
+          _cleanup_free_ char *opq = xasprintf ("%s/.wh..wh..opq", path);
+          r = tar_header (t, opq, NULL, AE_IFREG, 0, NULL, NULL, -1, err);
+        }
+      if (r == 0)
+        r = tar_tree (t, sub, path, depth + 1, err);
+      else
+        close (sub);
+      return r;
+    }
+  if (S_ISLNK (st.st_mode))
+    {
+      char target[4096];
+      ssize_t n = readlinkat (dfd, name, target, sizeof target - 1);
+      if (n < 0)
+        return sbx_error_errno (err, errno, "readlink `%s`", path);
+      target[n] = '\0';
+      return tar_header (t, path, &st, AE_IFLNK, 0, target, NULL, -1, err);
+    }
+  if (S_ISCHR (st.st_mode) && t->upper && major (st.st_rdev) == 0 && minor (st.st_rdev) == 0)
+    {
+      /* An overlay whiteout: the OCI form is an empty .wh.NAME. */
+      const char *slash = strrchr (path, '/');
+      _cleanup_free_ char *wh = slash ? xasprintf ("%.*s/.wh.%s", (int) (slash - path), path, slash + 1)
+                                      : xasprintf (".wh.%s", path);
+      return tar_header (t, wh, NULL, AE_IFREG, 0, NULL, NULL, -1, err);
+    }
+  if (!S_ISREG (st.st_mode))
+    {
+      if (t->skip_special)
+        return 0;
+      return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
+                            "`%s` is a device, FIFO or socket: a layer holds files, directories and links only", path);
+    }
+  if (st.st_nlink > 1)
+    {
+      for (size_t i = 0; i < t->nlinks; i++)
+        if (t->links[i].dev == st.st_dev && t->links[i].ino == st.st_ino)
+          return tar_header (t, path, &st, AE_IFREG, 0, NULL, t->links[i].path, -1, err);
+      t->links = xrealloc (t->links, (t->nlinks + 1) * sizeof *t->links);
+      t->links[t->nlinks].dev = st.st_dev;
+      t->links[t->nlinks].ino = st.st_ino;
+      t->links[t->nlinks++].path = xstrdup (path);
+    }
+  _cleanup_close_ int fd = openat (dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  struct stat st2;
+  if (fd < 0 || fstat (fd, &st2) < 0 || st2.st_ino != st.st_ino || !S_ISREG (st2.st_mode))
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, fd < 0 ? errno : 0, "`%s` changed while it was read", path);
+  if (tar_header (t, path, &st, AE_IFREG, st.st_size, NULL, NULL, fd, err) < 0)
+    return -1;
+  return tar_data (t, fd, st.st_size, path, err);
+}
+
+/* Every entry of directory DFD (owned, closed here), sorted by name. */
+static int
+tar_tree (tar_out *t, int dfd, const char *prefix, int depth, sbx_error **err)
+{
+  DIR *d = fdopendir (dfd);
+  if (d == NULL)
+    {
+      close (dfd);
+      return sbx_error_errno (err, errno, "opendir `%s`", prefix);
+    }
+  size_t n;
+  _cleanup_strv_ char **names = sbx_dir_sorted (d, NULL, NULL, &n);
+  int r = 0;
+  for (size_t i = 0; i < n && r == 0; i++)
+    {
+      _cleanup_free_ char *path = prefix[0] ? xasprintf ("%s/%s", prefix, names[i]) : xstrdup (names[i]);
+      r = tar_entry (t, dirfd (d), names[i], path, depth, err);
+    }
+  closedir (d);
+  return r;
+}
+
+int
+sbx_tar_from_dir (int dirfd_, int outfd, bool upper, bool skip_special, sbx_error **err)
+{
+  if (sbx_archive_load (err) < 0)
+    return -1;
+  tar_out t = { .fd = outfd, .upper = upper, .skip_special = skip_special };
+  t.a = sbx_ar.archive_write_new ();
+  sbx_ar.archive_write_set_format_pax_restricted (t.a);
+  /* Names as the bytes they are: no conversion through the locale's
+   * charset, which fails on a name that is not ASCII under C. */
+  sbx_ar.archive_write_set_format_option (t.a, "pax", "hdrcharset", "BINARY");
+  sbx_ar.archive_write_add_filter_none (t.a);
+  int r = 0;
+  if (sbx_ar.archive_write_open (t.a, &t, NULL, fd_sink, NULL) != ARCHIVE_OK)
+    r = tar_fail (err, t.a, "write the layer");
+  int dfd = r == 0 ? dup (dirfd_) : -1;
+  if (r == 0 && dfd < 0)
+    r = sbx_error_errno (err, errno, "dup");
+  if (r == 0)
+    r = tar_tree (&t, dfd, "", 0, err);
+  if (r == 0 && sbx_ar.archive_write_close (t.a) != ARCHIVE_OK)
+    r = tar_fail (err, t.a, "write the layer");
+  sbx_ar.archive_write_free (t.a);
+  for (size_t i = 0; i < t.nlinks; i++)
+    free (t.links[i].path);
+  free (t.links);
+  return r;
+}
+
 /* ---- layers on their way out (OCI export) ---- */
 
 /* Whether the tar in TARFD holds overlay whiteouts (0:0 character devices):
@@ -1953,11 +2190,28 @@ sbx_layer_open_oci_tar (const char *root, const char *digest, int workfd, int *r
   _cleanup_free_ char *dir = sbx_layer_dir (root, digest);
   if (dir == NULL)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid layer digest");
+  if (sbx_layer_check (root, digest, err) < 0)
+    return -1;
   _cleanup_free_ char *tar = xasprintf ("%s/layer.tar", dir);
   _cleanup_close_ int fd = open (tar, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0 && errno == ENOENT)
+    {
+      /* The layer's files are the layer: its tar is written from them. */
+      _cleanup_free_ char *rootfs = sbx_layer_rootfs (root, digest);
+      _cleanup_close_ int rootfd = open (rootfs, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+      _cleanup_close_ int out = openat (workfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+      if (rootfd < 0 || out < 0)
+        return sbx_error_errno (err, errno, "layer %s: %s", digest, rootfd < 0 ? "open rootfs" : "temp file");
+      if (sbx_tar_from_dir (rootfd, out, true, false, err) < 0)
+        return sbx_error_wrap (err, "layer %s", digest);
+      if (lseek (out, 0, SEEK_SET) < 0)
+        return sbx_error_errno (err, errno, "layer %s: seek", digest);
+      *ret_fd = steal_fd (&out);
+      *ret_converted = true;
+      return 0;
+    }
   if (fd < 0)
-    return sbx_error_set (err, errno == ENOENT ? SBX_E_NOT_FOUND : SBX_E_INTERNAL, errno, "layer %s: open layer.tar",
-                          digest);
+    return sbx_error_errno (err, errno, "layer %s: open layer.tar", digest);
   bool overlay;
   if (tar_has_overlay_whiteouts (fd, &overlay, err) < 0)
     return sbx_error_wrap (err, "layer %s", digest);
@@ -1976,4 +2230,102 @@ sbx_layer_open_oci_tar (const char *root, const char *digest, int workfd, int *r
   *ret_fd = steal_fd (&fd);
   *ret_converted = overlay;
   return 0;
+}
+
+/* ---- layers on their way to the disk ---- */
+
+int
+sbx_layer_check (const char *root, const char *digest, sbx_error **err)
+{
+  _cleanup_free_ char *dir = sbx_layer_dir (root, digest);
+  if (!sbx_layer_exists (root, digest))
+    return sbx_error_set (err, SBX_E_NOT_FOUND, 0, "layer %s is missing", digest);
+  _cleanup_close_ int dfd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+  int r = dfd < 0 ? -errno : pending_state (dfd);
+  if (r < 0)
+    return sbx_error_errno (err, -r, "layer %s", digest);
+  if (r == 2)
+    return sbx_error_set (err, SBX_E_INTERNAL, 0,
+                          "layer %s may be incomplete: the host went down before it reached the disk "
+                          "(import or build it again; the new copy replaces it)",
+                          digest);
+  return 0;
+}
+
+/* The names (HEX) of the layers in DFD (ROOT/layers/sha256) with this boot's
+ * pending mark. */
+static char **
+settling_layers (int dfd)
+{
+  char **v = xmalloc0 (sizeof (char *));
+  _cleanup_close_ int fd = dup (dfd);
+  DIR *d = fd >= 0 ? fdopendir (fd) : NULL;
+  if (d == NULL)
+    return v;
+  fd = -1;
+  for (struct dirent *de; (de = readdir (d));)
+    {
+      if (de->d_name[0] == '.')
+        continue;
+      _cleanup_close_ int lfd = openat (dirfd (d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+      if (lfd >= 0 && pending_state (lfd) == 1)
+        strv_push (&v, de->d_name);
+    }
+  closedir (d);
+  return v;
+}
+
+int
+sbx_layer_settle (const char *root)
+{
+  _cleanup_free_ char *path = xasprintf ("%s/layers/sha256", root);
+  _cleanup_close_ int dfd = open (path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0)
+    return errno == ENOENT ? 0 : -errno;
+  /* Only marks seen before the sync: a layer installed meanwhile may not
+   * be on the disk yet. */
+  _cleanup_strv_ char **names = settling_layers (dfd);
+  if (names[0] == NULL)
+    return 0;
+  if (syncfs (dfd) < 0)
+    return -errno;
+  int n = 0;
+  for (size_t i = 0; names[i]; i++)
+    {
+      _cleanup_free_ char *mark = xasprintf ("%s/" PENDING_MARK, names[i]);
+      n += unlinkat (dfd, mark, 0) == 0;
+    }
+  /* The marks' removal on the disk too, or a crash would bring them back:
+   * harmless (the layer would be refused, then made again) but avoidable. */
+  syncfs (dfd);
+  return n;
+}
+
+void
+sbx_layer_settle_later (const char *root)
+{
+#ifndef SBX_LAYER_FUZZING
+  pid_t pid = fork ();
+  if (pid < 0)
+    return;
+  if (pid == 0)
+    {
+      /* A grandchild in a session of its own: not waited for, not killed
+       * with the caller's terminal or process group, holding none of the
+       * caller's files (a pipe a caller reads to its end among them). */
+      if (setsid () < 0 || fork () != 0)
+        _exit (0);
+      int null = open ("/dev/null", O_RDWR | O_CLOEXEC);
+      if (null < 0 || dup2 (null, 0) < 0 || dup2 (null, 1) < 0 || dup2 (null, 2) < 0)
+        _exit (1);
+      const int keep[] = { 0, 1, 2 };
+      close_fds_except (keep, ARRAY_SIZE (keep));
+      sigset_t all;
+      sigemptyset (&all);
+      sigprocmask (SIG_SETMASK, &all, NULL);
+      _exit (sbx_layer_settle (root) < 0 ? 1 : 0);
+    }
+  int status;
+  wait_child (pid, &status);
+#endif
 }

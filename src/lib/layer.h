@@ -1,7 +1,10 @@
 /* Content-addressed rootfs layers in the store (DESIGN.md section 3):
- * ROOT/layers/sha256/HEX/{layer.tar, rootfs/}, where HEX is the sha256 of the
- * uncompressed layer.tar. A layer is made in ROOT/layers/tmp/RANDOM and renamed
- * into place whole, so the store never holds a partial one. */
+ * ROOT/layers/sha256/HEX/{rootfs/, size, pending}, where HEX is the sha256 of
+ * the uncompressed tar the layer was made from (the busybox layer and layers
+ * an older sbx made also keep that tar as layer.tar). A layer is made in
+ * ROOT/layers/tmp/RANDOM and renamed into place whole, so the store never
+ * holds a partial one; `pending` holds the boot id until the layer is on the
+ * disk (layer.c says how). */
 #ifndef SBX_LAYER_H
 #define SBX_LAYER_H
 
@@ -53,6 +56,9 @@ typedef struct sbx_layer_staged sbx_layer_staged;
 int sbx_layer_stage (const char *root, int fd, const char *known, sbx_layer_staged **ret, sbx_error **err);
 /* "sha256:HEX" of the uncompressed tar: the layer's name, an OCI diff_id. */
 const char *sbx_layer_staged_digest (const sbx_layer_staged *s);
+/* The layer in the store: the digest, or the layer an alias (below) says a
+ * tar with that digest came from. */
+const char *sbx_layer_staged_name (const sbx_layer_staged *s);
 /* "sha256:HEX" and size of the bytes FD gave, as they were: an OCI blob. */
 const char *sbx_layer_staged_blob (const sbx_layer_staged *s, uint64_t *ret_size);
 int sbx_layer_staged_extract (const char *root, sbx_layer_staged *s, sbx_error **err);
@@ -68,9 +74,11 @@ sbx_layer_staged_freep (sbx_layer_staged **s)
 
 /* The tar of layer DIGEST as an OCI image carries it, open for reading in
  * *ret_fd: its layer.tar, the stream that was imported with its OCI whiteouts,
- * or (*ret_converted) an unnamed file in directory WORKFD where a layer.tar
- * held overlay whiteouts (0:0 character devices, then also opaque xattrs),
- * which become `.wh.NAME` and `.wh..wh..opq` entries. */
+ * or (*ret_converted: the tar is not the one DIGEST names) an unnamed file in
+ * directory WORKFD, written from the layer's files where it has no layer.tar
+ * or converted where its layer.tar held overlay whiteouts (0:0 character
+ * devices, then also opaque xattrs), which become `.wh.NAME` and
+ * `.wh..wh..opq` entries. */
 int sbx_layer_open_oci_tar (const char *root, const char *digest, int workfd, int *ret_fd, bool *ret_converted,
                             sbx_error **err);
 
@@ -86,6 +94,15 @@ int sbx_workdir_new (const char *root, sbx_workdir *w, sbx_error **err);
 void sbx_workdir_cleanup (sbx_workdir *w);
 #define _cleanup_workdir_ __attribute__ ((cleanup (sbx_workdir_cleanup)))
 
+/* Writes the tree of DIRFD into a tar at OUTFD: sorted, owner, mode and
+ * mtime kept, the xattrs a layer keeps (user.*, security.capability) too,
+ * symlinks as links, hard links as links to the first path seen, never
+ * following anything. UPPER: the tree is an overlay upper dir, whose
+ * whiteouts (0/0 character devices) and opaque directories become OCI
+ * whiteouts. Devices, FIFOs and sockets are INVALID_ARGUMENT, unless
+ * SKIP_SPECIAL (then they are left out). */
+int sbx_tar_from_dir (int dirfd, int outfd, bool upper, bool skip_special, sbx_error **err);
+
 /* The built-in busybox layer, made from the host's static busybox (/bin/busybox
  * or $SBX_BUSYBOX): the binary, one symlink per applet and a minimal /etc. The
  * tar is deterministic, so the digest changes only with the host's busybox. */
@@ -96,6 +113,26 @@ int sbx_layer_make_busybox (const char *root, char **ret_digest, uint64_t *ret_s
 char *sbx_layer_dir (const char *root, const char *digest);
 char *sbx_layer_rootfs (const char *root, const char *digest);
 bool sbx_layer_exists (const char *root, const char *digest);
+
+/* Records that a tar with digest ALIAS holds exactly the files of layer
+ * DIGEST (export wrote it from them): an import of that tar finds DIGEST.
+ * sbx_layer_alias_gc removes the aliases of layers that are gone. */
+int sbx_layer_alias (const char *root, const char *digest, const char *alias, sbx_error **err);
+void sbx_layer_alias_gc (const char *root);
+/* 0 when layer DIGEST is there to be used; NOT_FOUND when it is not there;
+ * INTERNAL when its pending mark is from an earlier boot: the host went down
+ * before its files reached the disk, so they may be torn. */
+int sbx_layer_check (const char *root, const char *digest, sbx_error **err);
+
+/* Imports return before their layers are on the disk. This syncs the
+ * filesystem and then drops the pending marks of this boot's layers that
+ * were there before the sync; the number dropped, or -errno. `sbx gc` runs
+ * it too, for a settling process that was killed. */
+int sbx_layer_settle (const char *root);
+/* sbx_layer_settle in a process of its own that outlives the caller: after
+ * an import (sbx_layer_import_* do it themselves; a caller of
+ * sbx_layer_staged_install does it once after the last layer). */
+void sbx_layer_settle_later (const char *root);
 
 /* Removes a layer (rmi, gc): renamed away first, so a reader never sees half
  * of one, then deleted. NOT_FOUND when it is not there. */

@@ -396,6 +396,7 @@ sbx_gc (const sbx_store *st, sbx_gc_report *ret, sbx_error **err)
   gc_orphan_cgroups (st, &rep);
   gc_leftovers (st);
   gc_layer_tmp (st);
+  sbx_layer_settle (st->root);
   int nl = sbx_layers_gc (st, NULL);
   rep.layers = nl > 0 ? nl : 0;
   *ret = rep;
@@ -472,6 +473,7 @@ sbx_layers_gc (const sbx_store *st, sbx_error **err)
         removed++;
     }
   closedir (d);
+  sbx_layer_alias_gc (st->root);
   return removed;
 }
 

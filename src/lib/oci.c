@@ -12,9 +12,11 @@
  * config's diff_ids. Layers are staged, extracted and only then installed,
  * all of them or none (layer.h).
  *
- * Export writes the OCI archive podman and docker load: layer.tar is the very
- * stream a layer was imported from, with OCI whiteouts, so it goes out as it
- * is (gzip-compressed by default) and its digest is the diff_id. */
+ * Export writes the OCI archive podman and docker load: each layer's tar is
+ * written from the layer's files (sorted, owners, modes, times, hard links and
+ * kept xattrs as they are, overlay whiteouts as OCI ones), gzip-compressed by
+ * default, and its digest is the diff_id. A layer an older sbx made keeps the
+ * very stream it was imported from as layer.tar, which goes out as it is. */
 #include "config.h"
 #include "oci.h"
 #include "json.h"
@@ -1081,8 +1083,10 @@ finish_import (const char *root, staged_list *l, const sbx_oci_config *cfg, sbx_
       if (sbx_layer_staged_install (root, l->v[i], &size, err) < 0)
         return sbx_error_wrap (err, "layer %zu", i + 1);
       img->size += size;
-      strv_push (&img->layers, sbx_layer_staged_digest (l->v[i]));
+      strv_push (&img->layers, sbx_layer_staged_name (l->v[i]));
     }
+  if (l->n > 0)
+    sbx_layer_settle_later (root);
   /* What podman and docker add when an image has no PATH. */
   img->env = cfg->env ? strv_dup (cfg->env) : xmalloc0 (sizeof (char *));
   if (!env_has (img->env, "PATH"))
@@ -1495,7 +1499,7 @@ gzip_layer (int tarfd, int workfd, out_blob *b, char diff_hex[65], sbx_error **e
 }
 
 /* Layer DIGEST as blob B, compressed or not; B's diff_id is the digest of
- * the tar that goes out, which is DIGEST unless whiteouts were converted. */
+ * the tar that goes out, which is DIGEST only where that is a kept layer.tar. */
 static int
 layer_blob (const char *root, const char *digest, sbx_oci_compression comp, int workfd, out_blob *b,
             sbx_error **err)
@@ -1523,6 +1527,9 @@ layer_blob (const char *root, const char *digest, sbx_oci_compression comp, int 
   b->diff_id = xasprintf (DIGEST_PREFIX "%s", diff_hex);
   if (!converted && strcmp (b->diff_id, digest) != 0)
     return sbx_error_set (err, SBX_E_INTERNAL, 0, "layer %s is damaged: its layer.tar is %s", digest, b->diff_id);
+  /* Best effort: without it, importing this tar makes a second copy. */
+  if (converted)
+    sbx_layer_alias (root, digest, b->diff_id, NULL);
   if (lseek (b->fd, 0, SEEK_SET) < 0)
     return sbx_error_errno (err, errno, "layer %s: seek", digest);
   return 0;

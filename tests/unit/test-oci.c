@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/xattr.h>
 
 #include "tap.h"
 
@@ -342,12 +343,16 @@ add_entry (struct archive *a, const char *path, mode_t type, const char *data, b
   archive_entry_free (e);
 }
 
-/* ROOT/layers/sha256/HEX/layer.tar written by FILL; returns the digest. */
+/* A layer as an older sbx made it: ROOT/layers/sha256/HEX/layer.tar written
+ * by FILL, next to its rootfs/ (left empty: export reads the tar); returns
+ * the digest. */
 static char *
 make_layer (const char *root, const char *hex, void (*fill) (struct archive *))
 {
   char *dir = xasprintf ("%s/layers/sha256/%s", root, hex);
-  mkdir_p (dir, 0700, NULL);
+  char *rootfs = xasprintf ("%s/rootfs", dir);
+  mkdir_p (rootfs, 0700, NULL);
+  free (rootfs);
   char *tar = xasprintf ("%s/layer.tar", dir);
   struct archive *a = archive_write_new ();
   archive_write_set_format_pax_restricted (a);
@@ -357,6 +362,29 @@ make_layer (const char *root, const char *hex, void (*fill) (struct archive *))
   archive_write_free (a);
   free (tar);
   free (dir);
+  return xasprintf ("sha256:%s", hex);
+}
+
+/* A layer as sbx makes it now: ROOT/layers/sha256/HEX/rootfs only. */
+static char *
+make_files_layer (const char *root, const char *hex)
+{
+  char *rootfs = xasprintf ("%s/layers/sha256/%s/rootfs", root, hex);
+  char *p;
+  /* version 2 capability data: CAP_NET_RAW permitted and effective */
+  static const unsigned char cap[20] = { 0x01, 0x00, 0x00, 0x02, 0x00, 0x20, 0x00, 0x00 };
+  mkdir_p (rootfs, 0755, NULL);
+  p = xasprintf ("%s/etc", rootfs), mkdir (p, 0755), free (p);
+  p = xasprintf ("%s/etc/gone", rootfs), mknod (p, S_IFCHR | 0000, makedev (0, 0)), free (p);
+  p = xasprintf ("%s/etc/kept", rootfs);
+  write_file_atomic (p, "kept\n", 5, 0644, NULL);
+  setxattr (p, "user.test", "1", 1, 0);
+  setxattr (p, "security.capability", cap, sizeof cap, 0);
+  setxattr (p, "trusted.overlay.origin", "x", 1, 0);
+  free (p);
+  p = xasprintf ("%s/var", rootfs), mkdir (p, 0755), setxattr (p, "trusted.overlay.opaque", "y", 1, 0), free (p);
+  p = xasprintf ("%s/var/new", rootfs), write_file_atomic (p, "new\n", 4, 0644, NULL), free (p);
+  free (rootfs);
   return xasprintf ("sha256:%s", hex);
 }
 
@@ -393,15 +421,21 @@ list_tar (int fd)
       while (archive_read_next_header (a, &e) == ARCHIVE_OK)
         {
           mode_t t = archive_entry_filetype (e);
-          bool opq = false;
+          bool opq = false, user = false, cap = false;
           const char *name;
           const void *value;
           size_t size;
           archive_entry_xattr_reset (e);
           while (archive_entry_xattr_next (e, &name, &value, &size) == ARCHIVE_OK)
-            opq |= strcmp (name, "trusted.overlay.opaque") == 0;
-          char *s = xasprintf ("%s%c %s%s|", out, t == AE_IFDIR ? 'd' : t == AE_IFREG ? 'f' : t == AE_IFCHR ? 'c' : '?',
-                               archive_entry_pathname (e), opq ? " opaque" : "");
+            {
+              opq |= strcmp (name, "trusted.overlay.opaque") == 0;
+              user |= strcmp (name, "user.test") == 0 && size == 1 && memcmp (value, "1", 1) == 0;
+              cap |= strcmp (name, "security.capability") == 0;
+            }
+          char *s = xasprintf ("%s%c %s%s%s%s|", out,
+                               t == AE_IFDIR ? 'd' : t == AE_IFREG ? 'f' : t == AE_IFCHR ? 'c' : '?',
+                               archive_entry_pathname (e), opq ? " opaque" : "", user ? " user.test" : "",
+                               cap ? " cap" : "");
           free (out);
           out = s;
         }
@@ -451,6 +485,24 @@ test_export_tar (void)
   sbx_error_free (e);
   if (fd >= 0)
     close (fd);
+
+  /* A layer as sbx makes it now: no layer.tar, its tar written from its
+   * files, overlay whiteouts and opaque directories in OCI form, the xattrs
+   * a layer keeps kept, the others (overlay's own) not. */
+  char *d3 = make_files_layer (root, "3333333333333333333333333333333333333333333333333333333333333333");
+  e = NULL;
+  fd = -1;
+  r = sbx_layer_open_oci_tar (root, d3, workfd, &fd, &converted, &e);
+  list = r == 0 ? list_tar (fd) : xstrdup (e ? e->msg : "?");
+  tap_ok (r == 0 && converted
+              && strcmp (list, "d etc/|f etc/.wh.gone|f etc/kept user.test cap|d var/|f var/.wh..wh..opq|f var/new|")
+                     == 0,
+          "a layer without layer.tar goes out written from its files: %s", list);
+  free (list);
+  sbx_error_free (e);
+  if (fd >= 0)
+    close (fd);
+  free (d3);
 
   e = NULL;
   r = sbx_layer_open_oci_tar (root, "sha256:" D64, workfd, &fd, &converted, &e);
