@@ -1671,7 +1671,7 @@ bb_tree_build (bb_tree *t, const char *bb, sbx_error **err)
   return 0;
 }
 
-/* The tar is written through this sink, hashed on the way to layer.tar. */
+/* A tar is written through this sink, hashed on the way to its file. */
 typedef struct tar_sink {
   int fd;
   sha256_ctx sha;
@@ -1684,7 +1684,7 @@ tar_sink_write (struct archive *a, void *data, const void *buf, size_t len)
   int r = write_all (s->fd, buf, len);
   if (r < 0)
     {
-      sbx_ar.archive_set_error (a, -r, "write layer.tar");
+      sbx_ar.archive_set_error (a, -r, "write the tar");
       return -1;
     }
   sha256_update (&s->sha, buf, len);
@@ -1794,25 +1794,12 @@ sbx_layer_make_busybox (const char *root, char **ret_digest, uint64_t *ret_size,
 
 typedef struct tar_out {
   struct archive *a;
-  int fd;
+  tar_sink sink;
   bool upper, skip_special;
   /* hard links: (dev, ino) of files with several links -> their first path */
   struct { dev_t dev; ino_t ino; char *path; } *links;
   size_t nlinks;
 } tar_out;
-
-static la_ssize_t
-fd_sink (struct archive *a, void *data, const void *buf, size_t len)
-{
-  tar_out *t = data;
-  int r = write_all (t->fd, buf, len);
-  if (r < 0)
-    {
-      sbx_ar.archive_set_error (a, -r, "write the layer");
-      return -1;
-    }
-  return (la_ssize_t) len;
-}
 
 static int
 tar_fail (sbx_error **err, struct archive *a, const char *what)
@@ -1994,7 +1981,7 @@ sbx_tar_from_dir (int dirfd_, int outfd, bool upper, bool skip_special, sbx_erro
 {
   if (sbx_archive_load (err) < 0)
     return -1;
-  tar_out t = { .fd = outfd, .upper = upper, .skip_special = skip_special };
+  tar_out t = { .sink = { .fd = outfd }, .upper = upper, .skip_special = skip_special };
   t.a = sbx_ar.archive_write_new ();
   sbx_ar.archive_write_set_format_pax_restricted (t.a);
   /* Names as the bytes they are: no conversion through the locale's
@@ -2002,7 +1989,8 @@ sbx_tar_from_dir (int dirfd_, int outfd, bool upper, bool skip_special, sbx_erro
   sbx_ar.archive_write_set_format_option (t.a, "pax", "hdrcharset", "BINARY");
   sbx_ar.archive_write_add_filter_none (t.a);
   int r = 0;
-  if (sbx_ar.archive_write_open (t.a, &t, NULL, fd_sink, NULL) != ARCHIVE_OK)
+  sha256_init (&t.sink.sha);
+  if (sbx_ar.archive_write_open (t.a, &t.sink, NULL, tar_sink_write, NULL) != ARCHIVE_OK)
     r = tar_fail (err, t.a, "write the layer");
   int dfd = r == 0 ? dup (dirfd_) : -1;
   if (r == 0 && dfd < 0)
