@@ -293,6 +293,8 @@ test_refusals (void)
   const tentry through_abs[] = { { "a", 'l', abs_target }, { "a/evil", 'f', "x" } };
   const tentry through_rel[] = { { "b", 'l', rel_target }, { "b/evil", 'f', "x" } };
   const tentry dir_through[] = { { "c", 'l', abs_target }, { "c/sub/", 'd' } };
+  const tentry deep_through[] = { { "d/", 'd' }, { "d/up", 'l', ".." }, { "d/up/d/evil", 'f', "x" } };
+  const tentry hl_through[] = { { "e/", 'd' }, { "e/f", 'f', "x" }, { "s", 'l', "e" }, { "h", 'h', "s/f" } };
   const tentry hl_passwd[] = { { "pw", 'h', "/etc/passwd" } };
   const tentry hl_dotdot[] = { { "x", 'h', "../x" } };
   const tentry chr[] = { { "dev/null", 'c' } };
@@ -312,6 +314,8 @@ test_refusals (void)
     { "write-through-abs-symlink", through_abs, ARRAY_SIZE (through_abs), "a/evil" },
     { "write-through-rel-symlink", through_rel, ARRAY_SIZE (through_rel), "b/evil" },
     { "dir-through-symlink", dir_through, ARRAY_SIZE (dir_through), "c/sub" },
+    { "deep-through-symlink", deep_through, ARRAY_SIZE (deep_through), "path goes through a symlink" },
+    { "hardlink-through-symlink", hl_through, ARRAY_SIZE (hl_through), "hardlink target goes through a symlink" },
     { "hardlink-etc-passwd", hl_passwd, ARRAY_SIZE (hl_passwd), "hardlink target is absolute" },
     { "hardlink-dotdot", hl_dotdot, ARRAY_SIZE (hl_dotdot), "hardlink target has a `..`" },
     { "char-device", chr, ARRAY_SIZE (chr), "character device" },
@@ -330,6 +334,31 @@ test_refusals (void)
       unlink (p);
     }
   tap_ok (stat ("/etc/passwd", &pw1) == 0 && pw1.st_nlink == pw0.st_nlink, "/etc/passwd gained no link");
+}
+
+/* A file, then a directory, where the archive put a symlink: each replaces
+ * the symlink and nothing is written through it. */
+static void
+test_replace_symlink (void)
+{
+  const tentry v[] = { { "etc/", 'd' }, { "etc/hello", 'f', "hello\n" }, { "s", 'l', "etc/hello" },
+                       { "s", 'f', "new\n" },  { "t", 'l', "etc" },               { "t/", 'd' } };
+  _cleanup_free_ char *p = make_tar ("replace-symlink.tar", 0, v, ARRAY_SIZE (v));
+  _cleanup_free_ char *digest = NULL;
+  _cleanup_error_ sbx_error *err = NULL;
+  uint64_t size;
+  int r = sbx_layer_import_tar (root, p, &digest, &size, &err);
+  if (!tap_ok (r == 0, "a symlink replaced by a file and by a directory (%s)", err ? err->msg : "ok"))
+    return;
+  _cleanup_free_ char *s = in_layer (digest, "s"), *t = in_layer (digest, "t"), *hello = in_layer (digest, "etc/hello");
+  _cleanup_free_ char *got = NULL, *was = NULL;
+  struct stat st;
+  tap_ok (lstat (s, &st) == 0 && S_ISREG (st.st_mode) && read_file (s, 64, &got, NULL, NULL) == 0
+              && strcmp (got, "new\n") == 0 && read_file (hello, 64, &was, NULL, NULL) == 0
+              && strcmp (was, "hello\n") == 0,
+          "the file replaced the symlink, its target is untouched");
+  tap_ok (lstat (t, &st) == 0 && S_ISDIR (st.st_mode), "the directory replaced the symlink");
+  sbx_layer_remove (root, digest, NULL);
 }
 
 static void
@@ -703,6 +732,7 @@ main (void)
   test_sha256 ();
   char *digest = test_good_import ();
   test_refusals ();
+  test_replace_symlink ();
   test_corrupt ();
   test_whiteouts ();
   test_big_stream ();
