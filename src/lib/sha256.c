@@ -102,6 +102,9 @@ blocks_shani (uint32_t st[8], const uint8_t *p, size_t nblocks)
   for (; nblocks > 0; nblocks--, p += SHA256_BLOCK_SIZE)
     {
       __m128i abef = s0, cdgh = s1, w[4];
+      /* Unrolled, W stays in registers and the schedule of the next words
+       * overlaps these rounds: 925 -> 1360 MB/s here (OpenSSL: 1384). */
+#pragma GCC unroll 16
       for (int i = 0; i < 16; i++)
         {
           __m128i m;
