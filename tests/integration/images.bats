@@ -68,3 +68,31 @@ layer_count () {
   expect_status 0
   expect_eq "$(layer_count)" $((n - 1)) "the layer went with the image"
 }
+
+@test "images: an import is settled on the disk after it returns; a layer the host went down on is refused until imported again" {
+  require_runtime runc
+  local layer dir
+  sbx_import_payload
+  layer=$(sbx --json images | jpipe '[i for i in d if "payload" in i["tags"]][0]["layers"][-1]')
+  dir=$SBX_ROOT/layers/sha256/${layer#sha256:}
+  [ -d "$dir/rootfs" ] || fail "no layer directory $dir"
+  [ ! -e "$dir/layer.tar" ] || fail "the layer kept a copy of the tarball"
+  # Its settling process drops the pending mark (gc does it too).
+  sbx gc >/dev/null
+  [ ! -e "$dir/pending" ] || fail "pending mark left after gc"
+  # As if the host had gone down before the layer reached the disk.
+  printf '00000000-0000-4000-8000-000000000000' >"$dir/pending"
+  expect_error INTERNAL create --runtime runc --image payload
+  expect_contains "$stderr" "may be incomplete"
+  expect_error INTERNAL export payload "$BATS_TEST_TMPDIR/out.tar"
+  [ ! -e "$BATS_TEST_TMPDIR/out.tar" ] || fail "export wrote a file"
+  sbx gc >/dev/null
+  [ -e "$dir/pending" ] || fail "gc dropped an earlier boot's mark"
+  # The same tarball again makes the layer anew, in its place.
+  sbx_import_payload
+  sbx gc >/dev/null
+  [ ! -e "$dir/pending" ] || fail "the new layer did not settle"
+  run --separate-stderr sbx run --rm --runtime runc --image payload -- echo whole
+  expect_status 0
+  expect_eq "$output" whole "a sandbox from the layer made again"
+}
