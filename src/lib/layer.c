@@ -2364,8 +2364,9 @@ sbx_layer_settle_later (const char *root)
     {
       /* A grandchild in a session of its own: not waited for, not killed
        * with the caller's terminal or process group, holding none of the
-       * caller's files (a pipe a caller reads to its end among them). */
-      if (setsid () < 0 || fork () != 0)
+       * caller's files (a pipe a caller reads to its end among them) nor
+       * its working directory (a mount someone may want to unmount). */
+      if (setsid () < 0 || fork () != 0 || chdir ("/") < 0)
         _exit (0);
       int null = open ("/dev/null", O_RDWR | O_CLOEXEC);
       if (null < 0 || dup2 (null, 0) < 0 || dup2 (null, 1) < 0 || dup2 (null, 2) < 0)
