@@ -11,6 +11,7 @@
 #include "client.h"
 #include "image.h"
 #include "json.h"
+#include "layer.h"
 #include "lifecycle.h"
 #include "runtime.h"
 #include "sandbox.h"
@@ -277,6 +278,9 @@ cmd_restore (sbx_cli *cli, int argc, char **argv, sbx_error **err)
       || j_get_str (v, "workdir", false, &workdir, err) < 0 || j_get_int (v, "chan_base", false, &chan_base, err) < 0)
     return -1;
   img->workdir = xstrdup (workdir ? workdir : "/");
+  for (size_t i = 0; img->layers[i]; i++)
+    if (sbx_layer_check (st->root, img->layers[i], err) < 0)
+      return sbx_error_wrap (err, "restore %s", snap);
   _cleanup_free_ char *ckpt = sbx_store_path (st, "snapshots/%s/checkpoint", snap);
   /* All or nothing: the ids are printed once every restore ran; when one
    * fails, those restored before it are ended and removed. */

@@ -58,7 +58,8 @@ cache_path (build *b)
 }
 
 /* The layer a cached step made ("DIGEST SIZE"), if it is still in the
- * store (gc may have collected it since). */
+ * store (gc may have collected it since) and whole (not one the host went
+ * down on before it reached the disk: the step is then made again). */
 static char *
 cache_get (build *b, uint64_t *ret_size)
 {
@@ -70,7 +71,7 @@ cache_get (build *b, uint64_t *ret_size)
   char digest[80];
   unsigned long long size;
   if (sscanf (text, "%79s %llu", digest, &size) != 2 || strncmp (digest, "sha256:", 7) != 0
-      || !sbx_layer_exists (b->st->root, digest))
+      || sbx_layer_check (b->st->root, digest, NULL) < 0)
     return NULL;
   *ret_size = size;
   return xstrdup (digest);

@@ -2304,24 +2304,34 @@ sbx_layer_check (const char *root, const char *digest, sbx_error **err)
   return 0;
 }
 
-/* The names (HEX) of the layers in DFD (ROOT/layers/sha256) with this boot's
- * pending mark. */
-static char **
-settling_layers (int dfd)
+/* A layer directory as it was seen: its name (HEX) and inode. */
+typedef struct seen_layer {
+  char *name;
+  ino_t ino;
+} seen_layer;
+
+/* The layers in DFD (ROOT/layers/sha256) with this boot's pending mark; *N
+ * of them. */
+static seen_layer *
+settling_layers (int dfd, size_t *n)
 {
-  char **v = xmalloc0 (sizeof (char *));
+  seen_layer *v = NULL;
+  *n = 0;
   _cleanup_close_ int fd = dup (dfd);
   DIR *d = fd >= 0 ? fdopendir (fd) : NULL;
   if (d == NULL)
-    return v;
+    return NULL;
   fd = -1;
   for (struct dirent *de; (de = readdir (d));)
     {
       if (de->d_name[0] == '.')
         continue;
       _cleanup_close_ int lfd = openat (dirfd (d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-      if (lfd >= 0 && pending_state (lfd) == 1)
-        strv_push (&v, de->d_name);
+      struct stat st;
+      if (lfd < 0 || pending_state (lfd) != 1 || fstat (lfd, &st) < 0)
+        continue;
+      v = xrealloc (v, (*n + 1) * sizeof *v);
+      v[(*n)++] = (seen_layer) { .name = xstrdup (de->d_name), .ino = st.st_ino };
     }
   closedir (d);
   return v;
@@ -2336,20 +2346,28 @@ sbx_layer_settle (const char *root)
     return errno == ENOENT ? 0 : -errno;
   /* Only marks seen before the sync: a layer installed meanwhile may not
    * be on the disk yet. */
-  _cleanup_strv_ char **names = settling_layers (dfd);
-  if (names[0] == NULL)
-    return 0;
-  if (syncfs (dfd) < 0)
-    return -errno;
-  int n = 0;
-  for (size_t i = 0; names[i]; i++)
+  size_t nseen;
+  seen_layer *seen = settling_layers (dfd, &nseen);
+  int n = 0, r = 0;
+  if (nseen > 0 && syncfs (dfd) < 0)
+    r = -errno;
+  for (size_t i = 0; i < nseen; i++)
     {
-      _cleanup_free_ char *mark = xasprintf ("%s/" PENDING_MARK, names[i]);
-      n += unlinkat (dfd, mark, 0) == 0;
+      /* The very directory seen, still with this boot's mark (gc may have
+       * settled it first, and rmi plus a new import made it anew). */
+      _cleanup_close_ int lfd = openat (dfd, seen[i].name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+      struct stat st;
+      if (r == 0 && lfd >= 0 && fstat (lfd, &st) == 0 && st.st_ino == seen[i].ino && pending_state (lfd) == 1)
+        n += unlinkat (lfd, PENDING_MARK, 0) == 0;
+      free (seen[i].name);
     }
+  free (seen);
+  if (r < 0)
+    return r;
   /* The marks' removal on the disk too, or a crash would bring them back:
    * harmless (the layer would be refused, then made again) but avoidable. */
-  syncfs (dfd);
+  if (n > 0)
+    syncfs (dfd);
   return n;
 }
 

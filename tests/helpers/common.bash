@@ -184,6 +184,18 @@ sbx_build_payload_tar () {
   rm -rf "$stage"
 }
 
+# Waits (5 s at most) until no layer of this test's root is being settled
+# on the disk: the process an import leaves behind (an `sbx` of its own,
+# see layer.c) has ended. Before a test writes a layer's pending mark.
+sbx_wait_settled () {
+  local i
+  for i in $(seq 500); do
+    pgrep -x sbx >/dev/null || return 0
+    sleep 0.01
+  done
+  fail "a layer is still being settled after 5 s"
+}
+
 # Imports the payload tarball into this test's root as image `payload`.
 sbx_import_payload () {
   sbx_build_payload_tar || return 1

@@ -82,6 +82,24 @@ hello" "the built image"
   expect_eq "$(sbx ls -q | wc -l)" 1 "only the sandbox of run is left (no build sandbox)"
 }
 
+@test "build: a cached step whose layer the host went down on is made again" {
+  require_runtime runc
+  local first layer
+  make_context
+  first=$(sbx build --runtime runc --tag app "$CTX" 2>/dev/null)
+  # The run step's layer (the second: base, run, files), as if the host had
+  # gone down before it reached the disk.
+  layer=$(sbx --json images | jpipe '[i["layers"] for i in d if "app" in i["tags"]][0][1]')
+  sbx_wait_settled
+  printf '00000000-0000-4000-8000-000000000000' >"$SBX_ROOT/layers/sha256/${layer#sha256:}/pending"
+  expect_error INTERNAL run --runtime runc --image app -- true
+  run --separate-stderr sbx build --runtime runc --tag app "$CTX"
+  expect_status 0
+  expect_contains "$stderr" "step 2/5 cached"
+  expect_contains "$stderr" "step 3/5 run"
+  expect_eq "$(sbx run --rm --runtime runc --image app -- cat greeting)" hello "the image built again"
+}
+
 @test "build: a failed step shows its output and leaves no layer, no tag, no sandbox" {
   require_runtime runc
   local n

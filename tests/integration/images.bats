@@ -78,6 +78,7 @@ layer_count () {
   [ -d "$dir/rootfs" ] || fail "no layer directory $dir"
   [ ! -e "$dir/layer.tar" ] || fail "the layer kept a copy of the tarball"
   # Its settling process drops the pending mark (gc does it too).
+  sbx_wait_settled
   sbx gc >/dev/null
   [ ! -e "$dir/pending" ] || fail "pending mark left after gc"
   # As if the host had gone down before the layer reached the disk.

@@ -102,6 +102,19 @@ before" "second-generation files"
   # Nothing half-made is listed.
   run --separate-stderr sbx --json snapshots
   expect_eq "$(jget "len(d)")" 0 "snapshots"
+  # A snapshot whose files' layer the host went down on is not restored.
+  local snap layer before
+  before=$(sbx ls -q | wc -l)
+  id=$(sbx create --block-network)
+  snap=$(sbx snapshot "$id" | tail -n 1)
+  sbx terminate --rm "$id" >/dev/null
+  layer=$(jget 'd["layers"][-1]' "$(cat "$SBX_ROOT/snapshots/$snap/snapshot.json")")
+  sbx_wait_settled
+  printf '00000000-0000-4000-8000-000000000000' >"$SBX_ROOT/layers/sha256/${layer#sha256:}/pending"
+  expect_error INTERNAL restore "$snap"
+  expect_contains "$stderr" "may be incomplete"
+  expect_eq "$(sbx ls -q | wc -l)" "$before" "no sandbox from the refused restore"
+  sbx rmsnap "$snap" >/dev/null
 }
 
 @test "snapshot: kill -9 in the middle leaves no half-made snapshot; gc clears what it left" {
