@@ -31,8 +31,8 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/file.h>
 #include <linux/openat2.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -186,8 +186,8 @@ sbx_workdir_new (const char *root, sbx_workdir *w, sbx_error **err)
 }
 
 /* A layer being made: a work directory with rootfs/ (and for busybox its
- * layer.tar). Until it is installed, going out of scope removes it. The lock on the directory is
- * held by the extracting child too. */
+ * layer.tar). Until it is installed, going out of scope removes it. The lock
+ * on the directory is held by the extracting child too. */
 typedef sbx_workdir tmp_layer;
 #define TMP_LAYER_INIT SBX_WORKDIR_INIT
 #define _cleanup_tmp_layer_ _cleanup_workdir_
@@ -237,20 +237,32 @@ pending_state (int dfd)
   return boot_id ()[0] != '\0' && strcmp (mark, boot_id ()) == 0 ? 1 : 2;
 }
 
+/* Layer DIGEST in the store: -ENOENT when it is not there (no directory
+ * with a rootfs/), else its pending_state. */
+static int
+layer_state (const char *root, const char *digest)
+{
+  _cleanup_free_ char *dir = sbx_layer_dir (root, digest);
+  _cleanup_close_ int dfd = dir ? open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW) : -1;
+  struct stat st;
+  if (dfd < 0 || fstatat (dfd, "rootfs", &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR (st.st_mode))
+    return -ENOENT;
+  return pending_state (dfd);
+}
+
 /* Whether layer DIGEST is in the store with an earlier boot's mark. */
 static bool
 layer_suspect (const char *root, const char *digest)
 {
-  _cleanup_free_ char *dir = sbx_layer_dir (root, digest);
-  _cleanup_close_ int dfd = dir ? open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW) : -1;
-  return dfd >= 0 && pending_state (dfd) == 2;
+  return layer_state (root, digest) == 2;
 }
 
 /* Whether the store has layer DIGEST to reuse: there, and not suspect. */
 static bool
 layer_usable (const char *root, const char *digest)
 {
-  return sbx_layer_exists (root, digest) && !layer_suspect (root, digest);
+  int r = layer_state (root, digest);
+  return r == 0 || r == 1;
 }
 
 /* ---- aliases ---- */
@@ -268,18 +280,26 @@ alias_path (const char *root, const char *digest)
   return hex ? xasprintf ("%s/layers/alias/%s", root, hex) : NULL;
 }
 
+/* The layer digest alias NAME of directory DFD (ROOT/layers/alias) names;
+ * NULL when it is unreadable or names no valid digest. */
+static char *
+alias_read_at (int dfd, const char *name)
+{
+  _cleanup_free_ char *target = NULL;
+  if (read_file_at (dfd, name, 128, &target, NULL, NULL) < 0)
+    return NULL;
+  target[strcspn (target, "\n")] = '\0';
+  return digest_hex (target) ? steal_pointer (&target) : NULL;
+}
+
 /* The layer a tar with DIGEST came from, when the store has it usable. */
 static char *
 alias_target (const char *root, const char *digest)
 {
-  _cleanup_free_ char *path = alias_path (root, digest);
-  _cleanup_free_ char *target = NULL;
-  if (path == NULL || read_file (path, 128, &target, NULL, NULL) < 0)
-    return NULL;
-  target[strcspn (target, "\n")] = '\0';
-  if (digest_hex (target) == NULL || !layer_usable (root, target))
-    return NULL;
-  return steal_pointer (&target);
+  _cleanup_free_ char *dir = xasprintf ("%s/layers/alias", root);
+  _cleanup_close_ int dfd = digest_hex (digest) ? open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+  _cleanup_free_ char *target = dfd >= 0 ? alias_read_at (dfd, digest_hex (digest)) : NULL;
+  return target && layer_usable (root, target) ? steal_pointer (&target) : NULL;
 }
 
 int
@@ -308,13 +328,8 @@ sbx_layer_alias_gc (const char *root)
     {
       if (de->d_name[0] == '.')
         continue;
-      _cleanup_free_ char *digest = xasprintf (DIGEST_PREFIX "%s", de->d_name);
-      _cleanup_free_ char *path = alias_path (root, digest);
-      _cleanup_free_ char *target = NULL;
-      bool live = path && read_file (path, 128, &target, NULL, NULL) == 0;
-      if (live)
-        target[strcspn (target, "\n")] = '\0';
-      if (!live || !sbx_layer_exists (root, target))
+      _cleanup_free_ char *target = alias_read_at (dirfd (d), de->d_name);
+      if (target == NULL || !sbx_layer_exists (root, target))
         unlinkat (dirfd (d), de->d_name, 0);
     }
   closedir (d);
@@ -324,22 +339,27 @@ sbx_layer_alias_gc (const char *root)
  * marked pending (see the top of this file). Losing a race to another process
  * that made the same layer is success: same digest, same content; the cleanup
  * then removes ours. */
+/* A new file NAME in T holding TEXT: part of the layer, made durable with
+ * the rest of it. */
+static int
+tmp_layer_put (tmp_layer *t, const char *name, const char *text, sbx_error **err)
+{
+  _cleanup_close_ int fd = openat (t->dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  int r = fd < 0 ? -errno : write_all (fd, text, strlen (text));
+  return r < 0 ? sbx_error_errno (err, -r, "write `%s/%s`", t->path, name) : 0;
+}
+
 static int
 tmp_layer_install (const char *root, tmp_layer *t, const char *hex, uint64_t size, bool synced, sbx_error **err)
 {
   _cleanup_free_ char *sz = xasprintf ("%llu\n", (unsigned long long) size);
-  _cleanup_close_ int szfd = openat (t->dfd, SIZE_FILE, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (szfd < 0 || write_all (szfd, sz, strlen (sz)) < 0)
-    return sbx_error_errno (err, errno, "write `%s/" SIZE_FILE "`", t->path);
+  if (tmp_layer_put (t, SIZE_FILE, sz, err) < 0)
+    return -1;
 #ifndef SBX_LAYER_FUZZING /* thousands of layers a minute, thrown away */
   if (synced && syncfs (t->dfd) < 0)
     return sbx_error_errno (err, errno, "sync `%s`", t->path);
-  if (!synced)
-    {
-      _cleanup_close_ int fd = openat (t->dfd, PENDING_MARK, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-      if (fd < 0 || write_all (fd, boot_id (), strlen (boot_id ())) < 0)
-        return sbx_error_errno (err, errno, "mark `%s` pending", t->path);
-    }
+  if (!synced && tmp_layer_put (t, PENDING_MARK, boot_id (), err) < 0)
+    return -1;
 #endif
   _cleanup_free_ char *dst = xasprintf ("%s/layers/sha256/%s", root, hex);
   _cleanup_free_ char *digest = xasprintf (DIGEST_PREFIX "%s", hex);
@@ -1380,14 +1400,13 @@ reused_size (const char *root, sbx_layer_staged *s, sbx_error **err)
   _cleanup_free_ char *dir = sbx_layer_dir (root, s->name);
   _cleanup_free_ char *szpath = xasprintf ("%s/" SIZE_FILE, dir);
   _cleanup_free_ char *sz = NULL;
+  int64_t v;
   if (read_file (szpath, 64, &sz, NULL, NULL) == 0)
     {
-      char *end;
-      errno = 0;
-      unsigned long long v = strtoull (sz, &end, 10);
-      if (errno == 0 && end != sz && (*end == '\n' || *end == '\0'))
+      sz[strcspn (sz, "\n")] = '\0';
+      if (parse_int64 (sz, 0, INT64_MAX, &v) == 0)
         {
-          s->size = v;
+          s->size = (uint64_t) v;
           return 0;
         }
     }
@@ -1735,9 +1754,11 @@ bb_tree_build (bb_tree *t, const char *bb, sbx_error **err)
   return 0;
 }
 
-/* A tar is written through this sink, hashed on the way to its file. */
+/* A tar is written through this sink to its file; HASH: hashed on the way
+ * (export hashes what goes out itself). */
 typedef struct tar_sink {
   int fd;
+  bool hash;
   sha256_ctx sha;
 } tar_sink;
 
@@ -1751,7 +1772,8 @@ tar_sink_write (struct archive *a, void *data, const void *buf, size_t len)
       sbx_ar.archive_set_error (a, -r, "write the tar");
       return -1;
     }
-  sha256_update (&s->sha, buf, len);
+  if (s->hash)
+    sha256_update (&s->sha, buf, len);
   return (la_ssize_t) len;
 }
 
@@ -1815,7 +1837,7 @@ write_bb_tar (const bb_tree *t, int binfd, tmp_layer *tl, char hex[65], sbx_erro
   _cleanup_close_ int fd = openat (tl->dfd, "layer.tar", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0)
     return sbx_error_errno (err, errno, "create layer.tar");
-  tar_sink sink = { .fd = fd };
+  tar_sink sink = { .fd = fd, .hash = true };
   sha256_init (&sink.sha);
   _cleanup_archive_write_ struct archive *a = sbx_ar.archive_write_new ();
   sbx_ar.archive_write_set_format_pax_restricted (a);
@@ -2053,7 +2075,6 @@ sbx_tar_from_dir (int dirfd_, int outfd, bool upper, bool skip_special, sbx_erro
   sbx_ar.archive_write_set_format_option (t.a, "pax", "hdrcharset", "BINARY");
   sbx_ar.archive_write_add_filter_none (t.a);
   int r = 0;
-  sha256_init (&t.sink.sha);
   if (sbx_ar.archive_write_open (t.a, &t.sink, NULL, tar_sink_write, NULL) != ARCHIVE_OK)
     r = tar_fail (err, t.a, "write the layer");
   int dfd = r == 0 ? dup (dirfd_) : -1;
@@ -2207,7 +2228,6 @@ convert_to_oci (int tarfd, int outfd, sbx_error **err)
   if (ar == NULL)
     return -1;
   tar_sink sink = { .fd = outfd };
-  sha256_init (&sink.sha);
   _cleanup_archive_write_ struct archive *aw = sbx_ar.archive_write_new ();
   sbx_ar.archive_write_set_format_pax_restricted (aw);
   /* Names as the bytes they are: no conversion through the locale's
@@ -2289,11 +2309,9 @@ sbx_layer_open_oci_tar (const char *root, const char *digest, int workfd, int *r
 int
 sbx_layer_check (const char *root, const char *digest, sbx_error **err)
 {
-  _cleanup_free_ char *dir = sbx_layer_dir (root, digest);
-  if (!sbx_layer_exists (root, digest))
+  int r = layer_state (root, digest);
+  if (r == -ENOENT)
     return sbx_error_set (err, SBX_E_NOT_FOUND, 0, "layer %s is missing", digest);
-  _cleanup_close_ int dfd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-  int r = dfd < 0 ? -errno : pending_state (dfd);
   if (r < 0)
     return sbx_error_errno (err, -r, "layer %s", digest);
   if (r == 2)
