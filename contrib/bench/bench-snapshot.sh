@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # bench-snapshot.sh: sbx's memory snapshots, side by side with runsc's own
-# checkpoint/restore: `sbx restore` against `runsc restore` of the same kind
-# of checkpoint (a busybox shell loop, with sbx's runsc flags), and the
+# checkpoint/restore: `sbx restore` against `runsc restore` of the same
+# checkpoint (the one in sbx's snapshot, on the bundle sbx restores it with),
+# and of the same kind of checkpoint (a busybox shell loop, with sbx's runsc
+# flags, on a plain and on sbx's spec), and the
 # restore of a python that has imported heavy modules against a cold
 # `sbx create` plus the import.
 #
@@ -41,6 +43,13 @@ every restored sandbox or container removed untimed right after its run:
     sbx-restore         sbx restore SNAP  (of \`sbx snapshot\` of a sandbox
                         running that loop with \`sbx exec -d\`)
     sbx-restore-exec    the same run, up to the end of sbx exec ID -- true
+    runsc-restore-same  runsc restore --image-path SNAP's checkpoint --bundle
+                        B ID in the foreground, B the bundle of a sandbox
+                        sbx restored from SNAP, on an overlay of the
+                        snapshot's layers that this script mounts (untimed),
+                        its stdin and stdout a socketpair, up to the restored
+                        agent's answer to a ping (restore-ping.pl): what sbx
+                        restore runs, without sbx
     runsc-restore       runsc restore --detach --image-path DIR --bundle B ID
                         (of \`runsc checkpoint --image-path DIR\` of a plain
                         runsc container of that rootfs running that loop,
@@ -50,8 +59,9 @@ every restored sandbox or container removed untimed right after its run:
                         the same on the hardened spec sbx generates (taken
                         from the sandbox snapshotted, its init replaced by
                         the loop): sbx's own overhead is the ratio to these
-    Targets: sbx-restore <= 1.2 x runsc-restore, and the same with exec
-    (and against the sbxspec cases).  sbx restore's steps come from the
+    Targets: sbx-restore <= 1.2 x runsc-restore-same (the issue's: the same
+    checkpoint); for reference, the ratios to the runsc-restore and sbxspec
+    cases, with exec too.  sbx restore's steps come from the
     restored sandbox's log (read untimed after each run).
  2. on a Debian rootfs with python3 (debootstrap --variant=minbase
     --include=python3 $SUITE, imported as an sbx image), with
@@ -114,7 +124,7 @@ SBX=$(realpath "$(command -v "$SBX")")
 if [[ -z ${SBX_INIT:-} && -x ${SBX%/*}/sbx-init ]]; then
   export SBX_INIT=${SBX%/*}/sbx-init
 fi
-for t in runsc runc tar awk sort realpath; do
+for t in runsc runc tar awk sort realpath perl; do
   command -v $t >/dev/null || die "$t is needed"
 done
 BUSYBOX=$(command -v busybox) || die "busybox is needed (apt-get install busybox-static)"
@@ -300,7 +310,7 @@ sbx_runsc_flags ()  # VERB SANDBOX_ID
 }
 
 # ================================================================ part 1
-P1_CASES=(sbx-restore sbx-restore-exec runsc-restore runsc-restore-exec runsc-restore-sbxspec runsc-restore-exec-sbxspec)
+P1_CASES=(sbx-restore sbx-restore-exec runsc-restore-same runsc-restore runsc-restore-exec runsc-restore-sbxspec runsc-restore-exec-sbxspec)
 LOOP='while :; do sleep 1; done'
 
 # The busybox rootfs, as a directory (runsc's bundle) and as an sbx image.
@@ -342,6 +352,62 @@ make_spec_bundle ()  # SANDBOX_ID
 
 SNAP1=
 CK1_SBX=''
+
+# runsc-restore-same: sbx's own checkpoint restored by runsc alone, on the
+# bundle sbx restores it with (taken from a sandbox sbx restored, in the
+# warm-up) and on an overlay of the snapshot's layers under sbx's top layer,
+# as sbx mounts it (volatile, a fresh upper dir each run, untimed).
+SAME=$WORK/same
+SAME_LOWER=
+make_same_bundle ()  # SANDBOX_ID
+{
+  local cfg=$SAME/bundle/config.json d lower=top/v1
+  mkdir -p "$SAME/bundle" "$SAME/rootfs"
+  cp "$SBX_ROOT/sandboxes/$1/bundle/config.json" "$cfg" 2>>"$LOG" || return 1
+  sed -i -e "s|\"path\": \".*/rootfs\"|\"path\": \"$SAME/rootfs\"|" \
+         -e "s|\"source\": \".*/rootfs/tmp\"|\"source\": \"$SAME/rootfs/tmp\"|" \
+         -e "s|\"cgroupsPath\": \".*\"|\"cgroupsPath\": \"/$TAG-same\"|" "$cfg"
+  grep -qF '"/.sbx/init"' "$cfg" && grep -qF "\"$SAME/rootfs\"" "$cfg" && ! grep -qF "$SBX_ROOT/" "$cfg" || return 1
+  # The snapshot's layers, base first; overlayfs wants the top first.
+  for d in $(sed -n '/"layers"/,/]/p' "$SBX_ROOT/snapshots/$SNAP1/snapshot.json" | grep -o 'sha256:[0-9a-f]\{64\}'); do
+    lower=${lower%%:*}:layers/sha256/${d#sha256:}/rootfs${lower#top/v1}
+  done
+  [[ $lower == top/v1:layers/* ]] || return 1
+  SAME_LOWER=$lower
+}
+same_mount ()
+{
+  umount "$SAME/rootfs" 2>/dev/null
+  rm -rf --one-file-system "$SAME/upper" "$SAME/work"
+  mkdir -p "$SAME/upper" "$SAME/work" &&
+    (cd "$SBX_ROOT" && mount -t overlay overlay -o nodev,nosuid \
+       -o "lowerdir=$SAME_LOWER,upperdir=$SAME/upper,workdir=$SAME/work,volatile" "$SAME/rootfs") 2>>"$LOG"
+}
+runsc_same_run ()  # ROUND RECORD
+{
+  local c=runsc-restore-same record=$2 id=$TAG-same-$1 us rc
+  [[ -n ${FAILED[$c]:-} ]] && return 1
+  if [[ -z $SAME_LOWER ]]; then
+    fail "$c" -- "no bundle of a sandbox sbx restored"
+    return 1
+  fi
+  if ! same_mount; then
+    fail "$c" -- "could not mount the overlay of the snapshot's layers on $SAME/rootfs"
+    return 1
+  fi
+  printf '== runsc restore %s (of %s)\n' "$id" "$SNAP1" >>"$LOG"
+  us=$(perl "$SRC_TOP/contrib/bench/restore-ping.pl" runsc --root "$RUNSC_ROOT" "${RUNSC_FLAGS[@]}" restore \
+         --image-path "$SBX_ROOT/snapshots/$SNAP1/checkpoint" --bundle "$SAME/bundle" "$id" </dev/null 2>>"$LOG")
+  rc=$?
+  rsc delete -force "$id" >>"$LOG" 2>&1
+  umount "$SAME/rootfs" 2>>"$LOG"
+  if ((rc != 0)) || [[ ! $us =~ ^[0-9]+$ ]]; then
+    fail "$c" -- "runsc restore of sbx's checkpoint, pinged through restore-ping.pl, failed (exit status $rc)"
+    return 1
+  fi
+  $record && printf '%s\n' "$us" >>"$SAMPLES/$c"
+  return 0
+}
 declare -A RS_BUNDLE=([runsc-restore]=$BUNDLE [runsc-restore-sbxspec]=$SPEC_BUNDLE)
 declare -A RS_CKPT=([runsc-restore]=$WORK/checkpoint [runsc-restore-sbxspec]=$WORK/checkpoint-sbxspec)
 declare -A RS_EXEC=([runsc-restore]=runsc-restore-exec [runsc-restore-sbxspec]=runsc-restore-exec-sbxspec)
@@ -442,6 +508,10 @@ sbx_run ()  # ROUND RECORD
     fi
   fi
   $record && log_steps sbx-restore "$id" "$t0" "$t1"
+  if ! $record && [[ -z $SAME_LOWER ]] && ! make_same_bundle "$id"; then
+    SAME_LOWER=
+    fail runsc-restore-same -- "could not adapt the bundle of $id (restored by sbx) into $SAME/bundle"
+  fi
   "$SBX" terminate --rm "$id" >>"$LOG" 2>&1 || note "sbx terminate --rm $id failed"
   [[ -n ${FAILED[sbx-restore]:-} ]] && return 1
   if $record; then
@@ -495,9 +565,9 @@ rounds ()  # FUNCTION...: each taking ROUND RECORD
 }
 
 note "work dir $WORK ($FS_DESC)"
-note "part 1: busybox; 1 warm-up + $N timed rounds of sbx restore, runsc restore and runsc restore on sbx's spec"
+note "part 1: busybox; 1 warm-up + $N timed rounds of sbx restore, runsc restore of its checkpoint, runsc restore and runsc restore on sbx's spec"
 setup_part1
-rounds sbx_run runsc_run runsc_spec_run
+rounds sbx_run runsc_same_run runsc_run runsc_spec_run
 
 # ================================================================ part 2
 P2_CASES=(py-cold py-restore py-restore-exec)
@@ -737,6 +807,7 @@ done
 
 # name numerator denominator op target
 RATIOS=(
+  "sbx-restore/runsc-restore-same sbx-restore runsc-restore-same <= 1.2"
   "sbx-restore/runsc-restore sbx-restore runsc-restore <= 1.2"
   "sbx-restore-exec/runsc-restore-exec sbx-restore-exec runsc-restore-exec <= 1.2"
   "sbx-restore/runsc-restore-sbxspec sbx-restore runsc-restore-sbxspec <= 1.2"
@@ -763,6 +834,7 @@ done
 declare -A DESC=(
   [sbx-restore]="sbx restore SNAP"
   [sbx-restore-exec]="sbx restore SNAP; sbx exec ID -- true"
+  [runsc-restore-same]="runsc restore of sbx's checkpoint on its bundle, until the agent's PONG"
   [runsc-restore]="runsc restore --detach --image-path DIR --bundle B ID"
   [runsc-restore-exec]="the same; runsc exec ID /bin/true"
   [runsc-restore-sbxspec]="runsc restore of the same on sbx's spec (seccomp, masks...)"
