@@ -471,17 +471,6 @@ for c in "${!FAILED[@]}"; do MED[$c]=; done
 ms () { awk -v u="$1" 'BEGIN { printf "%.1f", u / 1000 }'; }
 mbs () { awk -v b="$TAR_BYTES" -v u="$1" 'BEGIN { printf "%.0f", b / u }'; }   # MB/s, MB = 10^6 bytes
 
-# The median of the per-round ratios A/B: each round's runs are neighbours
-# in time, so drift across the run (this disk slows as it fills, and for
-# minutes after files are deleted) cancels out, as a ratio of medians
-# taken over different rounds does not.
-paired_ratio ()  # A B
-{
-  [[ -s $SAMPLES/$1 && -s $SAMPLES/$2 ]] || return 0
-  paste "$SAMPLES/$1" "$SAMPLES/$2" | awk '$1 > 0 && $2 > 0 { print $1 / $2 }' | sort -g | awk '{ v[NR] = $1 } END {
-    if (NR) printf "%.2f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
-
 # The targets.
 IMPORT_RATIO='' IMPORT_MET='' BUILD_MET='' IMPORT_RATIO_SYNC='' IMPORT_RATIO_MEDIANS=''
 if [[ -n ${MED[import]:-} && -n ${MED[tar-x]:-} ]]; then

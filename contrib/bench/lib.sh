@@ -105,3 +105,17 @@ leak_report ()
   ((n == 0)) || note "LEAK: $n mounts left under the work dirs"
   return 0
 }
+
+# The median of the per-round ratios A/B, from $SAMPLES/A and $SAMPLES/B
+# (one sample per line, line k from round k): each round's runs are
+# neighbours in time, so drift across the run (a disk that slows as it
+# fills, a host that is busier for a while) cancels out, as a ratio of
+# medians taken over different rounds does not. Empty unless both have
+# the same number of samples.
+paired_ratio ()  # A B
+{
+  [[ -s $SAMPLES/$1 && -s $SAMPLES/$2 ]] || return 0
+  (($(wc -l <"$SAMPLES/$1") == $(wc -l <"$SAMPLES/$2"))) || return 0
+  paste "$SAMPLES/$1" "$SAMPLES/$2" | awk '$1 > 0 && $2 > 0 { print $1 / $2 }' | sort -g | awk '{ v[NR] = $1 } END {
+    if (NR) printf "%.2f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
