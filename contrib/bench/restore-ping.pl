@@ -18,6 +18,7 @@ my ($STDOUT, $STDERR, $CREDIT, $PING, $PONG, $SHUTDOWN) = (6, 7, 12, 13, 14, 15)
 sub frame { my ($type, $chan, $p) = @_; return pack ("VvvV", length $p, $type, 0, $chan) . $p; }
 
 @ARGV or die "usage: restore-ping.pl CMD...\n";
+$SIG{PIPE} = 'IGNORE';  # a runsc that died early: say so, not die of SIGPIPE
 socketpair (my $us, my $them, AF_UNIX, SOCK_STREAM, PF_UNSPEC) or die "socketpair: $!\n";
 my $t0 = time;
 my $pid = fork // die "fork: $!\n";
