@@ -225,15 +225,11 @@ fi
 sbx_spec_bundle ()
 {
   local rt=$1 dir=$2 id
+  local r=0
   id=$("$SBX" create --image "$IMAGE" --runtime "$rt" --block-network 2>>"$LOG") || return 1
-  mkdir -p "$dir"
-  cp "$SBX_ROOT/sandboxes/$id/bundle/config.json" "$dir/config.json"
+  copy_sbx_bundle "$id" "$dir" "$ROOTFS" "$TAG-spec" -e 's|"/.sbx/init"|"/bin/true"|' || r=1
   "$SBX" terminate --rm "$id" >>"$LOG" 2>&1
-  sed -i -e "s|\"path\": \".*/rootfs\"|\"path\": \"$ROOTFS\"|" \
-         -e "s|\"source\": \".*/rootfs/tmp\"|\"source\": \"$ROOTFS/tmp\"|" \
-         -e 's|"/.sbx/init"|"/bin/true"|' \
-         -e "s|\"cgroupsPath\": \".*\"|\"cgroupsPath\": \"/$TAG-spec\"|" "$dir/config.json"
-  grep -q '"/bin/true"' "$dir/config.json"
+  ((r == 0)) && grep -q '"/bin/true"' "$dir/config.json"
 }
 HAVE_SPEC_RUNC=false HAVE_SPEC_RUNSC=false
 sbx_spec_bundle runc "$WORK/bundle-sbxspec-runc" && HAVE_SPEC_RUNC=true

@@ -340,14 +340,8 @@ fi
 SPEC_BUNDLE=$WORK/bundle-sbxspec
 make_spec_bundle ()  # SANDBOX_ID
 {
-  local cfg=$SPEC_BUNDLE/config.json
-  mkdir -p "$SPEC_BUNDLE"
-  cp "$SBX_ROOT/sandboxes/$1/bundle/config.json" "$cfg" 2>>"$LOG" || return 1
-  sed -i -e "s|\"path\": \".*/rootfs\"|\"path\": \"$ROOTFS\"|" \
-         -e "s|\"source\": \".*/rootfs/tmp\"|\"source\": \"$ROOTFS/tmp\"|" \
-         -e "s|\"/.sbx/init\"|\"/bin/sh\", \"-c\", \"$LOOP\"|" \
-         -e "s|\"cgroupsPath\": \".*\"|\"cgroupsPath\": \"/$TAG-spec\"|" "$cfg"
-  grep -qF "\"$LOOP\"" "$cfg" && grep -qF "\"$ROOTFS\"" "$cfg" && ! grep -qF "$SBX_ROOT/" "$cfg"
+  copy_sbx_bundle "$1" "$SPEC_BUNDLE" "$ROOTFS" "$TAG-spec" -e "s|\"/.sbx/init\"|\"/bin/sh\", \"-c\", \"$LOOP\"|" &&
+    grep -qF "\"$LOOP\"" "$SPEC_BUNDLE/config.json"
 }
 
 SNAP1=
@@ -361,13 +355,10 @@ SAME=$WORK/same
 SAME_LOWER=
 make_same_bundle ()  # SANDBOX_ID
 {
-  local cfg=$SAME/bundle/config.json d lower=top/v1
-  mkdir -p "$SAME/bundle" "$SAME/rootfs"
-  cp "$SBX_ROOT/sandboxes/$1/bundle/config.json" "$cfg" 2>>"$LOG" || return 1
-  sed -i -e "s|\"path\": \".*/rootfs\"|\"path\": \"$SAME/rootfs\"|" \
-         -e "s|\"source\": \".*/rootfs/tmp\"|\"source\": \"$SAME/rootfs/tmp\"|" \
-         -e "s|\"cgroupsPath\": \".*\"|\"cgroupsPath\": \"/$TAG-same\"|" "$cfg"
-  grep -qF '"/.sbx/init"' "$cfg" && grep -qF "\"$SAME/rootfs\"" "$cfg" && ! grep -qF "$SBX_ROOT/" "$cfg" || return 1
+  local d lower=top/v1
+  mkdir -p "$SAME/rootfs"
+  copy_sbx_bundle "$1" "$SAME/bundle" "$SAME/rootfs" "$TAG-same" && grep -qF '"/.sbx/init"' "$SAME/bundle/config.json" ||
+    return 1
   # The snapshot's layers, base first; overlayfs wants the top first.
   # shellcheck disable=SC2013  # digests: no spaces
   for d in $(sed -n '/"layers"/,/]/p' "$SBX_ROOT/snapshots/$SNAP1/snapshot.json" | grep -o 'sha256:[0-9a-f]\{64\}'); do

@@ -119,3 +119,18 @@ paired_ratio ()  # A B
   paste "$SAMPLES/$1" "$SAMPLES/$2" | awk '$1 > 0 && $2 > 0 { print $1 / $2 }' | sort -g | awk '{ v[NR] = $1 } END {
     if (NR) printf "%.2f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
+
+# Sandbox ID's config.json (from $SBX_ROOT; errors to $LOG) copied into
+# DIR, pointed at ROOTFS (its root and its /tmp mount) and at the cgroup
+# /CGROUP; SED_ARGS change more.  Fails unless it then names ROOTFS and
+# nothing in sbx's store.
+copy_sbx_bundle ()  # ID DIR ROOTFS CGROUP [SED_ARGS...]
+{
+  local cfg=$2/config.json
+  mkdir -p "$2"
+  cp "$SBX_ROOT/sandboxes/$1/bundle/config.json" "$cfg" 2>>"$LOG" || return 1
+  sed -i -e "s|\"path\": \".*/rootfs\"|\"path\": \"$3\"|" \
+         -e "s|\"source\": \".*/rootfs/tmp\"|\"source\": \"$3/tmp\"|" \
+         -e "s|\"cgroupsPath\": \".*\"|\"cgroupsPath\": \"/$4\"|" "${@:5}" "$cfg" &&
+    grep -qF "\"$3\"" "$cfg" && ! grep -qF "$SBX_ROOT/" "$cfg"
+}

@@ -141,6 +141,22 @@ file_hex (const char *path)
   return xasprintf ("sha256:%s", hex);
 }
 
+/* Imports a tar of the N entries V, made as NAME: the layer's digest (and
+ * its size in *RET_SIZE), or NULL, with a failed check saying WHAT, when the
+ * import failed. */
+static char *
+import_entries (const char *name, const tentry *v, size_t n, const char *what, uint64_t *ret_size)
+{
+  _cleanup_free_ char *p = make_tar (name, 0, v, n);
+  _cleanup_error_ sbx_error *err = NULL;
+  char *digest = NULL;
+  uint64_t size = 0;
+  int r = sbx_layer_import_tar (root, p, &digest, &size, &err);
+  if (ret_size)
+    *ret_size = size;
+  return tap_ok (r == 0, "%s (%s)", what, err ? err->msg : "ok") ? digest : NULL;
+}
+
 /* Imports PATH, expecting a refusal: INVALID_ARGUMENT whose message contains
  * WANT, no new layer, no temp dir left, nothing outside ROOT. */
 static void
@@ -343,12 +359,9 @@ test_replace_symlink (void)
 {
   const tentry v[] = { { "etc/", 'd' }, { "etc/hello", 'f', "hello\n" }, { "s", 'l', "etc/hello" },
                        { "s", 'f', "new\n" },  { "t", 'l', "etc" },               { "t/", 'd' } };
-  _cleanup_free_ char *p = make_tar ("replace-symlink.tar", 0, v, ARRAY_SIZE (v));
-  _cleanup_free_ char *digest = NULL;
-  _cleanup_error_ sbx_error *err = NULL;
-  uint64_t size;
-  int r = sbx_layer_import_tar (root, p, &digest, &size, &err);
-  if (!tap_ok (r == 0, "a symlink replaced by a file and by a directory (%s)", err ? err->msg : "ok"))
+  _cleanup_free_ char *digest
+      = import_entries ("replace-symlink.tar", v, ARRAY_SIZE (v), "a symlink replaced by a file and by a directory", NULL);
+  if (digest == NULL)
     return;
   _cleanup_free_ char *s = in_layer (digest, "s"), *t = in_layer (digest, "t"), *hello = in_layer (digest, "etc/hello");
   _cleanup_free_ char *got = NULL, *was = NULL;
@@ -409,12 +422,9 @@ test_whiteouts (void)
     { "x/.wh.gone", 'f', "" }, { ".wh.top", 'f', "" },       { "y/.wh..wh.plnk", 'f', "" },
     { "e/f/.wh..wh..opq", 'f', "" },
   };
-  _cleanup_free_ char *p = make_tar ("wh.tar", 0, v, ARRAY_SIZE (v));
-  _cleanup_free_ char *digest = NULL;
-  _cleanup_error_ sbx_error *err = NULL;
   uint64_t size;
-  int r = sbx_layer_import_tar (root, p, &digest, &size, &err);
-  if (!tap_ok (r == 0, "import a layer with whiteouts (%s)", err ? err->msg : "ok"))
+  _cleanup_free_ char *digest = import_entries ("wh.tar", v, ARRAY_SIZE (v), "import a layer with whiteouts", &size);
+  if (digest == NULL)
     return;
   _cleanup_free_ char *d = in_layer (digest, "d");
   _cleanup_free_ char *ef = in_layer (digest, "e/f");
