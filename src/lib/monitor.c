@@ -1585,7 +1585,9 @@ run_loop (struct mon *m)
         break;
       size_t n = 0;
       pf[n++] = (struct pollfd){ m->sig_fd, POLLIN, 0 };
-      pf[n++] = (struct pollfd){ m->agent_fd, POLLIN | (m->aout.len ? POLLOUT : 0), 0 };
+      /* Once the init is gone its socket stays readable (EOF): polling it
+       * would spin this loop on a CPU that the runtime's own teardown needs. */
+      pf[n++] = (struct pollfd){ m->agent_gone ? -1 : m->agent_fd, POLLIN | (m->aout.len ? POLLOUT : 0), 0 };
       pf[n++] = (struct pollfd){ m->listen_fd, POLLIN, 0 };
       pf[n++] = (struct pollfd){ m->stderr_r, POLLIN, 0 };
       for (size_t i = 0; i < m->nclients; i++)
