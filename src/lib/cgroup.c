@@ -178,14 +178,16 @@ remove_tree (const char *dir)
       remove_tree (c);
     }
   closedir (d);
-  for (int i = 0; i < 100; i++)
+  /* Exiting processes leave within milliseconds: look again soon, then
+   * every 10 ms, for about a second in all. */
+  for (useconds_t nap = 500, waited = 0; waited < 1000000; waited += nap, nap = nap < 10000 ? nap * 2 : 10000)
     {
       if (rmdir (dir) == 0 || errno == ENOENT)
         return 0;
       if (errno != EBUSY)
         return -errno;
       kill_procs (dir);
-      usleep (10000);
+      usleep (nap);
     }
   return -EBUSY;
 }
@@ -267,17 +269,46 @@ make_dir (const char *path, sbx_error **err)
   return 0;
 }
 
+const sbx_device sbx_std_devices[] = { { 1, 3 }, { 1, 5 }, { 1, 7 }, { 1, 8 }, { 1, 9 }, { 5, 0 }, { 5, 2 }, { 136, -1 } };
+const size_t sbx_std_devices_n = ARRAY_SIZE (sbx_std_devices);
+
+static int
+allow_std_devices (const char *dir, sbx_error **err)
+{
+  if (write_value (dir, "devices.deny", "a", false, err) < 0)
+    return -1;
+  for (size_t i = 0; i < sbx_std_devices_n; i++)
+    {
+      char v[64];
+      if (sbx_std_devices[i].minor < 0)
+        snprintf (v, sizeof v, "c %ld:* rwm", sbx_std_devices[i].major);
+      else
+        snprintf (v, sizeof v, "c %ld:%ld rwm", sbx_std_devices[i].major, sbx_std_devices[i].minor);
+      if (write_value (dir, "devices.allow", v, false, err) < 0)
+        return -1;
+    }
+  return 0;
+}
+
+/* The v1 controllers sbx makes REL in: the limits, the counters, the
+ * devices (last: only with limits->devices). */
+static const char *const v1_ctrls[] = { "memory", "pids", "cpu", "cpuacct", "devices" };
+
 /* v1: one directory per controller, the parent made on the way. */
 static int
 create_v1 (const char *rel, const sbx_cgroup_limits *l, sbx_error **err)
 {
-  static const char *const ctrls[] = { "memory", "pids", "cpu" };
-  for (size_t i = 0; i < ARRAY_SIZE (ctrls); i++)
+  size_t n = ARRAY_SIZE (v1_ctrls) - (l->devices ? 0 : 1);
+  for (size_t i = 0; i < n; i++)
     {
-      _cleanup_free_ char *dir = xasprintf (CG_ROOT "/%s%s", ctrls[i], rel);
+      _cleanup_free_ char *dir = xasprintf (CG_ROOT "/%s%s", v1_ctrls[i], rel);
       _cleanup_free_ char *parent = xstrdup (dir);
       *strrchr (parent, '/') = '\0';
       if (make_dir (parent, err) < 0 || make_dir (dir, err) < 0)
+        return -1;
+      /* A new devices cgroup starts with its parent's list: REL's, set
+       * first, is the leaf's too. */
+      if (strcmp (v1_ctrls[i], "devices") == 0 && allow_std_devices (dir, err) < 0)
         return -1;
     }
   _cleanup_free_ char *mem = xasprintf (CG_ROOT "/memory%s", rel);
@@ -303,6 +334,12 @@ create_v1 (const char *rel, const sbx_cgroup_limits *l, sbx_error **err)
       snprintf (v, sizeof v, "%lld", (long long) (l->cpu * 100000.0 + 0.5));
       if (write_value (cpu, "cpu.cfs_period_us", "100000", false, err) < 0
           || write_value (cpu, "cpu.cfs_quota_us", v, false, err) < 0)
+        return -1;
+    }
+  for (size_t i = 0; l->leaf && i < n; i++)
+    {
+      _cleanup_free_ char *leaf = xasprintf (CG_ROOT "/%s%s/ctr", v1_ctrls[i], rel);
+      if (make_dir (leaf, err) < 0)
         return -1;
     }
   return 0;
@@ -337,6 +374,48 @@ create_v2 (const char *rel, const sbx_cgroup_limits *l, sbx_error **err)
       snprintf (v, sizeof v, "%lld 100000", (long long) (l->cpu * 100000.0 + 0.5));
       if (write_value (dir, "cpu.max", v, false, err) < 0)
         return -1;
+    }
+  /* No processes in a cgroup with controllers for its children: the
+   * leaf is where they go. */
+  _cleanup_free_ char *leaf = xasprintf ("%s/ctr", dir);
+  if (l->leaf && make_dir (leaf, err) < 0)
+    return -1;
+  return 0;
+}
+
+char **
+sbx_cgroup_leaf_procs (const char *rel)
+{
+  char **v = xmalloc0 (sizeof (char *));
+  if (sbx_cgroup_version () == 2)
+    {
+      _cleanup_free_ char *p = xasprintf (CG_ROOT "%s/ctr/cgroup.procs", rel);
+      strv_push (&v, p);
+      return v;
+    }
+  for (size_t i = 0; i < ARRAY_SIZE (v1_ctrls); i++)
+    {
+      _cleanup_free_ char *p = xasprintf (CG_ROOT "/%s%s/ctr/cgroup.procs", v1_ctrls[i], rel);
+      if (path_exists (p))
+        strv_push (&v, p);
+    }
+  return v;
+}
+
+int
+sbx_cgroup_join (char *const *procs)
+{
+  for (size_t i = 0; procs[i]; i++)
+    {
+      int fd = open (procs[i], O_WRONLY | O_CLOEXEC);
+      if (fd < 0)
+        return -errno;
+      /* "0": the writer itself. */
+      ssize_t n = write (fd, "0", 1);
+      int e = errno;
+      close (fd);
+      if (n != 1)
+        return n < 0 ? -e : -EIO;
     }
   return 0;
 }

@@ -1,9 +1,13 @@
 /* Cgroups sbx's sandboxes live in: "sbx-TAG/ID" under every v1 controller
- * (or the unified tree on v2). The runtimes create them from the spec's
- * cgroupsPath; sbx reads their counters and reaps what a crash left. */
+ * (or the unified tree on v2). The runtime's own cgroup is a child of it,
+ * REL/ctr: made by the runtime from the spec's cgroupsPath, or by sbx when
+ * sbx places the runtime's processes itself (runsc without a memory limit,
+ * monitor.c). sbx reads their counters and reaps what a crash left. */
 #ifndef SBX_CGROUP_H
 #define SBX_CGROUP_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "error.h"
@@ -24,13 +28,31 @@ typedef struct sbx_cgroup_limits {
   uint64_t memory; /* bytes, 0 = none */
   int64_t pids;    /* 0 = none */
   double cpu;      /* cores, 0 = none */
+  bool devices;    /* v1: the standard devices only, at REL itself */
+  bool leaf;       /* make REL/ctr too, for sbx_cgroup_join */
 } sbx_cgroup_limits;
 
-/* Makes REL ("/sbx-TAG/ID") in the memory, pids and cpu hierarchies with
- * LIMITS. sbx owns this cgroup and the runtime gets a child of it
- * (REL/ctr): the limits are hit, and their counters kept, here, where they
- * outlive the runtime's own cgroup (deleted with the container). */
+/* The devices a sandbox may use: character devices MAJOR:MINOR (MINOR -1:
+ * any), read, write and mknod. The spec's allow-list, and REL's under
+ * runsc. */
+typedef struct sbx_device {
+  long major, minor;
+} sbx_device;
+extern const sbx_device sbx_std_devices[];
+extern const size_t sbx_std_devices_n;
+
+/* Makes REL ("/sbx-TAG/ID") in the memory, pids, cpu and cpuacct
+ * hierarchies (and devices, with LIMITS->devices) with LIMITS. sbx owns
+ * this cgroup and the runtime gets a child of it (REL/ctr): the limits are
+ * hit, and their counters kept, here, where they outlive the runtime's own
+ * cgroup (deleted with the container). */
 int sbx_cgroup_create (const char *rel, const sbx_cgroup_limits *limits, sbx_error **err);
+/* The cgroup.procs files of REL/ctr in every hierarchy it was made in
+ * (strv), for sbx_cgroup_join. */
+char **sbx_cgroup_leaf_procs (const char *rel);
+/* Moves the calling process into each of PROCS (sbx_cgroup_leaf_procs's).
+ * Async-signal-safe: made for a child between fork and exec. -errno. */
+int sbx_cgroup_join (char *const *procs);
 
 /* REL is sbx's cgroup of a sandbox ("/sbx-TAG/ID"); the runtime's child
  * (REL/ctr), where this kernel may count the events, is read too and the

@@ -35,6 +35,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -42,6 +43,7 @@
 #include <netinet/in.h>
 #include <sched.h>
 #include <time.h>
+#include <unistd.h>
 
 #define HELLO_TIMEOUT_MS 60000
 #define SHUTDOWN_GRACE_MS 2000
@@ -129,6 +131,8 @@ struct mon {
   int root_fd; /* O_PATH of the merged root, handed to `sbx fs` calls */
   int cgroup_hold; /* shared lock on the parent cgroup, until the runtime has made ours */
   int stderr_r, stderr_w; /* the runtime's and the init's stderr: a pipe into the log */
+  int agent_end;          /* the init's end of the agent's socketpair, until the runtime has it */
+  int go_w, ready_r;      /* the runtime's process before its exec (runtime_fork) */
   uint64_t next_sample;
   int64_t pids_peak, pids_host_limit;
   sbx_state end_state;
@@ -1649,13 +1653,21 @@ run_loop (struct mon *m)
 
 /* --- setup ------------------------------------------------------------- */
 
+/* The monitor's own mount namespace, where the sandbox's root is mounted
+ * and the runtime runs: nothing of it shows on the host. */
 static int
-mount_root (struct mon *m, sbx_error **err)
+private_mount_ns (sbx_error **err)
 {
   if (unshare (CLONE_NEWNS) < 0)
     return sbx_error_errno (err, errno, "unshare mount namespace");
   if (mount (NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
     return sbx_error_errno (err, errno, "make / private");
+  return 0;
+}
+
+static int
+mount_root (struct mon *m, sbx_error **err)
+{
   _cleanup_free_ char *top = NULL;
   if (sbx_store_top_layer (m->st, sbx_init_path (), &top, err) < 0)
     return -1;
@@ -1696,36 +1708,34 @@ runtime_detached (const struct mon *m)
   return strcmp (m->rt->name, "runc") == 0;
 }
 
-static pid_t
-spawn_runtime (struct mon *m, char **argv, int agent_end)
+/* Closes every fd from 3 up, allocating nothing (see runtime_fork). */
+static void
+close_from_3 (void)
 {
-  pid_t parent = getpid ();
-  pid_t pid = fork ();
-  if (pid != 0)
-    return pid;
-  prctl (PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid () != parent)
-    _exit (127);
-  sigset_t none;
-  sigemptyset (&none);
-  sigprocmask (SIG_SETMASK, &none, NULL);
-  if (dup2 (agent_end, 0) < 0 || dup2 (agent_end, 1) < 0 || dup2 (m->stderr_w, 2) < 0)
-    _exit (127);
-  close_fds_except (NULL, 0);
-  execv (argv[0], argv);
-  _exit (127);
+#ifdef SYS_close_range
+  if (syscall (SYS_close_range, 3U, ~0U, 0U) == 0)
+    return;
+#endif
+  struct rlimit rl;
+  int max = getrlimit (RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 65536 ? (int) rl.rlim_cur : 65536;
+  for (int fd = 3; fd < max; fd++)
+    close (fd);
 }
 
 static int runtime_failed (struct mon *m, sbx_error **err);
 
-/* Starts the container with sbx-init as its init, stdin and stdout the
- * agent's socket, stderr the sandbox log. runsc runs in the foreground for
- * the sandbox's life: it waits for the container and deletes it when its
- * init exits, all in one process, where a separate `delete` would cost a
- * second start of the runtime. Either way m->runtime_pid is the process
- * whose exit means the container is over. */
+/* The runtime's process is forked early, before the root is mounted and
+ * the bundle written, and waits for runtime_go to exec the runtime. Where
+ * sbx places the runtime in the sandbox's cgroup itself (own_cgroups) it
+ * joins it meanwhile: a move between cgroups waits for an RCU grace period
+ * of the kernel's (~10 ms here), which then overlaps the monitor's own
+ * work. runsc's own cgroup handling moves `runsc run` in and out again: two
+ * such waits on the way to the sandbox's start.
+ *
+ * The network thread (setup) may be running at the fork, holding a lock of
+ * libc's: the child makes only async-signal-safe calls until its exec. */
 static int
-start_runtime (struct mon *m, int agent_end, sbx_error **err)
+runtime_fork (struct mon *m, sbx_error **err)
 {
   _cleanup_free_ char *bundle = xasprintf ("%s/bundle", m->dir);
   _cleanup_free_ char *pidfile = xasprintf ("%s/container.pid", m->run_dir);
@@ -1736,24 +1746,90 @@ start_runtime (struct mon *m, int agent_end, sbx_error **err)
   const char *rs[] = { "--image-path", m->sb->restore_from, "--bundle", bundle, m->sb->id, NULL };
   _cleanup_strv_ char **argv = m->sb->restore_from ? sbx_runtime_argv (m->rt, "restore", rs)
                                                      : sbx_runtime_argv (m->rt, "run", runtime_detached (m) ? bg : fg);
-  pid_t pid = spawn_runtime (m, argv, agent_end);
-  if (pid < 0)
-    return sbx_error_errno (err, errno, "fork");
-  if (!runtime_detached (m))
+  _cleanup_strv_ char **join = m->rt->own_cgroups ? sbx_cgroup_leaf_procs (m->cgroup) : NULL;
+  int go[2], ready[2];
+  if (pipe2 (go, O_CLOEXEC) < 0)
+    return sbx_error_errno (err, errno, "pipe");
+  if (pipe2 (ready, O_CLOEXEC) < 0)
     {
-      m->runtime_pid = pid;
-      return 0;
+      int e = errno;
+      close (go[0]);
+      close (go[1]);
+      return sbx_error_errno (err, e, "pipe");
     }
+  pid_t parent = getpid ();
+  pid_t pid = fork ();
+  if (pid == 0)
+    {
+      close (go[1]);
+      close (ready[0]);
+      prctl (PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid () != parent)
+        _exit (127);
+      sigset_t none;
+      sigemptyset (&none);
+      sigprocmask (SIG_SETMASK, &none, NULL);
+      int32_t e = join ? -sbx_cgroup_join (join) : 0;
+      char c;
+      if (write (ready[1], &e, sizeof e) != (ssize_t) sizeof e || e != 0 || read (go[0], &c, 1) != 1)
+        _exit (127);
+      if (dup2 (m->agent_end, 0) < 0 || dup2 (m->agent_end, 1) < 0 || dup2 (m->stderr_w, 2) < 0)
+        _exit (127);
+      close_from_3 ();
+      execv (argv[0], argv);
+      _exit (127);
+    }
+  int e = errno;
+  close (go[0]);
+  close (ready[1]);
+  if (pid < 0)
+    {
+      close (go[1]);
+      close (ready[0]);
+      return sbx_error_errno (err, e, "fork");
+    }
+  m->go_w = go[1];
+  m->ready_r = ready[0];
+  m->runtime_pid = pid;
+  return 0;
+}
+
+/* Starts the container with sbx-init as its init, stdin and stdout the
+ * agent's socket, stderr the sandbox log: the process runtime_fork made
+ * execs the runtime. runsc runs in the foreground for the sandbox's life:
+ * it waits for the container and deletes it when its init exits, all in
+ * one process, where a separate `delete` would cost a second start of the
+ * runtime. Either way m->runtime_pid is the process whose exit means the
+ * container is over. */
+static int
+runtime_go (struct mon *m, sbx_error **err)
+{
+  int32_t e = 0;
+  ssize_t n = read_all (m->ready_r, &e, sizeof e);
+  close (m->ready_r);
+  m->ready_r = -1;
+  if (n != (ssize_t) sizeof e)
+    return sbx_error_set (err, SBX_E_INTERNAL, 0, "the runtime's process exited before its start");
+  if (e != 0)
+    return sbx_error_errno (err, e, "move the runtime into the sandbox's cgroup %s", m->cgroup);
+  if (write (m->go_w, "g", 1) != 1)
+    return sbx_error_errno (err, errno, "start %s", m->rt->name);
+  close (m->go_w);
+  m->go_w = -1;
+  if (!runtime_detached (m))
+    return 0;
   int status;
-  while (waitpid (pid, &status, 0) < 0)
+  while (waitpid (m->runtime_pid, &status, 0) < 0)
     if (errno != EINTR)
       return sbx_error_errno (err, errno, "wait for %s", m->rt->name);
+  m->runtime_pid = 0;
   if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
     {
       m->runtime_status = status;
       m->runtime_exited = true;
       return runtime_failed (m, err);
     }
+  _cleanup_free_ char *pidfile = xasprintf ("%s/container.pid", m->run_dir);
   _cleanup_free_ char *text = NULL;
   int64_t cpid = 0;
   if (read_file (pidfile, 64, &text, NULL, err) < 0)
@@ -2028,6 +2104,48 @@ restore_procs (struct mon *m)
   mlog (m, "restored a table of %zu processes", m->nprocs);
 }
 
+/* The sandbox's cgroup, the agent's socket, the runtime's stderr pipe, and
+ * the runtime's process (runtime_fork): what the runtime's start needs
+ * besides the root and the bundle. */
+static int
+prepare_runtime (struct mon *m, sbx_error **err)
+{
+  bool runsc = strcmp (m->rt->name, "runsc") == 0;
+  /* Under gVisor each sandbox process costs several host tasks (the ptrace
+   * platform's stubs): the process limit proper is gVisor's RLIMIT_NPROC
+   * (spec.c) and the host's pids limit a backstop. */
+  int64_t pids = m->sb->opts.pids > 0 ? m->sb->opts.pids : SBX_PIDS_DEFAULT;
+  /* runsc sizes the memory gVisor shows from a cgroup of its own making:
+   * with a memory limit it gets one (REL/ctr, from the spec). Without, sbx
+   * places runsc's processes in REL/ctr itself and runsc leaves cgroups
+   * alone (--ignore-cgroups): gVisor shows the host's memory either way,
+   * the limits and the device list are REL's, and sbx skips runsc's two
+   * moves of itself and its removal of a cgroup its exiting processes may
+   * still hold (retried every 100 ms). */
+  m->rt->own_cgroups = runsc && m->sb->opts.memory == 0;
+  sbx_cgroup_limits lim = { .memory = m->sb->opts.memory, .cpu = m->sb->opts.cpu,
+                            .pids = runsc ? pids * 8 + 1024 : pids, .devices = runsc, .leaf = m->rt->own_cgroups };
+  m->pids_host_limit = lim.pids;
+  m->cgroup_hold = sbx_store_cgroup_hold (m->st, err);
+  if (m->cgroup_hold < 0 || sbx_cgroup_create (m->cgroup, &lim, err) < 0)
+    return -1;
+  int sv[2];
+  if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+    return sbx_error_errno (err, errno, "socketpair");
+  m->agent_fd = sv[0];
+  m->agent_end = sv[1];
+  sock_buffers (sv[0]);
+  sock_buffers (sv[1]);
+  int ep[2];
+  if (pipe2 (ep, O_CLOEXEC) < 0)
+    return sbx_error_errno (err, errno, "pipe");
+  m->stderr_r = ep[0];
+  m->stderr_w = ep[1];
+  fcntl (m->stderr_r, F_SETPIPE_SZ, 1 << 20);
+  set_nonblock (m->stderr_r, true);
+  return runtime_fork (m, err);
+}
+
 static int
 setup (struct mon *m, sbx_error **err)
 {
@@ -2052,17 +2170,24 @@ setup (struct mon *m, sbx_error **err)
       if (!threaded)
         net_make (&job);
     }
-  int mr = mount_root (m, err);
+  /* The runtime's process is forked into the monitor's mount namespace,
+   * which shows it the root mounted afterwards. */
+  const char *step = "mount root";
+  int r = private_mount_ns (err);
+  if (r == 0 && (r = prepare_runtime (m, err)) < 0)
+    step = "prepare the runtime";
+  if (r == 0)
+    r = mount_root (m, err);
   if (threaded)
     pthread_join (net_thread, NULL);
   if (plan.hold >= 0)
     close (plan.hold);
   free (plan.allow);
   m->net = plan.net;
-  if (mr < 0)
+  if (r < 0)
     {
       sbx_error_free (plan.err);
-      return sbx_error_wrap (err, "mount root");
+      return sbx_error_wrap (err, "%s", step);
     }
   if (plan.err)
     {
@@ -2075,43 +2200,20 @@ setup (struct mon *m, sbx_error **err)
   m->root_fd = open (merged, O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (m->root_fd < 0)
     return sbx_error_errno (err, errno, "open the merged root");
-  /* Under gVisor each sandbox process costs several host tasks (the ptrace
-   * platform's stubs): the process limit proper is gVisor's RLIMIT_NPROC
-   * (spec.c) and the host's pids limit a backstop. */
-  int64_t pids = m->sb->opts.pids > 0 ? m->sb->opts.pids : SBX_PIDS_DEFAULT;
-  sbx_cgroup_limits lim = { .memory = m->sb->opts.memory, .cpu = m->sb->opts.cpu,
-                            .pids = strcmp (m->rt->name, "runsc") == 0 ? pids * 8 + 1024 : pids };
-  m->pids_host_limit = lim.pids;
-  m->cgroup_hold = sbx_store_cgroup_hold (m->st, err);
-  if (m->cgroup_hold < 0 || sbx_cgroup_create (m->cgroup, &lim, err) < 0)
-    return -1;
-  _cleanup_free_ char *rootfs = xasprintf ("%s/rootfs", m->dir);
   _cleanup_free_ char *bundle = xasprintf ("%s/bundle", m->dir);
   _cleanup_free_ char *ctr_cgroup = xasprintf ("%s/ctr", m->cgroup);
   /* The namespace by the monitor's own fd of it: its bind mount was made
    * in the host's mount namespace, which this one may not show. */
   _cleanup_free_ char *netns = m->net ? xasprintf ("/proc/%d/fd/%d", (int) getpid (), m->net->nsfd) : NULL;
   _cleanup_free_ char *resolv = m->resolver ? xasprintf ("%s/resolv.conf", m->dir) : NULL;
-  sbx_spec_params sp = { .sb = m->sb, .rootfs = rootfs, .cgroup_path = ctr_cgroup, .runtime = m->rt->name,
+  sbx_spec_params sp = { .sb = m->sb, .rootfs = merged, .cgroup_path = ctr_cgroup, .runtime = m->rt->name,
                          .netns_path = netns, .resolv_conf = resolv };
   if (sbx_spec_write (&sp, bundle, err) < 0)
     return sbx_error_wrap (err, "write bundle");
-  int sv[2];
-  if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
-    return sbx_error_errno (err, errno, "socketpair");
-  m->agent_fd = sv[0];
-  sock_buffers (sv[0]);
-  sock_buffers (sv[1]);
   mlog (m, "root mounted, bundle written: starting %s", m->rt->name);
-  int ep[2];
-  if (pipe2 (ep, O_CLOEXEC) < 0)
-    return sbx_error_errno (err, errno, "pipe");
-  m->stderr_r = ep[0];
-  m->stderr_w = ep[1];
-  fcntl (m->stderr_r, F_SETPIPE_SZ, 1 << 20);
-  set_nonblock (m->stderr_r, true);
-  int r = start_runtime (m, sv[1], err);
-  close (sv[1]);
+  r = runtime_go (m, err);
+  close (m->agent_end);
+  m->agent_end = -1;
   close (m->stderr_w);
   m->stderr_w = -1;
   drain_stderr (m);
@@ -2255,7 +2357,7 @@ static void __attribute__ ((noreturn))
 monitor_main (const sbx_store *st, sbx_sandbox *sb, int lock_fd, int sync_fd)
 {
   struct mon mm = { .st = st, .sb = sb, .agent_fd = -1, .listen_fd = -1, .lock_fd = lock_fd, .root_fd = -1, .cgroup_hold = -1, .stderr_r = -1,
-                    .stderr_w = -1, .host_netns = -1, .block_nsfd = -1 };
+                    .stderr_w = -1, .agent_end = -1, .go_w = -1, .ready_r = -1, .host_netns = -1, .block_nsfd = -1 };
   struct mon *m = &mm;
   m->next_chan = sb->chan_base > 0 && sb->chan_base < (1LL << 31) ? (uint32_t) sb->chan_base : 0;
   m->dir = sbx_sandbox_dir (st, sb->id);

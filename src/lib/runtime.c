@@ -217,6 +217,8 @@ sbx_runtime_argv (const sbx_runtime *rt, const char *verb, const char *const *ar
       strv_push (&v, "--overlay2=none");
       strv_push (&v, rt->host_network ? "--network=host" : "--network=none");
       strv_push (&v, "--platform=ptrace");
+      if (rt->own_cgroups)
+        strv_push (&v, "--ignore-cgroups");
     }
   strv_push (&v, verb);
   for (size_t i = 0; args && args[i]; i++)

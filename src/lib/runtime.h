@@ -16,6 +16,7 @@ typedef struct sbx_runtime {
   char *version; /* first line of `--version` */
   char *state_root;
   bool host_network; /* runsc: --network=host, run inside the netns sbx made */
+  bool own_cgroups;  /* runsc: --ignore-cgroups, sbx places its processes */
 } sbx_runtime;
 
 void sbx_runtime_free (sbx_runtime *rt);

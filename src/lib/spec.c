@@ -4,6 +4,7 @@
  * runtime would compile the JSON rules again on every start (runc: ~8 ms). */
 #include "config.h"
 #include "spec.h"
+#include "cgroup.h"
 #include "json.h"
 #include "util.h"
 
@@ -187,15 +188,11 @@ gen_device_rule (yajl_gen g, bool allow, const char *type, long major, long mino
 static void
 gen_devices (yajl_gen g)
 {
-  static const struct
-  {
-    long major, minor;
-  } std[] = { { 1, 3 }, { 1, 5 }, { 1, 7 }, { 1, 8 }, { 1, 9 }, { 5, 0 }, { 5, 2 }, { 136, -1 } };
   j_str (g, "devices");
   j_arr (g);
   gen_device_rule (g, false, NULL, -1, -1);
-  for (size_t i = 0; i < ARRAY_SIZE (std); i++)
-    gen_device_rule (g, true, "c", std[i].major, std[i].minor);
+  for (size_t i = 0; i < sbx_std_devices_n; i++)
+    gen_device_rule (g, true, "c", sbx_std_devices[i].major, sbx_std_devices[i].minor);
   j_endarr (g);
 }
 

@@ -170,6 +170,64 @@ cpu_half () {
 @test "limits: --cpu 0.5 is accepted and applied [runc]" { cpu_half runc; }
 @test "limits: --cpu 0.5 is accepted and applied [runsc]" { cpu_half runsc; }
 
+# --- where runsc runs -------------------------------------------------------------
+
+# runsc_pids ID: the host processes of runsc for sandbox ID (runsc run, its
+# gofer, gVisor's sandbox and its stubs: their command lines name ID).
+runsc_pids () {
+  pgrep -f -- "runsc.*$1" || true
+}
+
+@test "limits: without --memory, sbx puts runsc and all it starts in the sandbox's cgroup [runsc]" {
+  require_runtime runsc
+  local id pid procs f n=0
+  id=$(sbx create --image payload --block-network)
+  # runsc was told to leave cgroups alone: sbx placed it.
+  for pid in $(runsc_pids "$id"); do
+    if tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- " run .*--bundle"; then
+      tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- "--ignore-cgroups" || fail "runsc run without --ignore-cgroups"
+    fi
+  done
+  if [ -d /sys/fs/cgroup/memory ]; then
+    for ctl in memory pids cpu cpuacct devices; do
+      f=/sys/fs/cgroup/$ctl/sbx-$SBX_TAG/$id/ctr/cgroup.procs
+      procs=$(cat "$f") || fail "no $f"
+      for pid in $(runsc_pids "$id"); do
+        # A stub may have just exited: only live processes count.
+        [ -d "/proc/$pid" ] || continue
+        printf '%s\n' "$procs" | grep -qx "$pid" || [ ! -d "/proc/$pid" ] || fail "$ctl: runsc process $pid is not in $f"
+        n=$((n + 1))
+      done
+    done
+    [ "$n" -ge 15 ] || fail "expected runsc run, its gofer and gVisor's sandbox in 5 cgroups, saw $n"
+    # The device list holds for gVisor's own host processes.
+    expect_eq "$(tr '\n' ' ' <"/sys/fs/cgroup/devices/sbx-$SBX_TAG/$id/devices.list")" \
+      "c 1:3 rwm c 1:5 rwm c 1:7 rwm c 1:8 rwm c 1:9 rwm c 5:0 rwm c 5:2 rwm c 136:* rwm " "devices.list"
+    expect_eq "$(cat "/sys/fs/cgroup/pids/sbx-$SBX_TAG/$id/pids.max")" $((1024 * 8 + 1024)) "pids.max"
+  else
+    procs=$(cat "/sys/fs/cgroup/sbx-$SBX_TAG/$id/ctr/cgroup.procs")
+    for pid in $(runsc_pids "$id"); do
+      printf '%s\n' "$procs" | grep -qx "$pid" || [ ! -d "/proc/$pid" ] || fail "runsc process $pid is not in the sandbox's cgroup"
+    done
+  fi
+  run sbx exec "$id" -- true
+  expect_status 0
+  sbx terminate "$id" >/dev/null
+  [ ! -e "/sys/fs/cgroup/memory/sbx-$SBX_TAG/$id" ] || fail "cgroup left after terminate"
+}
+
+@test "limits: with --memory, gVisor shows the limit as the sandbox's memory [runsc]" {
+  require_runtime runsc
+  local id kb
+  id=$(sbx create --image payload --block-network --memory 128Mi)
+  run --separate-stderr sbx exec "$id" -- cat /proc/meminfo
+  expect_status 0
+  kb=$(printf '%s\n' "$output" | awk '$1 == "MemTotal:" { print $2 }')
+  # The limit, plus the 16 MiB sbx gives gVisor over it (spec.c).
+  [ "$kb" -ge $((128 * 1024)) ] && [ "$kb" -le $((145 * 1024)) ] || fail "MemTotal ${kb} kB under --memory 128Mi"
+  sbx terminate "$id" >/dev/null
+}
+
 # --- refused values -------------------------------------------------------------
 
 # refused ARGS...: create with ARGS is INVALID_ARGUMENT and leaves nothing.
