@@ -32,7 +32,8 @@ in a new random order):
   runc-run-sbxspec / runsc-run-sbxspec
                   the same runtimes on the hardened spec sbx generates
                   (seccomp profile, masks, device rules) and sbx's runsc
-                  flags: sbx's own overhead is the ratio against these
+                  flags, read from sbx's runsc: sbx's own overhead is the
+                  ratio against these
   podman-run      podman --runtime runc run --rm --network=none --rootfs DIR /bin/true
   bwrap-run       bwrap --ro-bind DIR / --unshare-all /bin/true
   sbx-exec-runc / sbx-exec-runsc   sbx exec ID -- /bin/true into a running sandbox
@@ -222,11 +223,22 @@ fi
 # masked paths, device rules...): what the runtime itself costs for the
 # isolation sbx asks of it, so that the ratio against it is sbx's own
 # overhead. Taken from a real sandbox's bundle, pointed at the same rootfs.
+# runsc's global flags for it are sbx's own, read from the runsc of that
+# sandbox (--ignore-cgroups among them: sbx places runsc in the sandbox's
+# cgroup itself, and that move is part of sbx's overhead).
+RUNSC_SPEC_FLAGS=(--file-access=shared --overlay2=none --network=none --platform=ptrace)
 sbx_spec_bundle ()
 {
-  local rt=$1 dir=$2 id
+  local rt=$1 dir=$2 id flags=()
   local r=0
   id=$("$SBX" create --image "$IMAGE" --runtime "$rt" --block-network 2>>"$LOG") || return 1
+  if [[ $rt == runsc ]]; then
+    if mapfile -d '' -t flags < <(sbx_runsc_flags run "$id") && ((${#flags[@]})); then
+      RUNSC_SPEC_FLAGS=("${flags[@]}")
+    else
+      note "could not read the flags of sbx's runsc; runsc-run-sbxspec uses ${RUNSC_SPEC_FLAGS[*]}"
+    fi
+  fi
   copy_sbx_bundle "$id" "$dir" "$ROOTFS" "$TAG-spec" -e 's|"/.sbx/init"|"/bin/true"|' || r=1
   "$SBX" terminate --rm "$id" >>"$LOG" 2>&1
   ((r == 0)) && grep -q '"/bin/true"' "$dir/config.json"
@@ -250,8 +262,7 @@ c_runc_run () { runc --root "$RUNC_ROOT" run --bundle "$WORK/bundle-true" "$TAG-
 c_sbx_run_runsc () { "$SBX" run --image "$IMAGE" --block-network -- /bin/true; }
 c_runsc_run () { runsc --root "$RUNSC_ROOT" --network=none run --bundle "$WORK/bundle-true" "$TAG-s$1"; }
 c_runc_run_sbxspec () { runc --root "$RUNC_ROOT" run --bundle "$WORK/bundle-sbxspec-runc" "$TAG-R$1"; }
-c_runsc_run_sbxspec () { runsc --root "$RUNSC_ROOT" --file-access=shared --overlay2=none --network=none \
-  --platform=ptrace run --bundle "$WORK/bundle-sbxspec-runsc" "$TAG-S$1"; }
+c_runsc_run_sbxspec () { runsc --root "$RUNSC_ROOT" "${RUNSC_SPEC_FLAGS[@]}" run --bundle "$WORK/bundle-sbxspec-runsc" "$TAG-S$1"; }
 c_podman_run () { "${PODMAN[@]}" run --rm "${PODMAN_RUN_OPTS[@]}" /bin/true; }
 c_bwrap_run () { bwrap --ro-bind "$ROOTFS" / --unshare-all /bin/true; }
 c_sbx_exec_runc () { "$SBX" exec "$SB_RUNC" -- /bin/true; }

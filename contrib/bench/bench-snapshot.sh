@@ -149,7 +149,6 @@ RUNSC_ROOT=
 CLEANED=false
 TAG=bsnap$$
 
-
 # The script's own stdout and stderr, for cleanup: a Ctrl-C during a timed
 # command runs the traps inside that command's redirections (to the log).
 exec {OUT_FD}>&1 {ERR_FD}>&2
@@ -278,35 +277,6 @@ log_steps ()  # CASE ID T0_US T1_US
       printf "-> %s\t%.0f\n", ev, t - prev; prev = t }
     END { t = t1; if (t < prev - day / 2) t += day; printf "-> CLI exit\t%.0f\n", t - prev }
   ' >>"$WORK/steps-$1"
-}
-
-# Which runsc global flags sbx uses: read from the command line of the
-# runsc its monitor runs in the foreground (`runsc ... run` for a created
-# sandbox, `runsc ... restore` for a restored one; it lasts as long as the
-# sandbox), less --root.  Prints them, NUL-separated.
-sbx_runsc_flags ()  # VERB SANDBOX_ID
-{
-  local f p a flags skip seen_root
-  # shellcheck disable=SC2013  # /proc paths: no spaces
-  for f in $(grep -lsF -e "$SBX_RUN_ROOT/runtime/" /proc/[0-9]*/cmdline); do
-    mapfile -d '' -t a <"$f" 2>/dev/null || continue
-    ((${#a[@]} > 2)) || continue
-    [[ ${a[0]##*/} == runsc && " ${a[*]} " == *" $1 "* && " ${a[*]} " == *" $2 "* ]] || continue
-    flags=() skip=false seen_root=false
-    for p in "${a[@]:1}"; do
-      $skip && { skip=false; continue; }
-      case $p in
-        --root) skip=true; seen_root=true ;;
-        --root=*) seen_root=true ;;
-        "$1") break ;;
-        *) flags+=("$p") ;;
-      esac
-    done
-    $seen_root || continue
-    printf '%s\0' "${flags[@]}"
-    return 0
-  done
-  return 1
 }
 
 # ================================================================ part 1

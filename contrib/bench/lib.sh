@@ -134,3 +134,32 @@ copy_sbx_bundle ()  # ID DIR ROOTFS CGROUP [SED_ARGS...]
          -e "s|\"cgroupsPath\": \".*\"|\"cgroupsPath\": \"/$4\"|" "${@:5}" "$cfg" &&
     grep -qF "\"$3\"" "$cfg" && ! grep -qF "$SBX_ROOT/" "$cfg"
 }
+
+# Which runsc global flags sbx uses: read from the command line of the
+# runsc its monitor runs in the foreground (`runsc ... run` for a created
+# sandbox, `runsc ... restore` for a restored one; it lasts as long as the
+# sandbox), less --root.  Prints them, NUL-separated. Needs SBX_RUN_ROOT.
+sbx_runsc_flags ()  # VERB SANDBOX_ID
+{
+  local f p a flags skip seen_root
+  # shellcheck disable=SC2013  # /proc paths: no spaces
+  for f in $(grep -lsF -e "$SBX_RUN_ROOT/runtime/" /proc/[0-9]*/cmdline); do
+    mapfile -d '' -t a <"$f" 2>/dev/null || continue
+    ((${#a[@]} > 2)) || continue
+    [[ ${a[0]##*/} == runsc && " ${a[*]} " == *" $1 "* && " ${a[*]} " == *" $2 "* ]] || continue
+    flags=() skip=false seen_root=false
+    for p in "${a[@]:1}"; do
+      $skip && { skip=false; continue; }
+      case $p in
+        --root) skip=true; seen_root=true ;;
+        --root=*) seen_root=true ;;
+        "$1") break ;;
+        *) flags+=("$p") ;;
+      esac
+    done
+    $seen_root || continue
+    printf '%s\0' "${flags[@]}"
+    return 0
+  done
+  return 1
+}
