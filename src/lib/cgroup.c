@@ -395,7 +395,7 @@ sbx_cgroup_leaf_procs (const char *rel)
     }
   for (size_t i = 0; i < ARRAY_SIZE (v1_ctrls); i++)
     {
-      _cleanup_free_ char *p = xasprintf (CG_ROOT "/%s%s/ctr/cgroup.procs", v1_ctrls[i], rel);
+      _cleanup_free_ char *p = xasprintf (CG_ROOT "/%s%s/ctr/tasks", v1_ctrls[i], rel);
       if (path_exists (p))
         strv_push (&v, p);
     }

@@ -47,11 +47,15 @@ extern const size_t sbx_std_devices_n;
  * hit, and their counters kept, here, where they outlive the runtime's own
  * cgroup (deleted with the container). */
 int sbx_cgroup_create (const char *rel, const sbx_cgroup_limits *limits, sbx_error **err);
-/* The cgroup.procs files of REL/ctr in every hierarchy it was made in
- * (strv), for sbx_cgroup_join. */
+/* The files of REL/ctr, in every hierarchy it was made in, that a
+ * single-threaded process writes "0" to to move itself there (strv): on v1
+ * `tasks`, as moving the calling thread alone takes no global lock (~0.3
+ * ms, where a write to cgroup.procs waits for an RCU grace period: 7-15 ms
+ * here); cgroup.procs on v2. */
 char **sbx_cgroup_leaf_procs (const char *rel);
-/* Moves the calling process into each of PROCS (sbx_cgroup_leaf_procs's).
- * Async-signal-safe: made for a child between fork and exec. -errno. */
+/* Moves the calling process, single-threaded, into each of PROCS
+ * (sbx_cgroup_leaf_procs's). Async-signal-safe: made for a child between
+ * fork and exec. -errno. */
 int sbx_cgroup_join (char *const *procs);
 
 /* REL is sbx's cgroup of a sandbox ("/sbx-TAG/ID"); the runtime's child

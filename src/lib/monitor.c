@@ -1727,10 +1727,10 @@ static int runtime_failed (struct mon *m, sbx_error **err);
 /* The runtime's process is forked early, before the root is mounted and
  * the bundle written, and waits for runtime_go to exec the runtime. Where
  * sbx places the runtime in the sandbox's cgroup itself (own_cgroups) it
- * joins it meanwhile: a move between cgroups waits for an RCU grace period
- * of the kernel's (~10 ms here), which then overlaps the monitor's own
- * work. runsc's own cgroup handling moves `runsc run` in and out again: two
- * such waits on the way to the sandbox's start.
+ * joins it meanwhile, as a single thread (sbx_cgroup_leaf_procs): runsc's
+ * own cgroup handling moves the many threads of `runsc run` in and out
+ * again, each time waiting for an RCU grace period of the kernel's (7-30
+ * ms here) on the way to the sandbox's start.
  *
  * The network thread (setup) may be running at the fork, holding a lock of
  * libc's: the child makes only async-signal-safe calls until its exec. */
@@ -2120,8 +2120,8 @@ prepare_runtime (struct mon *m, sbx_error **err)
    * places runsc's processes in REL/ctr itself and runsc leaves cgroups
    * alone (--ignore-cgroups): gVisor shows the host's memory either way,
    * the limits and the device list are REL's, and sbx skips runsc's two
-   * moves of itself and its removal of a cgroup its exiting processes may
-   * still hold (retried every 100 ms). */
+   * slow moves of itself (runtime_fork) and its removal of a cgroup its
+   * exiting processes may still hold (retried every 100 ms). */
   m->rt->own_cgroups = runsc && m->sb->opts.memory == 0;
   sbx_cgroup_limits lim = { .memory = m->sb->opts.memory, .cpu = m->sb->opts.cpu,
                             .pids = runsc ? pids * 8 + 1024 : pids, .devices = runsc, .leaf = m->rt->own_cgroups };
