@@ -310,6 +310,9 @@ create_v1 (const char *rel, const sbx_cgroup_limits *l, sbx_error **err)
        * first, is the leaf's too. */
       if (strcmp (v1_ctrls[i], "devices") == 0 && allow_std_devices (dir, err) < 0)
         return -1;
+      _cleanup_free_ char *leaf = xasprintf ("%s/ctr", dir);
+      if (l->leaf && make_dir (leaf, err) < 0)
+        return -1;
     }
   _cleanup_free_ char *mem = xasprintf (CG_ROOT "/memory%s", rel);
   _cleanup_free_ char *pids = xasprintf (CG_ROOT "/pids%s", rel);
@@ -334,12 +337,6 @@ create_v1 (const char *rel, const sbx_cgroup_limits *l, sbx_error **err)
       snprintf (v, sizeof v, "%lld", (long long) (l->cpu * 100000.0 + 0.5));
       if (write_value (cpu, "cpu.cfs_period_us", "100000", false, err) < 0
           || write_value (cpu, "cpu.cfs_quota_us", v, false, err) < 0)
-        return -1;
-    }
-  for (size_t i = 0; l->leaf && i < n; i++)
-    {
-      _cleanup_free_ char *leaf = xasprintf (CG_ROOT "/%s%s/ctr", v1_ctrls[i], rel);
-      if (make_dir (leaf, err) < 0)
         return -1;
     }
   return 0;
@@ -384,7 +381,7 @@ create_v2 (const char *rel, const sbx_cgroup_limits *l, sbx_error **err)
 }
 
 char **
-sbx_cgroup_leaf_procs (const char *rel)
+sbx_cgroup_join_files (const char *rel)
 {
   char **v = xmalloc0 (sizeof (char *));
   if (sbx_cgroup_version () == 2)

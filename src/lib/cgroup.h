@@ -52,9 +52,9 @@ int sbx_cgroup_create (const char *rel, const sbx_cgroup_limits *limits, sbx_err
  * `tasks`, as moving the calling thread alone takes no global lock (~0.3
  * ms, where a write to cgroup.procs waits for an RCU grace period: 7-15 ms
  * here); cgroup.procs on v2. */
-char **sbx_cgroup_leaf_procs (const char *rel);
+char **sbx_cgroup_join_files (const char *rel);
 /* Moves the calling process, single-threaded, into each of PROCS
- * (sbx_cgroup_leaf_procs's). Async-signal-safe: made for a child between
+ * (sbx_cgroup_join_files's). Async-signal-safe: made for a child between
  * fork and exec. -errno. */
 int sbx_cgroup_join (char *const *procs);
 

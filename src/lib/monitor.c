@@ -35,7 +35,6 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -1708,26 +1707,12 @@ runtime_detached (const struct mon *m)
   return strcmp (m->rt->name, "runc") == 0;
 }
 
-/* Closes every fd from 3 up, allocating nothing (see runtime_fork). */
-static void
-close_from_3 (void)
-{
-#ifdef SYS_close_range
-  if (syscall (SYS_close_range, 3U, ~0U, 0U) == 0)
-    return;
-#endif
-  struct rlimit rl;
-  int max = getrlimit (RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 65536 ? (int) rl.rlim_cur : 65536;
-  for (int fd = 3; fd < max; fd++)
-    close (fd);
-}
-
 static int runtime_failed (struct mon *m, sbx_error **err);
 
 /* The runtime's process is forked early, before the root is mounted and
  * the bundle written, and waits for runtime_go to exec the runtime. Where
  * sbx places the runtime in the sandbox's cgroup itself (own_cgroups) it
- * joins it meanwhile, as a single thread (sbx_cgroup_leaf_procs): runsc's
+ * joins it meanwhile, as a single thread (sbx_cgroup_join_files): runsc's
  * own cgroup handling moves the many threads of `runsc run` in and out
  * again, each time waiting for an RCU grace period of the kernel's (7-30
  * ms here) on the way to the sandbox's start.
@@ -1746,7 +1731,7 @@ runtime_fork (struct mon *m, sbx_error **err)
   const char *rs[] = { "--image-path", m->sb->restore_from, "--bundle", bundle, m->sb->id, NULL };
   _cleanup_strv_ char **argv = m->sb->restore_from ? sbx_runtime_argv (m->rt, "restore", rs)
                                                      : sbx_runtime_argv (m->rt, "run", runtime_detached (m) ? bg : fg);
-  _cleanup_strv_ char **join = m->rt->own_cgroups ? sbx_cgroup_leaf_procs (m->cgroup) : NULL;
+  _cleanup_strv_ char **join = m->rt->own_cgroups ? sbx_cgroup_join_files (m->cgroup) : NULL;
   int go[2], ready[2];
   if (pipe2 (go, O_CLOEXEC) < 0)
     return sbx_error_errno (err, errno, "pipe");
@@ -1775,7 +1760,7 @@ runtime_fork (struct mon *m, sbx_error **err)
         _exit (127);
       if (dup2 (m->agent_end, 0) < 0 || dup2 (m->agent_end, 1) < 0 || dup2 (m->stderr_w, 2) < 0)
         _exit (127);
-      close_from_3 ();
+      close_fds_except (NULL, 0);
       execv (argv[0], argv);
       _exit (127);
     }

@@ -109,7 +109,9 @@ bool name_is_valid (const char *s);
 /* KEY=VALUE with KEY a valid environment name. */
 bool env_entry_is_valid (const char *s);
 
-/* Closes every fd >= 3 not in KEEP (KEEP has n entries). */
+/* Closes every fd >= 3 not in KEEP (KEEP has n entries). With none to
+ * keep it allocates nothing: safe in a child forked from a threaded
+ * process. */
 void close_fds_except (const int *keep, size_t n);
 int set_cloexec (int fd, bool on);
 int set_nonblock (int fd, bool on);
