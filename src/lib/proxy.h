@@ -78,7 +78,8 @@ void sbx_proxy_dispatch (sbx_proxy *p, const struct pollfd *pf, size_t n);
 /* Milliseconds to the next idle/handshake deadline, -1 if none. */
 int sbx_proxy_timeout_ms (const sbx_proxy *p);
 /* CLOCK_MONOTONIC ms of the last byte relayed (keep-warm); 0 if none yet.
- * Bytes from clients that were not let through do not count. */
+ * Bytes on connections whose first request was not let through do not
+ * count. */
 uint64_t sbx_proxy_last_activity_ms (const sbx_proxy *p);
 size_t sbx_proxy_connections (const sbx_proxy *p);
 void sbx_proxy_free (sbx_proxy *p);
