@@ -6,9 +6,12 @@
  * the sandbox) or REPLY (an error answer of our own) -> LINGER (draining
  * what the client still sends, so that closing does not reset the answer
  * away) -> closed. Nothing reaches the sandbox, not even a connection, before
- * the head has parsed and authorized. Memory per connection is bounded: the
- * head buffer, then two relay buffers whose fullness stops reading the side
- * that fills them. */
+ * the head has parsed and authorized. In RELAY the client's bytes still go
+ * through the head buffer and are framed request by request (up_process):
+ * each later head is checked and rewritten like the first, each body passed
+ * on as its framing says. Memory per connection is bounded: the head
+ * buffer, then two relay buffers whose fullness stops reading the side that
+ * fills them. */
 #include "config.h"
 #include "proxy.h"
 #include "util.h"
