@@ -1239,23 +1239,35 @@ busiest_key (const sbx_proxy *p)
 /* Room for one more pending connection from KEY: over the cap of its
  * address, that address's oldest goes; over the cap of the pool, the
  * oldest of the address that holds the most. A client that holds slots
- * idle thus pushes out its own, not the others'. */
+ * idle thus pushes out its own, not the others'. One whose head is waiting
+ * unread (a burst of connections accepted before their heads were read) is
+ * read first, and goes on if it passes. */
 static void
 make_pending_room (sbx_proxy *p, const char *key)
 {
-  struct conn *victim = NULL;
-  if (count_pending (p, key) >= SBX_PROXY_MAX_PENDING_ADDR)
-    victim = oldest_pending (p, key);
-  else if (count_pending (p, NULL) >= SBX_PROXY_MAX_PENDING)
-    victim = oldest_pending (p, busiest_key (p));
-  if (victim == NULL)
-    return;
-  if (victim->state == ST_HEAD)
+  for (int tries = 0; tries < 8; tries++)
     {
-      refuse_busy (victim->cfd);
-      victim->cfd = -1;
+      struct conn *victim = NULL;
+      if (count_pending (p, key) >= SBX_PROXY_MAX_PENDING_ADDR)
+        victim = oldest_pending (p, key);
+      else if (count_pending (p, NULL) >= SBX_PROXY_MAX_PENDING)
+        victim = oldest_pending (p, busiest_key (p));
+      if (victim == NULL)
+        return;
+      if (victim->state == ST_HEAD && tries < 7)
+        {
+          conn_read_head (p, victim);
+          if (!pending (victim))
+            continue; /* authorized (or gone) */
+        }
+      if (victim->state == ST_HEAD)
+        {
+          refuse_busy (victim->cfd);
+          victim->cfd = -1;
+        }
+      conn_close (p, victim);
+      return;
     }
-  conn_close (p, victim);
 }
 
 /* 0 accepted, else -errno. */

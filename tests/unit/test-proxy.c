@@ -1084,13 +1084,36 @@ test_conn_cap (void)
     }
   if (rl.rlim_cur < 1024)
     {
-      for (int i = 0; i < 7; i++)
+      for (int i = 0; i < 8; i++)
         skip ("connection caps: need 1024 fds");
       return;
     }
   struct env e;
   env_start (&e, TOKEN, be.port);
   be.mode = MODE_HELLO;
+
+  /* A burst from one address, more than its cap, each with its head sent
+   * at once: accepted together before any head is read, none of them is
+   * pushed out for it. */
+  enum { BURST = 3 * SBX_PROXY_MAX_PENDING_ADDR };
+  int burst[BURST];
+  const char *breq = "GET / HTTP/1.1\r\n" AUTH "\r\n";
+  loop_stop (&e);
+  for (int i = 0; i < BURST; i++)
+    {
+      burst[i] = client_connect (e.port);
+      write_all (burst[i], breq, strlen (breq));
+    }
+  loop_start (&e);
+  size_t served = 0;
+  for (int i = 0; i < BURST; i++)
+    {
+      _cleanup_free_ char *r = read_to_end (burst[i]);
+      served += strcmp (r, HELLO_RESP) == 0;
+      close (burst[i]);
+    }
+  tap_ok (served == BURST, "a burst of %d connections from one address with their heads: %zu served", BURST, served);
+
   enum { IDLE = 300 };
   static int idle[IDLE];
   for (int i = 0; i < IDLE; i++)
