@@ -1082,10 +1082,10 @@ test_conn_cap (void)
       rl.rlim_cur = 2048;
       setrlimit (RLIMIT_NOFILE, &rl);
     }
-  if (rl.rlim_cur < 1024)
+  if (rl.rlim_cur < 2048)
     {
-      for (int i = 0; i < 8; i++)
-        skip ("connection caps: need 1024 fds");
+      for (int i = 0; i < 9; i++)
+        skip ("connection caps: need 2048 fds");
       return;
     }
   struct env e;
@@ -1172,6 +1172,39 @@ test_conn_cap (void)
   tap_ok (sbx_proxy_connections (e.p) == 0 && sbx_proxy_timeout_ms (e.p) == -1,
           "all closed: no connection left, no deadline");
   env_stop (&e);
+
+  /* Authorized connections have their own cap: a sandbox port that
+   * never answers (a listener that never accepts) holds them. */
+  uint16_t mute_port;
+  int mute = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in ma = { .sin_family = AF_INET, .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
+  socklen_t ml = sizeof ma;
+  if (mute < 0 || bind (mute, (struct sockaddr *) &ma, sizeof ma) < 0 || listen (mute, 1024) < 0
+      || getsockname (mute, (struct sockaddr *) &ma, &ml) < 0)
+    abort ();
+  mute_port = ntohs (ma.sin_port);
+  env_start (&e, TOKEN, mute_port);
+  static int held[SBX_PROXY_MAX_CONNS];
+  const char *hreq = "GET / HTTP/1.1\r\n" AUTH "\r\n";
+  for (int i = 0; i < SBX_PROXY_MAX_CONNS; i++)
+    {
+      held[i] = client_connect (e.port);
+      write_all (held[i], hreq, strlen (hreq));
+      if (i % 32 == 31)
+        sleep_ms (20);
+    }
+  sleep_ms (200);
+  _cleanup_free_ char *full = http (e.port, hreq, false);
+  sleep_ms (100); /* its close seen */
+  loop_stop (&e);
+  size_t relaying = sbx_proxy_connections (e.p);
+  tap_ok (relaying == SBX_PROXY_MAX_CONNS && starts (full, "HTTP/1.1 503 Service Unavailable\r\n"),
+          "%zu authorized connections relayed, the next: 503", relaying);
+  loop_start (&e);
+  for (int i = 0; i < SBX_PROXY_MAX_CONNS; i++)
+    close (held[i]);
+  env_stop (&e);
+  close (mute);
 
   /* The head deadline. */
   env_start (&e, TOKEN, be.port);
