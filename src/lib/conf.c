@@ -180,6 +180,7 @@ typedef enum conf_key {
   KEY_PRIVATE_POLICY,
   KEY_EXPOSE_ADDRESS,
   KEY_EXPOSE_HOST,
+  KEY_EXPOSE_HEAD_TIMEOUT,
   KEY__MAX
 } conf_key;
 
@@ -400,6 +401,28 @@ set_expose_host (parser *p, const char *key, const char *v, sbx_error **err)
   return 0;
 }
 
+/* Seconds, 1 to SBX_CONF_HEAD_TIMEOUT_MAX, or milliseconds with `ms`
+ * (100 ms to the same): decimal digits only. */
+static int
+set_expose_head_timeout (parser *p, const char *key, const char *v, sbx_error **err)
+{
+  size_t n = strspn (v, "0123456789");
+  bool ms = strcmp (v + n, "ms") == 0;
+  unsigned long x = 0;
+  for (size_t i = 0; i < n && i < 7; i++)
+    x = x * 10 + (unsigned long) (v[i] - '0');
+  if (n == 0 || n > 6 || (v[n] != '\0' && !ms))
+    {
+      _cleanup_free_ char *q = printable (v);
+      return perr (p, key, err, "expected seconds (such as `10`) or milliseconds (`500ms`), not `%s`", q);
+    }
+  unsigned long msec = ms ? x : x * 1000;
+  if (msec < 100 || msec > SBX_CONF_HEAD_TIMEOUT_MAX * 1000UL)
+    return perr (p, key, err, "must be 100ms to %d seconds", SBX_CONF_HEAD_TIMEOUT_MAX);
+  p->conf->expose_head_timeout_ms = (unsigned) msec;
+  return 0;
+}
+
 typedef int (*key_setter) (parser *p, const char *key, const char *value, sbx_error **err);
 
 static const struct {
@@ -414,6 +437,7 @@ static const struct {
   [KEY_PRIVATE_POLICY] = { "private_policy", set_private_policy, false },
   [KEY_EXPOSE_ADDRESS] = { "expose_address", set_expose_address, false },
   [KEY_EXPOSE_HOST] = { "expose_host", set_expose_host, false },
+  [KEY_EXPOSE_HEAD_TIMEOUT] = { "expose_head_timeout", set_expose_head_timeout, false },
 };
 
 /* One line of N bytes (no newline, no NUL): `key = value`, a comment or blank. */
@@ -470,6 +494,7 @@ conf_defaults (void)
   sbx_conf *c = xmalloc0 (sizeof *c);
   c->pool4 = cidr_const ("10.200.0.0/16");
   c->expose_address = xstrdup ("127.0.0.1");
+  c->expose_head_timeout_ms = 10000;
   return c;
 }
 

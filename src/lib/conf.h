@@ -27,6 +27,7 @@
 #define SBX_CONF_OPEN_NAME_MAX 63
 #define SBX_CONF_HOST_MAX 253
 #define SBX_RESOLV_MAX 8
+#define SBX_CONF_HEAD_TIMEOUT_MAX 300 /* seconds, expose_head_timeout */
 
 typedef struct sbx_conf_open {
   char *name;    /* 1-63 of [a-z0-9_-], unique in the file */
@@ -44,6 +45,7 @@ typedef struct sbx_conf {
   bool observe;          /* private_policy = observe (default: drop) */
   char *expose_address;  /* address exposed ports listen on; default "127.0.0.1"; an IPv4 or IPv6 literal */
   char *expose_host;     /* host name printed in URLs; default: expose_address (IPv6 in brackets) */
+  unsigned expose_head_timeout_ms; /* a new connection's first request head, within; default 10000 */
 } sbx_conf;
 
 /* PATH NULL: $SBX_CONF if set and not empty, else SBX_CONF_PATH_DEFAULT

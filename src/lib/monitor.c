@@ -935,6 +935,7 @@ expose_port (struct mon *m, int64_t port, char **ret_url, sbx_error **err)
       if (!m->sb->opts.public_ports && sbx_token_load (tpath, &token, err) < 0)
         return -1;
       m->proxy = sbx_proxy_new (token, proxy_connect, m);
+      sbx_proxy_set_head_timeout (m->proxy, m->conf->expose_head_timeout_ms);
     }
   size_t have = strv_len (m->sb->urls);
   uint16_t hport = 0;

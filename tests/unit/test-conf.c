@@ -71,7 +71,7 @@ is_defaults (const sbx_conf *c)
 {
   return cidr_is (&c->pool4, "10.200.0.0/16") && c->pool6.family == 0 && c->ndns == 0 && c->dns == NULL
          && c->nopen == 0 && c->open == NULL && !c->observe && strcmp (c->expose_address, "127.0.0.1") == 0
-         && strcmp (c->expose_host, "127.0.0.1") == 0;
+         && strcmp (c->expose_host, "127.0.0.1") == 0 && c->expose_head_timeout_ms == 10000;
 }
 
 /* ---- the config file ---- */
@@ -190,6 +190,12 @@ test_values (void)
   c = parse (text2, &err);
   tap_ok (c && strlen (c->expose_host) == SBX_CONF_HOST_MAX, "expose_host of 253 characters (%s)", errmsg (err));
   sbx_conf_free (c);
+  c = parse ("expose_head_timeout = 2\n", &err);
+  tap_ok (c && c->expose_head_timeout_ms == 2000, "expose_head_timeout in seconds (%s)", errmsg (err));
+  sbx_conf_free (c);
+  c = parse ("expose_head_timeout = 300ms\n", &err);
+  tap_ok (c && c->expose_head_timeout_ms == 300, "expose_head_timeout in milliseconds (%s)", errmsg (err));
+  sbx_conf_free (c);
 }
 
 static void
@@ -281,6 +287,13 @@ test_errors (void)
     { "pool4 = 169.254.16.0/20\n", "t.conf:1: pool4: 169.254.16.0/20 overlaps 169.254.0.0/16" },
     { "pool4 = 224.1.0.0/16\n", "t.conf:1: pool4: 224.1.0.0/16 overlaps 224.0.0.0/4 (multicast)" },
     { "pool4 = 10.1.0.0/16\npool4 = 10.2.0.0/16\n", "t.conf:2: pool4: given twice (first on line 1)" },
+    { "expose_head_timeout = 0\n", "t.conf:1: expose_head_timeout: must be 100ms to 300 seconds" },
+    { "expose_head_timeout = 301\n", "t.conf:1: expose_head_timeout: must be 100ms to 300 seconds" },
+    { "expose_head_timeout = 99ms\n", "t.conf:1: expose_head_timeout: must be 100ms to 300 seconds" },
+    { "expose_head_timeout = 10s\n", "t.conf:1: expose_head_timeout: expected seconds (such as `10`)" },
+    { "expose_head_timeout = -1\n", "t.conf:1: expose_head_timeout: expected seconds" },
+    { "expose_head_timeout = 1.5\n", "t.conf:1: expose_head_timeout: expected seconds" },
+    { "expose_head_timeout = 99999999999999999999\n", "t.conf:1: expose_head_timeout: expected seconds" },
     { "pool4 =\n", "t.conf:1: pool4: the value is empty" },
     { "pool4 =    \n", "t.conf:1: pool4: the value is empty" },
     { "pool4 10.1.0.0/16\n", "t.conf:1: expected `key = value`" },
