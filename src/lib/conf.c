@@ -3,6 +3,7 @@
  * per key, and the checks that make each value safe to build rules from. */
 #include "config.h"
 #include "conf.h"
+#include "sandbox.h"
 #include "util.h"
 
 #include <errno.h>
@@ -181,6 +182,8 @@ typedef enum conf_key {
   KEY_EXPOSE_ADDRESS,
   KEY_EXPOSE_HOST,
   KEY_EXPOSE_HEAD_TIMEOUT,
+  KEY_DEFAULT_MEMORY,
+  KEY_DEFAULT_CPU,
   KEY__MAX
 } conf_key;
 
@@ -423,6 +426,38 @@ set_expose_head_timeout (parser *p, const char *key, const char *v, sbx_error **
   return 0;
 }
 
+/* The same grammar and range as --memory, or 0: no limit. */
+static int
+set_default_memory (parser *p, const char *key, const char *v, sbx_error **err)
+{
+  uint64_t mem;
+  if (strcmp (v, "0") == 0)
+    mem = 0;
+  else if (parse_memory (v, &mem) < 0 || mem < SBX_MEMORY_MIN || mem > SBX_MEMORY_MAX)
+    {
+      _cleanup_free_ char *q = printable (v);
+      return perr (p, key, err, "`%s` is not 0 (no limit) or a size between 6Mi and 4Ti (MiB, or 512Mi, 1Gi, 2G)", q);
+    }
+  p->conf->default_memory = mem;
+  return 0;
+}
+
+/* The same range as --cpu, or 0: no limit. */
+static int
+set_default_cpu (parser *p, const char *key, const char *v, sbx_error **err)
+{
+  double cpu;
+  if (strcmp (v, "0") == 0)
+    cpu = 0;
+  else if (parse_double (v, 0.01, 1024, &cpu) < 0)
+    {
+      _cleanup_free_ char *q = printable (v);
+      return perr (p, key, err, "`%s` is not 0 (no limit) or a number of cores in 0.01..1024", q);
+    }
+  p->conf->default_cpu = cpu;
+  return 0;
+}
+
 typedef int (*key_setter) (parser *p, const char *key, const char *value, sbx_error **err);
 
 static const struct {
@@ -438,6 +473,8 @@ static const struct {
   [KEY_EXPOSE_ADDRESS] = { "expose_address", set_expose_address, false },
   [KEY_EXPOSE_HOST] = { "expose_host", set_expose_host, false },
   [KEY_EXPOSE_HEAD_TIMEOUT] = { "expose_head_timeout", set_expose_head_timeout, false },
+  [KEY_DEFAULT_MEMORY] = { "default_memory", set_default_memory, false },
+  [KEY_DEFAULT_CPU] = { "default_cpu", set_default_cpu, false },
 };
 
 /* One line of N bytes (no newline, no NUL): `key = value`, a comment or blank. */
@@ -495,6 +532,8 @@ conf_defaults (void)
   c->pool4 = cidr_const ("10.200.0.0/16");
   c->expose_address = xstrdup ("127.0.0.1");
   c->expose_head_timeout_ms = 10000;
+  c->default_memory = SBX_CONF_DEFAULT_MEMORY;
+  c->default_cpu = SBX_CONF_DEFAULT_CPU;
   return c;
 }
 
