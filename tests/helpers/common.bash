@@ -23,6 +23,30 @@ if [ -x /usr/bin/python3 ]; then
 else
   PYTHON=python3
 fi
+
+# --- tools --------------------------------------------------------------------
+
+# What the helpers below run. A missing one must not weaken a check quietly
+# (`for p in $(pgrep ...)` over nothing, `pgrep ... || return 0` taken as "no
+# such process"), so a file that loads this one refuses to run without them.
+SBX_TEST_TOOLS="$PYTHON pgrep pkill ip ss nft flock awk sed grep find tar comm sort cut tr seq sha256sum realpath mktemp
+readlink stat umount"
+
+# require_tools TOOL...: fails, naming each missing one (never a skip: a
+# test's tools are installed by contrib/setup-debian.sh).
+require_tools () {
+  local t missing=
+  for t in "$@"; do
+    command -v "$t" >/dev/null 2>&1 || missing="$missing $t"
+  done
+  [ -z "$missing" ] && return 0
+  printf 'missing tools:%s (contrib/setup-debian.sh installs them): refusing to run\n' "$missing" >&2
+  return 1
+}
+
+# At load time: `load` ends the file's run with this failure.
+# shellcheck disable=SC2086
+require_tools $SBX_TEST_TOOLS || return 1
 # The standard library only: no site packages, no environment.
 py () {
   "$PYTHON" -I -S "$@"
@@ -188,12 +212,31 @@ sbx_build_payload_tar () {
 # on the disk: the process an import leaves behind (an `sbx` of its own,
 # see layer.c) has ended. Before a test writes a layer's pending mark.
 sbx_wait_settled () {
-  local i
+  local i rc
   for i in $(seq 500); do
-    pgrep -x sbx >/dev/null || return 0
+    pgrep -x sbx >/dev/null
+    rc=$?
+    case $rc in
+      0) ;;
+      1) return 0 ;;
+      *) fail "pgrep -x sbx failed (status $rc)" || return ;;
+    esac
     sleep 0.01
   done
   fail "a layer is still being settled after 5 s"
+}
+
+# sbx_pids NAME: the pids of processes named exactly NAME, one a line. Fails
+# when pgrep does, rather than answering "none".
+sbx_pids () {
+  local out rc
+  out=$(pgrep -x "$1")
+  rc=$?
+  case $rc in
+    0) printf '%s\n' "$out" ;;
+    1) ;;
+    *) fail "pgrep -x $1 failed (status $rc)" ;;
+  esac
 }
 
 # Imports the payload tarball into this test's root as image `payload`.
@@ -311,19 +354,25 @@ sbx_leaks () {
   done
   find /proc/[0-9]*/cwd /proc/[0-9]*/root -maxdepth 0 \( -lname "$d" -o -lname "$d/*" \) -printf '%p -> %l\n' \
     2>/dev/null | sed 's/^/process /'
-  for p in $(pgrep -x sbx-monitor); do
+  local monitors
+  monitors=$(sbx_pids sbx-monitor 2>&1) || echo "cannot look for this root's monitors: $monitors"
+  for p in $monitors; do
     if tr '\0' '\n' 2>/dev/null <"/proc/$p/environ" | grep -qxF "SBX_ROOT=$SBX_ROOT" \
       || tr '\0' '\n' 2>/dev/null <"/proc/$p/cmdline" | grep -qF "$d"; then
       echo "sbx-monitor $p of this root is alive"
     fi
   done
   # Runtime containers (only where the state root exists: listing creates it).
-  if [ -d "$SBX_RUN_ROOT/runtime/runc" ]; then
-    runc --root "$SBX_RUN_ROOT/runtime/runc" list -q 2>/dev/null | sed 's/^/runc container: /'
-  fi
-  if [ -d "$SBX_RUN_ROOT/runtime/runsc" ]; then
-    runsc --root "$SBX_RUN_ROOT/runtime/runsc" list -quiet 2>/dev/null | sed 's/^/runsc container: /'
-  fi
+  for r in runc runsc; do
+    [ -d "$SBX_RUN_ROOT/runtime/$r" ] || continue
+    if ! command -v "$r" >/dev/null; then
+      echo "cannot list $r containers: no $r on PATH"
+    elif [ "$r" = runc ]; then
+      runc --root "$SBX_RUN_ROOT/runtime/runc" list -q 2>/dev/null | sed 's/^/runc container: /'
+    else
+      runsc --root "$SBX_RUN_ROOT/runtime/runsc" list -quiet 2>/dev/null | sed 's/^/runsc container: /'
+    fi
+  done
   # Cgroups, in every v1 controller, the unified hierarchy, or v2's root.
   for c in /sys/fs/cgroup/sbx-"$SBX_TAG" /sys/fs/cgroup/*/sbx-"$SBX_TAG"; do
     [ -e "$c" ] && echo "cgroup: $c"
@@ -351,7 +400,7 @@ _sbx_force_cleanup () {
     p=${p#/proc/}
     kill -9 "${p%%/*}" 2>/dev/null
   done
-  for p in $(pgrep -x sbx-monitor); do
+  for p in $(sbx_pids sbx-monitor); do
     tr '\0' '\n' 2>/dev/null <"/proc/$p/environ" | grep -qxF "SBX_ROOT=$SBX_ROOT" && kill -9 "$p" 2>/dev/null
   done
   if [ -d "$SBX_RUN_ROOT/runtime/runc" ]; then
