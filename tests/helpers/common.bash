@@ -299,6 +299,80 @@ container_pid () {
   "$rt" --root "$SBX_RUN_ROOT/runtime/$rt" state "$2" | jpipe 'd["pid"]'
 }
 
+# --- test networks ---------------------------------------------------------------
+
+# Every network a test puts on a link or routes to is picked here at run
+# time, never written into a test: a fixed range can be this host's own
+# (on some hosts the uplink is 192.0.2.0/24, which once made network.bats
+# take the route to the host's gateway). tests/helpers/netpick.py takes the
+# first candidate that no host route (but the default and sbx's sandbox
+# links), address, resolver or gateway covers and that `ip route get` sends
+# to the default route; none free is a failure, never a host route touched.
+# The picks are made once per file (BATS_FILE_TMPDIR) and exported:
+#   SBX_NET_POOL4  sbx.conf's pool4 (sandboxes' gateways go on host links)
+#   SBX_NET_POOL6  pool6, for the files that turn IPv6 on
+#   SBX_NET_PRIV4  a private /16 "inside the company": its x.x.1.0/24 is the
+#                  operator-opened range (sbx.conf `open = testsvc`)
+#   SBX_NET_INET4, SBX_NET_INET6  "the internet": public to sbx's egress
+#   SBX_NET_LINK4, SBX_NET_LINK6  the veth between the host and a test namespace
+# The resolver every test's sbx.conf names is a loopback address nothing
+# answers on (SBX_NET_DNS): a sandbox's lookup stays on this host.
+SBX_NET_CANDIDATES=(
+  SBX_NET_POOL4=16:10.201.0.0/16,10.204.0.0/14
+  SBX_NET_POOL6=64:fd5b:5b::/64,fd5b:5c::/56
+  SBX_NET_PRIV4=16:10.99.0.0/16,10.96.0.0/14
+  SBX_NET_INET4=24:198.51.100.0/24,203.0.113.0/24,198.18.100.0/22
+  SBX_NET_INET6=64:2001:db8:100::/56
+  SBX_NET_LINK4=30:198.19.255.0/24
+  SBX_NET_LINK6=64:2001:db8:ffff::/64,2001:db8:fff0::/60
+)
+SBX_NET_DNS=127.0.53.53
+
+sbx_pick_test_nets () {
+  local f=$BATS_FILE_TMPDIR/test-nets out k v
+  if [ ! -s "$f" ]; then
+    out=$(ss -Hlntu 'sport = :53' | awk -v d="$SBX_NET_DNS:53" '$5 == "0.0.0.0:53" || $5 == "*:53" || $5 == "[::]:53" || $5 == d { print $5 }')
+    [ -z "$out" ] || fail "something listens on port 53 for $SBX_NET_DNS here ($out): the tests' resolver would not stay on this host" || return
+    out=$(py "$SBX_TESTS_DIR/helpers/netpick.py" "${SBX_NET_CANDIDATES[@]}") \
+      || fail "no test networks clear of this host's routes and addresses" || return
+    printf '%s\n' "$out" >"$f.new" && mv "$f.new" "$f"
+  fi
+  while IFS='=' read -r k v; do
+    case $k in
+      SBX_NET_*) export "$k=$v" ;;
+    esac
+  done <"$f"
+  export SBX_NET_DNS
+}
+
+# net_host NET N: the Nth address of network NET (IPv4 or IPv6).
+net_host () {
+  py -c 'import ipaddress, sys; print(ipaddress.ip_network(sys.argv[1])[int(sys.argv[2])])' "$1" "$2"
+}
+
+# sbx_check_test_addr CIDR...: addresses a test must use as they are (the
+# metadata address, say) are clear of this host's routes, or it fails.
+sbx_check_test_addr () {
+  local a args=()
+  for a in "$@"; do
+    args+=("fixed=fixed:$a")
+  done
+  py "$SBX_TESTS_DIR/helpers/netpick.py" "${args[@]}" >/dev/null
+}
+
+# Serialises picking networks and putting them on links between concurrent
+# runs on one host: hold it from sbx_pick_test_nets until the routes exist.
+sbx_net_lock () {
+  exec {_sbx_net_lock_fd}>/run/sbx-tests-net.lock
+  flock -w 60 "$_sbx_net_lock_fd" || fail "could not take /run/sbx-tests-net.lock in 60 s"
+}
+
+sbx_net_unlock () {
+  [ -n "${_sbx_net_lock_fd-}" ] && exec {_sbx_net_lock_fd}>&-
+  _sbx_net_lock_fd=
+  return 0
+}
+
 # --- per-test root and leak check ---------------------------------------------
 
 # Network objects of any sbx root, by name: namespaces (ip's and sbx's),
@@ -316,11 +390,15 @@ _sbx_net_names () {
 # The sbx.conf of every test: resolvers and an opened private range that
 # only the network tests' own hosts answer (network.bats), never a real one.
 sbx_write_conf () {
+  sbx_pick_test_nets || return
+  local opened
+  opened=$(py -c 'import ipaddress, sys; print(list(ipaddress.ip_network(sys.argv[1]).subnets(new_prefix=24))[1])' \
+    "$SBX_NET_PRIV4")
   cat >"$SBX_TEST_DIR/sbx.conf" <<-EOF2
 	# written by tests/helpers/common.bash
-	pool4 = 10.201.0.0/16
-	dns = 198.51.100.53
-	open = testsvc 10.99.1.0/24
+	pool4 = $SBX_NET_POOL4
+	dns = ${SBX_TEST_DNS:-$SBX_NET_DNS}
+	open = testsvc $opened
 	${1-}
 	EOF2
   export SBX_CONF=$SBX_TEST_DIR/sbx.conf
@@ -334,7 +412,7 @@ sbx_setup () {
   # Everything sbx makes outside ROOT carries this tag (DESIGN.md section 3).
   SBX_TAG=$(printf '%s' "$(realpath -m "$SBX_ROOT")" | sha256sum | cut -c1-8)
   export SBX_TAG
-  sbx_write_conf
+  sbx_write_conf || return
   _sbx_net_before=$(_sbx_net_names)
 }
 

@@ -9,9 +9,10 @@ load ../helpers/common
 
 # The host's own resolvers (no test DNS server here), the usual test pool.
 host_dns_conf () {
+  sbx_pick_test_nets || return
   cat >"$SBX_TEST_DIR/sbx.conf" <<-EOF
 	# written by debian.bats: the host's resolvers
-	pool4 = 10.201.0.0/16
+	pool4 = $SBX_NET_POOL4
 	EOF
 }
 
