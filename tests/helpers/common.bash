@@ -373,6 +373,118 @@ sbx_net_unlock () {
   return 0
 }
 
+# --- the resolver guard ------------------------------------------------------------
+
+# Test traffic goes to loopback and to test hosts in namespaces the tests
+# made, nowhere else; a DNS query is the easy one to send by accident (a
+# library's reverse lookup, a sandbox resolver whose upstream is routed out).
+# Each test runs in a cgroup of its own (cgroup v2; the `unified` one of a
+# hybrid host), and table inet sxt-guard-PID counts and drops every packet to
+# port 53 that a process of that cgroup sends out of any link but loopback,
+# the test namespaces' (sx*) and sbx's sandboxes' (sbx*): the test itself,
+# what it runs, and the monitors of its sandboxes, whose resolvers forward
+# from this namespace. It also counts and drops queries forwarded from a
+# test namespace or a sandbox to such a link (these carry no cgroup: on a
+# shared host another run's may show here). sbx_teardown fails the test
+# when a counter moved.
+
+_sbx_cg2_root () {
+  if [ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ]; then
+    echo /sys/fs/cgroup
+  elif [ -d /sys/fs/cgroup/unified ] && [ "$(stat -fc %T /sys/fs/cgroup/unified)" = cgroup2fs ]; then
+    echo /sys/fs/cgroup/unified
+  else
+    return 1
+  fi
+}
+
+sbx_guard_start () {
+  local root rel
+  root=$(_sbx_cg2_root) || fail "no cgroup v2 hierarchy: the resolver guard cannot tell a test's processes" || return
+  SBX_GUARD=sxt-guard-$BASHPID
+  _sbx_guard_cg=$root/$SBX_GUARD
+  rel=${_sbx_guard_cg#/sys/fs/cgroup/}
+  _sbx_guard_prev=$(awk -F: '$1 == "0" { print $3 }' "/proc/$BASHPID/cgroup")
+  mkdir -p "$_sbx_guard_cg" && echo "$BASHPID" >"$_sbx_guard_cg/cgroup.procs" \
+    || fail "could not move the test into cgroup $_sbx_guard_cg" || return
+  nft -f - <<-EOF || fail "could not install table inet $SBX_GUARD" || return
+	table inet $SBX_GUARD {
+	  counter sent {}
+	  counter forwarded {}
+	  chain out {
+	    type filter hook output priority 100; policy accept;
+	    socket cgroupv2 level 1 "$rel" oifname != "lo" oifname != "sx*" oifname != "sbx*" meta l4proto { tcp, udp } th dport 53 counter name sent log prefix "$SBX_GUARD sent: " drop
+	  }
+	  chain relayed {
+	    type filter hook forward priority 100; policy accept;
+	    iifname "sx*" oifname != "sx*" oifname != "sbx*" meta l4proto { tcp, udp } th dport 53 counter name forwarded log prefix "$SBX_GUARD forwarded: " drop
+	    iifname "sbx*" oifname != "sx*" oifname != "sbx*" meta l4proto { tcp, udp } th dport 53 counter name forwarded log prefix "$SBX_GUARD forwarded: " drop
+	  }
+	}
+	EOF
+  export SBX_GUARD
+}
+
+# _sbx_guard_count NAME: packets counted by the guard's counter NAME.
+_sbx_guard_count () {
+  local out
+  out=$(nft list counter inet "$SBX_GUARD" "$1") || return
+  out=$(printf '%s\n' "$out" | awk '$1 == "packets" { print $2 }')
+  [ -n "$out" ] || return 1
+  echo "$out"
+}
+
+# sbx_guard_check: fails, saying what moved, when a test process sent a DNS
+# query out of this host (or one was forwarded out of a test namespace).
+sbx_guard_check () {
+  [ -n "${SBX_GUARD-}" ] || return 0
+  local sent fwd
+  sent=$(_sbx_guard_count sent) && fwd=$(_sbx_guard_count forwarded) \
+    || fail "cannot read the counters of table inet $SBX_GUARD" || return
+  [ "$sent" = 0 ] && [ "$fwd" = 0 ] && return 0
+  printf 'DNS QUERY LEFT THE TEST NAMESPACES: %s packet(s) to port 53 sent by this test, %s forwarded from a test namespace or sandbox (dropped by table inet %s; dmesg names them under "%s")\n' \
+    "$sent" "$fwd" "$SBX_GUARD" "$SBX_GUARD" >&2
+  return 1
+}
+
+sbx_guard_reset () {
+  nft reset counters table inet "$SBX_GUARD" >/dev/null
+}
+
+# sbx_guard_off REASON: the one test that must reach the world (debian.bats:
+# debootstrap and apt from the distribution's mirror) says why, visibly.
+sbx_guard_off () {
+  echo "# the resolver guard is off for this test: $*" >&3
+  _sbx_guard_stop
+}
+
+# Removes the table and the cgroup; processes the test left in it (it had
+# started them, they outlived sbx_teardown) are reported and killed.
+_sbx_guard_stop () {
+  [ -n "${SBX_GUARD-}" ] || return 0
+  local rc=0 p
+  nft delete table inet "$SBX_GUARD" 2>/dev/null
+  echo "$BASHPID" >"$(_sbx_cg2_root)${_sbx_guard_prev%/}/cgroup.procs" || rc=1
+  local i
+  # A process killed just now (teardown's kill of a listener) takes a moment.
+  for i in $(seq 40); do
+    [ -n "$(cat "$_sbx_guard_cg/cgroup.procs" 2>/dev/null)" ] || break
+    sleep 0.05
+  done
+  for p in $(cat "$_sbx_guard_cg/cgroup.procs" 2>/dev/null); do
+    echo "LEAK: process $p ($(cat "/proc/$p/comm" 2>/dev/null)) the test started is still running" >&2
+    kill -9 "$p" 2>/dev/null
+    rc=1
+  done
+  for i in $(seq 50); do
+    rmdir "$_sbx_guard_cg" 2>/dev/null && break
+    sleep 0.1
+  done
+  [ ! -d "$_sbx_guard_cg" ] || { echo "cgroup $_sbx_guard_cg is left" >&2; rc=1; }
+  SBX_GUARD=
+  return $rc
+}
+
 # --- per-test root and leak check ---------------------------------------------
 
 # Network objects of any sbx root, by name: namespaces (ip's and sbx's),
@@ -414,6 +526,7 @@ sbx_setup () {
   export SBX_TAG
   sbx_write_conf || return
   _sbx_net_before=$(_sbx_net_names)
+  sbx_guard_start
 }
 
 # Everything of this root that survived, one line each.
@@ -500,7 +613,7 @@ _sbx_force_cleanup () {
 }
 
 sbx_teardown () {
-  [ -n "${SBX_TEST_DIR-}" ] && [ -d "$SBX_TEST_DIR" ] || return 0
+  [ -n "${SBX_TEST_DIR-}" ] && [ -d "$SBX_TEST_DIR" ] || { _sbx_guard_stop; return; }
   local out rc=0 id leaks
   # A test that failed half-way may leave sandboxes running: end them the
   # way a user would, then let gc do the rest.
@@ -521,6 +634,8 @@ sbx_teardown () {
     rc=1
     _sbx_force_cleanup
   fi
+  sbx_guard_check || rc=1
+  _sbx_guard_stop || rc=1
   if grep -qF "$SBX_TEST_DIR" /proc/mounts; then
     echo "leaving $SBX_TEST_DIR in place: still mounted" >&2
     return 1
