@@ -206,7 +206,9 @@ cpu_half () {
 # runsc_pids ID: the host processes of runsc for sandbox ID (runsc run, its
 # gofer, gVisor's sandbox and its stubs: their command lines name ID).
 runsc_pids () {
-  pgrep -f -- "runsc.*$1" || true
+  local rc=0
+  pgrep -f -- "runsc.*$1" || rc=$?
+  [ "$rc" -le 1 ] || fail "pgrep -f runsc.*$1 failed (status $rc)"
 }
 
 @test "limits: with the default limits, sbx puts runsc and all it starts in the sandbox's cgroup [runsc]" {
