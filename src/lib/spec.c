@@ -14,10 +14,12 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
+/* podman's default set. Not CAP_NET_RAW (a raw socket forges any source
+ * address; ping uses ICMP datagram sockets, net.c opens them to every
+ * group), CAP_MKNOD or CAP_AUDIT_WRITE. */
 const char *const sbx_default_caps[] = {
-  "CAP_CHOWN",  "CAP_DAC_OVERRIDE", "CAP_FSETID",           "CAP_FOWNER",      "CAP_MKNOD",
-  "CAP_NET_RAW", "CAP_SETGID",      "CAP_SETUID",           "CAP_SETFCAP",     "CAP_SETPCAP",
-  "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_KILL",     "CAP_AUDIT_WRITE", NULL,
+  "CAP_CHOWN",  "CAP_DAC_OVERRIDE", "CAP_FSETID",     "CAP_FOWNER",           "CAP_SETGID", "CAP_SETUID",
+  "CAP_SETFCAP", "CAP_SETPCAP",     "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_KILL",   NULL,
 };
 
 static const char *const masked_paths[] = {
