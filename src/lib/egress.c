@@ -1616,8 +1616,28 @@ b_dns_rules (batch *b, const sbx_cidr *to)
     }
 }
 
-/* From a sandbox to the host itself: replies, neighbour discovery, DNS to
- * its own gateway for the interfaces in dns-ifnames; the rest refused. */
+/* An echo request to the sandbox's own gateway, from an interface in
+ * dns-ifnames: ping works as it does on any network (without CAP_NET_RAW,
+ * through an ICMP datagram socket). */
+static void
+b_ping_rule (batch *b, int family)
+{
+  bool v6 = family == AF_INET6;
+  uint8_t echo = v6 ? 128 : 8;
+  _cleanup_nftnl_ (nftnl_rule) struct nftnl_rule *r = rule_new (b, CHAIN_INPUT);
+  e_meta (r, NFT_META_IIFNAME);
+  e_lookup (r, SET_DNS);
+  m_u8 (r, NFT_META_NFPROTO, v6 ? NFPROTO_IPV6 : NFPROTO_IPV4);
+  m_local_on_iif (r);
+  m_u8 (r, NFT_META_L4PROTO, v6 ? IPPROTO_ICMPV6 : IPPROTO_ICMP);
+  m_th (r, 0, &echo, 1);
+  e_verdict (r, NF_ACCEPT, NULL);
+  b_rule_add (b, r, "ping to the sandbox's own gateway");
+}
+
+/* From a sandbox to the host itself: replies, neighbour discovery, DNS and
+ * ping to its own gateway for the interfaces in dns-ifnames; the rest
+ * refused. */
 static void
 b_input_chain (batch *b, const sbx_egress_pool *pool, const char *pfx)
 {
@@ -1644,6 +1664,9 @@ b_input_chain (batch *b, const sbx_egress_pool *pool, const char *pfx)
       if (pool->v6.family)
         b_dns_rules (b, pool->gateway6.family ? &pool->gateway6 : &pool->v6);
     }
+  b_ping_rule (b, AF_INET);
+  if (pool->v6.family)
+    b_ping_rule (b, AF_INET6);
   _cleanup_nftnl_ (nftnl_rule) struct nftnl_rule *rest = rule_new (b, CHAIN_INPUT);
   m_ifname (rest, NFT_META_IIFNAME, pfx, true, NFT_CMP_EQ);
   e_verdict (rest, NFT_GOTO, CHAIN_REFUSE);
@@ -1697,7 +1720,7 @@ config_marker (const sbx_egress_pool *pool, const char *pfx, char out[CONFIG_MAR
 {
   sha256_ctx c;
   sha256_init (&c);
-  static const char version[] = "sbx egress layout 3";
+  static const char version[] = "sbx egress layout 4";
   sha256_update (&c, version, sizeof version);
   const sbx_cidr *cs[] = { &pool->v4, &pool->v6, &pool->gateway4, &pool->gateway6 };
   for (size_t i = 0; i < ARRAY_SIZE (cs); i++)

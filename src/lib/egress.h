@@ -12,17 +12,18 @@
  *                            (and the IPv4 ones as v4-mapped and NAT64)
  *   set open4, open6         the private destinations the operator opened
  *   set dns-ifnames          sandbox interfaces that may ask the gateway's
- *                            resolver (not those in block mode)
+ *                            resolver and ping it (not those in block mode)
  *   chain refuse             tcp reset, else icmpx admin-prohibited: a
  *                            refused connection fails at once, not by timeout
  *   chain forward            hook forward: only `iifname IF jump sandbox-ID`
  *   chain inbound            hook forward: to a sandbox interface only
  *                            established/related traffic, nothing unsolicited
  *   chain input              hook input: from a sandbox interface to the host
- *                            only replies, neighbour discovery and DNS to its
- *                            own gateway (an address of the interface it came
- *                            in by: `fib daddr . iif type local`, so not
- *                            another sandbox's resolver); the rest refused
+ *                            only replies, neighbour discovery, DNS and echo
+ *                            requests to its own gateway (an address of the
+ *                            interface it came in by: `fib daddr . iif type
+ *                            local`, so not another sandbox's resolver); the
+ *                            rest refused
  *   chain source             hook prerouting, priority raw: per sandbox
  *                            interface, a packet whose source is not the
  *                            sandbox's own address is dropped, whatever its

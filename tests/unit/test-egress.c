@@ -581,12 +581,14 @@ test_ruleset (void)
 
   _cleanup_strv_ char **input = rs_rules (rs, "input");
   size_t ninput = strv_len (input);
-  tap_ok (ninput == 8 && has_all (input[0], "\"established\"", "\"accept\"", NULL)
+  tap_ok (ninput == 10 && has_all (input[0], "\"established\"", "\"accept\"", NULL)
             && has_all (input[3], "@dns-ifnames", "198.18.0.1", "\"fib\":{\"result\":\"type\",\"flags\":[\"daddr\",\"iif\"]}",
                         "\"local\"", "53", "udp", NULL)
-            && has_all (input[7], "\"goto\":{\"target\":\"refuse\"}", pfx, NULL),
-          "input: replies, neighbour discovery, DNS to the gateway on the interface it came in by, then the rest "
-          "refused (%zu rules)",
+            && has_all (input[7], "@dns-ifnames", "\"local\"", "\"icmp\"", "echo-request", "\"accept\"", NULL)
+            && has_all (input[8], "@dns-ifnames", "\"local\"", "\"icmpv6\"", "echo-request", "\"accept\"", NULL)
+            && has_all (input[9], "\"goto\":{\"target\":\"refuse\"}", pfx, NULL),
+          "input: replies, neighbour discovery, DNS and ping to the gateway on the interface it came in by, then "
+          "the rest refused (%zu rules)",
           ninput);
   _cleanup_strv_ char **inbound = rs_rules (rs, "inbound");
   tap_ok (strv_len (inbound) == 2 && has_all (inbound[0], "oifname", "\"established\"", "\"accept\"", NULL)
@@ -658,7 +660,7 @@ test_ruleset (void)
   dns = rs_elems (rs, "dns-ifnames");
   strv_free (input);
   input = rs_rules (rs, "input");
-  tap_ok (strv_len (fw) == 1 && strv_has (dns, ifa) && strv_len (input) == 8,
+  tap_ok (strv_len (fw) == 1 && strv_has (dns, ifa) && strv_len (input) == 10,
           "init again keeps sandbox jumps and DNS permissions, and does not duplicate its rules");
 
   /* Observe: the shared chain stops refusing; the sandboxes' chains stay. */
