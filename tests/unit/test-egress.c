@@ -1215,94 +1215,6 @@ netenv_teardown (netenv *ne)
   free (ne->w);
 }
 
-/* The library's calls run in the host namespace of the test. */
-static int
-in_host (netenv *ne, sbx_egress_mode mode, const sbx_cidr *allow, size_t n, const char *pfx, sbx_error **err)
-{
-  _cleanup_free_ char *ifname = xasprintf ("%s0", pfx);
-  enter (ne->hfd);
-  int r = sbx_egress_apply ("sbx", "sb-traffic", ifname, &test_src, mode, allow, n, err);
-  enter (ne->orig);
-  return r;
-}
-
-static void
-test_traffic (void)
-{
-  const char *pfx = "sbt";
-  netenv ne = { .orig = -1, .hfd = -1, .sfd = -1, .wfd = -1 };
-  if (netenv_setup (&ne, pfx) < 0)
-    {
-      skip ("traffic tests: cannot make network namespaces with ip(8)");
-      netenv_teardown (&ne);
-      return;
-    }
-  char peer[64];
-  int e = 0, r;
-  tap_ok (connects (&ne, "192.168.77.1", 8080, peer, sizeof peer) && strcmp (peer, "198.18.0.2") == 0,
-          "control, before any rule: the sandbox reaches 192.168.77.1 (seen as %s)", peer);
-
-  sbx_egress_pool pool = { .v4 = cidr ("198.18.0.0/24"), .ifprefix = pfx, .dns = true,
-                           .gateway4 = cidr ("198.18.0.1/32") };
-  _cleanup_error_ sbx_error *err = NULL;
-  enter (ne.hfd);
-  r = sbx_egress_init ("sbx", &pool, &err);
-  enter (ne.orig);
-  tap_ok (r == 0, "traffic: init in the host namespace (%s)", r ? errmsg (err) : "ok");
-  sbx_cidr allow[] = { cidr ("203.0.113.2/32"), cidr ("192.168.77.0/24"), cidr ("169.254.0.0/16") };
-  r = in_host (&ne, SBX_EGRESS_ALLOW, allow, ARRAY_SIZE (allow), pfx, &err);
-  tap_ok (r == 0, "traffic: apply allow 203.0.113.2, 192.168.77.0/24, 169.254.0.0/16 (%s)", r ? errmsg (err) : "ok");
-
-  tap_ok (connects (&ne, "203.0.113.2", 8080, peer, sizeof peer) && strcmp (peer, "203.0.113.1") == 0,
-          "allow: an allowed destination connects, masqueraded (seen as %s)", peer);
-  tap_ok (refused (&ne, "203.0.113.3", 8080, &e), "allow: a destination not on the list is refused at once (%s)",
-          strerror (e));
-  tap_ok (refused (&ne, "192.168.77.1", 8080, &e), "allow: a private address stays refused though listed (%s)",
-          strerror (e));
-  tap_ok (refused (&ne, "169.254.169.254", 8080, &e), "allow: the metadata address stays refused though listed (%s)",
-          strerror (e));
-  tap_ok (refused (&ne, "198.18.0.1", 8080, &e), "allow: the host's gateway address is refused but for DNS (%s)",
-          strerror (e));
-  tap_ok (refused (&ne, "203.0.113.1", 8080, &e), "allow: the host's other addresses are refused (%s)",
-          strerror (e));
-  tap_ok (connects (&ne, "198.18.0.1", 53, peer, sizeof peer), "allow: DNS (tcp 53) to the gateway connects (%s)",
-          peer);
-
-  int fd = dial (&ne, "203.0.113.2", 8080, peer, sizeof peer);
-  char buf[16] = "";
-  bool echoed = fd >= 0 && write (fd, "ping", 4) == 4 && read (fd, buf, 4) == 4 && memcmp (buf, "ping", 4) == 0;
-  tap_ok (echoed, "allow: an established connection to 203.0.113.2 carries data");
-  r = in_host (&ne, SBX_EGRESS_BLOCK, NULL, 0, pfx, &err);
-  tap_ok (r == 0, "traffic: apply block (%s)", r ? errmsg (err) : "ok");
-  int cut = 0;
-  if (fd >= 0)
-    {
-      int64_t t0 = now_ms ();
-      struct pollfd p = { .fd = fd, .events = POLLIN };
-      if (write (fd, "more", 4) < 0)
-        cut = errno;
-      else if (poll (&p, 1, 3000) == 1 && read (fd, buf, sizeof buf) < 0)
-        cut = errno;
-      if (now_ms () - t0 > 1500)
-        cut = ETIMEDOUT;
-      close (fd);
-    }
-  tap_ok (cut == ECONNRESET, "block: the established connection is reset at its next packet (%s)",
-          cut ? strerror (cut) : "still open");
-  tap_ok (refused (&ne, "203.0.113.2", 8080, &e), "block: the once allowed destination is refused (%s)",
-          strerror (e));
-  tap_ok (refused (&ne, "198.18.0.1", 53, &e), "block: no DNS either (%s)", strerror (e));
-
-  r = in_host (&ne, SBX_EGRESS_OPEN, NULL, 0, pfx, &err);
-  tap_ok (r == 0, "traffic: apply open (%s)", r ? errmsg (err) : "ok");
-  tap_ok (connects (&ne, "203.0.113.3", 8080, peer, sizeof peer), "open: any public destination connects (%s)", peer);
-  tap_ok (refused (&ne, "192.168.77.1", 8080, &e) && refused (&ne, "169.254.169.254", 8080, &e)
-            && refused (&ne, "203.0.113.1", 8080, &e),
-          "open: private, metadata and host addresses stay refused");
-  tap_ok (connects (&ne, "198.18.0.1", 53, peer, sizeof peer), "open: DNS to the gateway connects (%s)", peer);
-  netenv_teardown (&ne);
-}
-
 static socklen_t
 sockaddr_of (const char *addr, uint16_t port, struct sockaddr_storage *ss)
 {
@@ -1372,6 +1284,120 @@ test_forged_sources (netenv *ne)
   for (size_t i = 0; i < ARRAY_SIZE (forged); i++)
     all = all && udp_arrives (ne, forged[i][0], forged[i][1]);
   tap_ok (all, "source: control, with chain source flushed the forged datagrams arrive");
+}
+
+/* An ICMP echo from the sandbox namespace to ADDR (an ICMP datagram
+ * socket, as ping without CAP_NET_RAW) is answered within a second. */
+static bool
+pings (netenv *ne, const char *addr)
+{
+  struct sockaddr_storage da;
+  socklen_t dl = sockaddr_of (addr, 0, &da);
+  enter (ne->sfd);
+  _cleanup_close_ int fd = socket (AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, IPPROTO_ICMP);
+  enter (ne->orig);
+  uint8_t req[16] = { 8, 0, 0, 0, 0, 0, 0, 1 }, rep[256];
+  if (fd < 0 || sendto (fd, req, sizeof req, 0, (struct sockaddr *) &da, dl) < 0)
+    return false;
+  struct pollfd p = { .fd = fd, .events = POLLIN };
+  return poll (&p, 1, 1000) == 1 && recv (fd, rep, sizeof rep, 0) >= 8 && rep[0] == 0;
+}
+
+/* The library's calls run in the host namespace of the test. */
+static int
+in_host (netenv *ne, sbx_egress_mode mode, const sbx_cidr *allow, size_t n, const char *pfx, sbx_error **err)
+{
+  _cleanup_free_ char *ifname = xasprintf ("%s0", pfx);
+  enter (ne->hfd);
+  int r = sbx_egress_apply ("sbx", "sb-traffic", ifname, &test_src, mode, allow, n, err);
+  enter (ne->orig);
+  return r;
+}
+
+static void
+test_traffic (void)
+{
+  const char *pfx = "sbt";
+  netenv ne = { .orig = -1, .hfd = -1, .sfd = -1, .wfd = -1 };
+  if (netenv_setup (&ne, pfx) < 0)
+    {
+      skip ("traffic tests: cannot make network namespaces with ip(8)");
+      netenv_teardown (&ne);
+      return;
+    }
+  char peer[64];
+  int e = 0, r;
+  tap_ok (connects (&ne, "192.168.77.1", 8080, peer, sizeof peer) && strcmp (peer, "198.18.0.2") == 0,
+          "control, before any rule: the sandbox reaches 192.168.77.1 (seen as %s)", peer);
+
+  /* As sbx makes it: DNS to any address of the pool, so long as it is
+   * the gateway of the sandbox's own interface. */
+  sbx_egress_pool pool = { .v4 = cidr ("198.18.0.0/24"), .ifprefix = pfx, .dns = true };
+  _cleanup_error_ sbx_error *err = NULL;
+  enter (ne.hfd);
+  r = sbx_egress_init ("sbx", &pool, &err);
+  enter (ne.orig);
+  tap_ok (r == 0, "traffic: init in the host namespace (%s)", r ? errmsg (err) : "ok");
+  sbx_cidr allow[] = { cidr ("203.0.113.2/32"), cidr ("192.168.77.0/24"), cidr ("169.254.0.0/16") };
+  r = in_host (&ne, SBX_EGRESS_ALLOW, allow, ARRAY_SIZE (allow), pfx, &err);
+  tap_ok (r == 0, "traffic: apply allow 203.0.113.2, 192.168.77.0/24, 169.254.0.0/16 (%s)", r ? errmsg (err) : "ok");
+
+  tap_ok (connects (&ne, "203.0.113.2", 8080, peer, sizeof peer) && strcmp (peer, "203.0.113.1") == 0,
+          "allow: an allowed destination connects, masqueraded (seen as %s)", peer);
+  tap_ok (refused (&ne, "203.0.113.3", 8080, &e), "allow: a destination not on the list is refused at once (%s)",
+          strerror (e));
+  tap_ok (refused (&ne, "192.168.77.1", 8080, &e), "allow: a private address stays refused though listed (%s)",
+          strerror (e));
+  tap_ok (refused (&ne, "169.254.169.254", 8080, &e), "allow: the metadata address stays refused though listed (%s)",
+          strerror (e));
+  tap_ok (refused (&ne, "198.18.0.1", 8080, &e), "allow: the host's gateway address is refused but for DNS (%s)",
+          strerror (e));
+  tap_ok (refused (&ne, "203.0.113.1", 8080, &e), "allow: the host's other addresses are refused (%s)",
+          strerror (e));
+  tap_ok (connects (&ne, "198.18.0.1", 53, peer, sizeof peer), "allow: DNS (tcp 53) to the gateway connects (%s)",
+          peer);
+
+  int fd = dial (&ne, "203.0.113.2", 8080, peer, sizeof peer);
+  char buf[16] = "";
+  bool echoed = fd >= 0 && write (fd, "ping", 4) == 4 && read (fd, buf, 4) == 4 && memcmp (buf, "ping", 4) == 0;
+  tap_ok (echoed, "allow: an established connection to 203.0.113.2 carries data");
+  r = in_host (&ne, SBX_EGRESS_BLOCK, NULL, 0, pfx, &err);
+  tap_ok (r == 0, "traffic: apply block (%s)", r ? errmsg (err) : "ok");
+  int cut = 0;
+  if (fd >= 0)
+    {
+      int64_t t0 = now_ms ();
+      struct pollfd p = { .fd = fd, .events = POLLIN };
+      if (write (fd, "more", 4) < 0)
+        cut = errno;
+      else if (poll (&p, 1, 3000) == 1 && read (fd, buf, sizeof buf) < 0)
+        cut = errno;
+      if (now_ms () - t0 > 1500)
+        cut = ETIMEDOUT;
+      close (fd);
+    }
+  tap_ok (cut == ECONNRESET, "block: the established connection is reset at its next packet (%s)",
+          cut ? strerror (cut) : "still open");
+  tap_ok (refused (&ne, "203.0.113.2", 8080, &e), "block: the once allowed destination is refused (%s)",
+          strerror (e));
+  tap_ok (refused (&ne, "198.18.0.1", 53, &e), "block: no DNS either (%s)", strerror (e));
+
+  r = in_host (&ne, SBX_EGRESS_OPEN, NULL, 0, pfx, &err);
+  tap_ok (r == 0, "traffic: apply open (%s)", r ? errmsg (err) : "ok");
+  tap_ok (connects (&ne, "203.0.113.3", 8080, peer, sizeof peer), "open: any public destination connects (%s)", peer);
+  tap_ok (refused (&ne, "192.168.77.1", 8080, &e) && refused (&ne, "169.254.169.254", 8080, &e)
+            && refused (&ne, "203.0.113.1", 8080, &e),
+          "open: private, metadata and host addresses stay refused");
+  tap_ok (connects (&ne, "198.18.0.1", 53, peer, sizeof peer), "open: DNS to the gateway connects (%s)", peer);
+  /* Another sandbox's gateway: an address of the pool, local to the host,
+   * on another interface. */
+  sh ("ip -n %s addr add 198.18.0.200/32 dev lo; ip netns exec %s sysctl -qw net.ipv4.ping_group_range='0 0'", ne.h,
+      ne.s);
+  tap_ok (refused (&ne, "198.18.0.200", 53, &e), "open: DNS to another interface's address in the pool is refused (%s)",
+          strerror (e));
+  tap_ok (pings (&ne, "198.18.0.1"), "open: the gateway answers ping");
+  tap_ok (!pings (&ne, "198.18.0.200"), "open: another interface's address in the pool does not");
+  netenv_teardown (&ne);
 }
 
 /* init in the host namespace of NE. */
