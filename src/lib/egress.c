@@ -1744,23 +1744,23 @@ config_marker (const sbx_egress_pool *pool, const char *pfx, char out[CONFIG_MAR
   snprintf (out, CONFIG_MARKER_LEN, "%s%.16s", CONFIG_MARKER_PREFIX, hex);
 }
 
-int
-sbx_egress_init (const char *table, const sbx_egress_pool *pool, sbx_error **err)
+static void backoff (int attempt);
+
+/* One try: 0 done, 1 the ruleset changed since it was read (another init
+ * or apply: nothing applied, read again), -1 refused. */
+static int
+init_once (const char *table, const sbx_egress_pool *pool, const char *pfx, const char *marker, sbx_error **err)
 {
-  if (check_table (table, err) < 0 || check_pool (pool, err) < 0)
-    return -1;
-  const char *pfx = pool->ifprefix ? pool->ifprefix : "sbx";
-  char marker[CONFIG_MARKER_LEN];
-  config_marker (pool, pfx, marker);
   _cleanup_nft_ nft n = { 0 };
+  _cleanup_tstate_ tstate t = { .table = table };
   if (nft_open (&n, err) < 0)
-    return sbx_error_wrap (err, "egress: set up table inet %s", table);
+    return -1;
+  int r = tstate_read (&n, &t, err);
+  if (r != 0)
+    return r;
   /* Made already, from this very pool: nothing to do (the common case, on
    * the path of every `sbx create`). */
-  char buf[8192];
-  _cleanup_tstate_ tstate t = { .table = table };
-  struct nlmsghdr *nlh = req_hdr (&n, buf, NFT_MSG_GETCHAIN, NFPROTO_INET, NLM_F_DUMP);
-  if (nft_talk (&n, nlh, chain_cb, &t, "list chains", NULL) == 0 && strv_has (t.chains, marker))
+  if (strv_has (t.chains, marker))
     return 0;
 
   _cleanup_ranges_ ranges r4 = { 0 }, r6 = { 0 }, p4 = { 0 }, p6 = { 0 }, o4 = { 0 }, o6 = { 0 };
@@ -1768,7 +1768,10 @@ sbx_egress_init (const char *table, const sbx_egress_pool *pool, sbx_error **err
   private_ranges (&p4, &p6);
   open_ranges (pool, &o4, &o6);
   _cleanup_batch_ batch b = { 0 };
-  batch_start (&b, &n, table, (1 << 16) + (o4.n + o6.n) * 256, NULL);
+  /* Under the generation read: a concurrent init (another pool, another
+   * sbx) that deleted a marker chain seen here makes this one start
+   * again, not fail on the missing chain. */
+  batch_start (&b, &n, table, (1 << 16) + (o4.n + o6.n) * 256, t.chains ? &t.genid : NULL);
   b_table (&b);
   for (size_t i = 0; t.chains && t.chains[i]; i++)
     if (strncmp (t.chains[i], CONFIG_MARKER_PREFIX, strlen (CONFIG_MARKER_PREFIX)) == 0)
@@ -1790,9 +1793,27 @@ sbx_egress_init (const char *table, const sbx_egress_pool *pool, sbx_error **err
   b_postrouting_chain (&b, pool, pfx);
   b_chain (&b, marker, NULL, 0, 0);
   batch_end (&b);
-  if (batch_send (&n, &b, err) != 0)
-    return sbx_error_wrap (err, "egress: set up table inet %s", table);
-  return 0;
+  return batch_send (&n, &b, err);
+}
+
+int
+sbx_egress_init (const char *table, const sbx_egress_pool *pool, sbx_error **err)
+{
+  if (check_table (table, err) < 0 || check_pool (pool, err) < 0)
+    return -1;
+  const char *pfx = pool->ifprefix ? pool->ifprefix : "sbx";
+  char marker[CONFIG_MARKER_LEN];
+  config_marker (pool, pfx, marker);
+  for (int attempt = 0; attempt < RETRIES; attempt++)
+    {
+      int r = init_once (table, pool, pfx, marker, err);
+      if (r < 0)
+        return sbx_error_wrap (err, "egress: set up table inet %s", table);
+      if (r == 0)
+        return 0;
+      backoff (attempt);
+    }
+  return sbx_error_set (err, SBX_E_BUSY, 0, "egress: set up table inet %s: the ruleset kept changing", table);
 }
 
 /* ---- Per sandbox ---- */

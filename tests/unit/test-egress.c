@@ -943,6 +943,29 @@ test_concurrent (void)
   _cleanup_strv_ char **ids = NULL;
   tap_ok (strv_len (fw) == WRITERS && sbx_egress_list (table, &ids, NULL) == 0 && strv_len (ids) == WRITERS,
           "concurrency: one jump and one chain per sandbox (%zu jumps)", strv_len (fw));
+  /* Inits of two pools at once (two sbx.conf, two versions of sbx): each
+   * deletes the other's marker chain; none may fail on a chain the other
+   * deleted first. */
+  for (int k = 0; k < WRITERS; k++)
+    if ((pids[k] = fork ()) == 0)
+      {
+        sbx_egress_pool pk = pool;
+        int bad = 0;
+        for (int i = 0; i < ROUNDS; i++)
+          {
+            pk.observe = (i + k) % 2;
+            bad += sbx_egress_init (table, &pk, NULL) < 0;
+          }
+        _exit (bad ? 1 : 0);
+      }
+  failed = 0;
+  for (int k = 0; k < WRITERS; k++)
+    {
+      int st = 0;
+      failed += pids[k] < 0 || waitpid (pids[k], &st, 0) < 0 || !WIFEXITED (st) || WEXITSTATUS (st) != 0;
+    }
+  tap_ok (failed == 0, "concurrency: %d processes init two pools in turn, %d times each, all succeed", WRITERS,
+          ROUNDS);
   tap_ok (sh ("nft delete table inet %s", table) == 0, "concurrency: delete the test table");
   test_table = NULL;
 }
