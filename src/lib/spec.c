@@ -241,6 +241,16 @@ gen_linux (yajl_gen g, const sbx_spec_params *p)
   j_str (g, "linux");
   j_map (g);
   gen_namespaces (g, p);
+  /* Ping without CAP_NET_RAW, through ICMP datagram sockets, in the
+   * namespace runc makes for --block-network too (net.c sets the same in
+   * sbx's own). gVisor has its own network stack and takes no sysctl. */
+  if (strcmp (p->runtime, "runc") == 0)
+    {
+      j_str (g, "sysctl");
+      j_map (g);
+      j_kstr (g, "net.ipv4.ping_group_range", "0 2147483647");
+      j_endmap (g);
+    }
   gen_masked (g);
   gen_resources (g, p);
   j_kstr (g, "cgroupsPath", p->cgroup_path);
