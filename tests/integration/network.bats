@@ -459,6 +459,10 @@ in_netns () {
   udp_echo "$b" "$INET"
   expect_eq "$output" "echo from $INET: ping" "udp from $b"
   reaches "$a" "[$INET6]"
+  # The source check goes with the sandbox.
+  nft list chain inet sbx source | grep -q "sbx${a#sb-}" || fail "no source check for $a"
+  sbx terminate "$a" >/dev/null
+  ! nft list chain inet sbx source | grep -q "sbx${a#sb-}" || fail "the source check of $a outlived it"
 }
 
 @test "network: ping works without CAP_NET_RAW (runc): to its gateway and out, not to another sandbox's gateway" {
@@ -710,6 +714,7 @@ EOF2
   [ ! -e "/run/sbx/leases/$id" ] || fail "lease left"
   ! ip link show "sbx${id#sb-}" 2>/dev/null || fail "veth left"
   ! nft list chain inet sbx "sandbox-$id" >/dev/null 2>&1 || fail "chain left"
+  ! nft list chain inet sbx source 2>/dev/null | grep -q "sbx${id#sb-}" || fail "source check left"
 }
 
 @test "network: sbx info reports egress enforcement and the runsc stack" {
