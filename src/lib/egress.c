@@ -913,6 +913,19 @@ rules_read (nft *n, tstate *t, const char *chain, sbx_error **err)
   return nft_talk (n, nlh, rule_cb, t, what, err);
 }
 
+/* Reads the generation id, then the table's chains. 1: changed meanwhile. */
+static int
+chains_read (nft *n, tstate *t, sbx_error **err)
+{
+  char buf[8192];
+  struct nlmsghdr *nlh = req_hdr (n, buf, NFT_MSG_GETGEN, AF_UNSPEC, NLM_F_ACK);
+  int r = nft_talk (n, nlh, gen_cb, &t->genid, "read the ruleset generation", err);
+  if (r != 0)
+    return r;
+  nlh = req_hdr (n, buf, NFT_MSG_GETCHAIN, NFPROTO_INET, NLM_F_DUMP);
+  return nft_talk (n, nlh, chain_cb, t, "list chains", err);
+}
+
 /* Reads the generation id, then the table's chains, sets and counters, then
  * the forward and source rules of that sandbox (TARGET: by jump or comment)
  * or interface (IFNAME). 1: changed meanwhile. */
@@ -920,13 +933,7 @@ static int
 tstate_read (nft *n, tstate *t, sbx_error **err)
 {
   char buf[8192]; /* one request, no elements */
-  struct nlmsghdr *nlh = req_hdr (n, buf, NFT_MSG_GETGEN, AF_UNSPEC, NLM_F_ACK);
-  int r = nft_talk (n, nlh, gen_cb, &t->genid, "read the ruleset generation", err);
-  if (r != 0)
-    return r;
-
-  nlh = req_hdr (n, buf, NFT_MSG_GETCHAIN, NFPROTO_INET, NLM_F_DUMP);
-  r = nft_talk (n, nlh, chain_cb, t, "list chains", err);
+  int r = chains_read (n, t, err);
   if (r != 0)
     return r;
 
@@ -934,7 +941,7 @@ tstate_read (nft *n, tstate *t, sbx_error **err)
   if (s == NULL)
     abort ();
   nftnl_set_set_str (s, NFTNL_SET_TABLE, t->table);
-  nlh = req_hdr (n, buf, NFT_MSG_GETSET, NFPROTO_INET, NLM_F_DUMP);
+  struct nlmsghdr *nlh = req_hdr (n, buf, NFT_MSG_GETSET, NFPROTO_INET, NLM_F_DUMP);
   nftnl_set_nlmsg_build_payload (nlh, s);
   r = nft_talk (n, nlh, set_cb, t, "list sets", err);
   if (r != 0)
@@ -1720,7 +1727,7 @@ config_marker (const sbx_egress_pool *pool, const char *pfx, char out[CONFIG_MAR
 {
   sha256_ctx c;
   sha256_init (&c);
-  static const char version[] = "sbx egress layout 4";
+  static const char version[] = "sbx egress layout 3";
   sha256_update (&c, version, sizeof version);
   const sbx_cidr *cs[] = { &pool->v4, &pool->v6, &pool->gateway4, &pool->gateway6 };
   for (size_t i = 0; i < ARRAY_SIZE (cs); i++)
@@ -1755,7 +1762,7 @@ init_once (const char *table, const sbx_egress_pool *pool, const char *pfx, cons
   _cleanup_tstate_ tstate t = { .table = table };
   if (nft_open (&n, err) < 0)
     return -1;
-  int r = tstate_read (&n, &t, err);
+  int r = chains_read (&n, &t, err);
   if (r != 0)
     return r;
   /* Made already, from this very pool: nothing to do (the common case, on
@@ -1898,13 +1905,8 @@ b_sandbox_rules (batch *b, const names *nm, sbx_egress_mode mode)
   b_rule_add (b, last, mode == SBX_EGRESS_OPEN ? "open" : "nothing else");
 }
 
-/* The sandbox's interface takes only packets from the sandbox's own
- * addresses, in any protocol: no forged source leaves the host (a
- * reflection attack) or reaches another sandbox (injected traffic). IPv6
- * also needs link-local sources for neighbour discovery and the
- * unspecified address for duplicate address detection (ICMPv6 only); the
- * kernel forwards neither. Dropped before conntrack: a forged packet leaves
- * no entry behind. */
+/* A rule of chain source for IFNAME, its comment naming the OWNER's chain,
+ * so that a remove without the interface's name finds it too. */
 static struct nftnl_rule *
 source_rule_new (const batch *b, const char *ifname, const char *owner)
 {
@@ -1918,6 +1920,13 @@ source_rule_new (const batch *b, const char *ifname, const char *owner)
   return r;
 }
 
+/* The sandbox's interface takes only packets from the sandbox's own
+ * addresses, in any protocol: no forged source leaves the host (a
+ * reflection attack) or reaches another sandbox (injected traffic). IPv6
+ * also needs link-local sources for neighbour discovery and the
+ * unspecified address for duplicate address detection (ICMPv6 only); the
+ * kernel forwards neither. Dropped before conntrack: a forged packet leaves
+ * no entry behind. */
 static void
 b_source_rules (batch *b, const char *ifname, const char *owner, const sbx_egress_source *src)
 {
