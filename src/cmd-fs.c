@@ -282,13 +282,13 @@ fs_download (sbx_cli *cli, int root, const char *path, const char *host, sbx_err
   const char *dir = dirname (dcopy);
   _cleanup_free_ char *rnd = random_hex (6);
   _cleanup_free_ char *tmp = xasprintf ("%s/.sbx-download-%s", dir, rnd);
-  _cleanup_close_ int out = open (tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  /* A new host file as any program makes one, 0666 less the umask: never
+   * the sandbox's mode (0777, setuid, sticky: whatever it chose). */
+  _cleanup_close_ int out = open (tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
   if (out < 0)
     return sbx_error_set (err, errno == ENOENT ? SBX_E_NOT_FOUND : SBX_E_INVALID_ARGUMENT, errno,
                           "download: create a file in `%s`", dir);
   int r = sbx_fs_copy (in, out, err);
-  if (r == 0 && fchmod (out, st.st_mode & 0777) < 0)
-    r = sbx_error_errno (err, errno, "chmod `%s`", tmp);
   if (r == 0 && rename (tmp, target) < 0)
     r = sbx_error_set (err, SBX_E_INVALID_ARGUMENT, errno, "download: rename to `%s`", target);
   if (r < 0)

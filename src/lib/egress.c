@@ -25,6 +25,7 @@
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 
 #include <libmnl/libmnl.h>
 #include <libnftnl/chain.h>
@@ -44,6 +45,7 @@
 #define CHAIN_INPUT "input"
 #define CHAIN_POSTROUTING "postrouting"
 #define CHAIN_PRIVATE "private"
+#define CHAIN_SOURCE "source"
 #define SET_REFUSED4 "refused4"
 #define SET_REFUSED6 "refused6"
 #define SET_PRIVATE4 "private4"
@@ -58,6 +60,7 @@
 #define NFT_TYPE_IP6ADDR 8
 #define NFT_TYPE_IFNAME 41
 
+#define PRIO_RAW (-300)
 #define PRIO_FILTER 0
 #define PRIO_SRCNAT 100
 
@@ -714,6 +717,8 @@ typedef struct tstate {
   uint64_t *handles; /* the forward rules to delete */
   char (*rule_ifnames)[IFNAMSIZ];
   size_t nrules;
+  uint64_t *src_handles; /* IFNAME's rules in chain source */
+  size_t nsrc;
 } tstate;
 
 static void
@@ -724,6 +729,7 @@ tstate_free (tstate *t)
   strv_free (t->counters);
   free (t->handles);
   free (t->rule_ifnames);
+  free (t->src_handles);
 }
 #define _cleanup_tstate_ __attribute__ ((cleanup (tstate_free)))
 
@@ -824,6 +830,35 @@ rule_scan (struct nftnl_rule *r, char ifn[IFNAMSIZ])
   return target;
 }
 
+typedef struct comment {
+  const char *s;
+  uint32_t len;
+} comment;
+
+static int
+comment_cb (const struct nftnl_udata *attr, void *data)
+{
+  if (nftnl_udata_type (attr) == NFTNL_UDATA_RULE_COMMENT)
+    {
+      comment *c = data;
+      c->s = nftnl_udata_get (attr);
+      c->len = nftnl_udata_len (attr);
+    }
+  return 0;
+}
+
+/* Whether R's comment is NAME (sbx marks a sandbox's source rules so). */
+static bool
+rule_comment_is (struct nftnl_rule *r, const char *name)
+{
+  uint32_t len = 0;
+  const void *u = nftnl_rule_is_set (r, NFTNL_RULE_USERDATA) ? nftnl_rule_get_data (r, NFTNL_RULE_USERDATA, &len) : NULL;
+  comment c = { 0 };
+  if (u == NULL || nftnl_udata_parse (u, len, comment_cb, &c) < 0 || c.s == NULL)
+    return false;
+  return c.len == strlen (name) + 1 && memcmp (c.s, name, c.len) == 0;
+}
+
 static int
 rule_cb (const struct nlmsghdr *nlh, void *data)
 {
@@ -837,10 +872,20 @@ rule_cb (const struct nlmsghdr *nlh, void *data)
       return MNL_CB_ERROR;
     }
   const char *table = nftnl_rule_get_str (r, NFTNL_RULE_TABLE), *chain = nftnl_rule_get_str (r, NFTNL_RULE_CHAIN);
-  if (!table || !chain || strcmp (table, t->table) != 0 || strcmp (chain, CHAIN_FORWARD) != 0)
+  if (!table || !chain || strcmp (table, t->table) != 0)
     return MNL_CB_OK;
   char ifn[IFNAMSIZ];
   const char *target = rule_scan (r, ifn);
+  if (strcmp (chain, CHAIN_SOURCE) == 0)
+    {
+      if (!(t->ifname && strcmp (ifn, t->ifname) == 0) && !(t->target && rule_comment_is (r, t->target)))
+        return MNL_CB_OK;
+      t->src_handles = xrealloc (t->src_handles, (t->nsrc + 1) * sizeof *t->src_handles);
+      t->src_handles[t->nsrc++] = nftnl_rule_get_u64 (r, NFTNL_RULE_HANDLE);
+      return MNL_CB_OK;
+    }
+  if (strcmp (chain, CHAIN_FORWARD) != 0)
+    return MNL_CB_OK;
   bool ours = (target && strcmp (target, t->target) == 0) || (t->ifname && strcmp (ifn, t->ifname) == 0);
   if (!ours)
     return MNL_CB_OK;
@@ -852,19 +897,43 @@ rule_cb (const struct nlmsghdr *nlh, void *data)
   return MNL_CB_OK;
 }
 
-/* Reads the generation id, then the table's chains, sets and counters, then
- * (with a TARGET) the forward rules of that sandbox. 1: changed meanwhile. */
+/* The rules of CHAIN, through rule_cb. */
 static int
-tstate_read (nft *n, tstate *t, sbx_error **err)
+rules_read (nft *n, tstate *t, const char *chain, sbx_error **err)
 {
-  char buf[8192]; /* one request, no elements */
+  char buf[8192];
+  _cleanup_nftnl_ (nftnl_rule) struct nftnl_rule *rule = nftnl_rule_alloc ();
+  if (rule == NULL)
+    abort ();
+  nftnl_rule_set_str (rule, NFTNL_RULE_TABLE, t->table);
+  nftnl_rule_set_str (rule, NFTNL_RULE_CHAIN, chain);
+  struct nlmsghdr *nlh = req_hdr (n, buf, NFT_MSG_GETRULE, NFPROTO_INET, NLM_F_DUMP);
+  nftnl_rule_nlmsg_build_payload (nlh, rule);
+  _cleanup_free_ char *what = xasprintf ("list the rules of chain %s", chain);
+  return nft_talk (n, nlh, rule_cb, t, what, err);
+}
+
+/* Reads the generation id, then the table's chains. 1: changed meanwhile. */
+static int
+chains_read (nft *n, tstate *t, sbx_error **err)
+{
+  char buf[8192];
   struct nlmsghdr *nlh = req_hdr (n, buf, NFT_MSG_GETGEN, AF_UNSPEC, NLM_F_ACK);
   int r = nft_talk (n, nlh, gen_cb, &t->genid, "read the ruleset generation", err);
   if (r != 0)
     return r;
-
   nlh = req_hdr (n, buf, NFT_MSG_GETCHAIN, NFPROTO_INET, NLM_F_DUMP);
-  r = nft_talk (n, nlh, chain_cb, t, "list chains", err);
+  return nft_talk (n, nlh, chain_cb, t, "list chains", err);
+}
+
+/* Reads the generation id, then the table's chains, sets and counters, then
+ * the forward and source rules of that sandbox (TARGET: by jump or comment)
+ * or interface (IFNAME). 1: changed meanwhile. */
+static int
+tstate_read (nft *n, tstate *t, sbx_error **err)
+{
+  char buf[8192]; /* one request, no elements */
+  int r = chains_read (n, t, err);
   if (r != 0)
     return r;
 
@@ -872,7 +941,7 @@ tstate_read (nft *n, tstate *t, sbx_error **err)
   if (s == NULL)
     abort ();
   nftnl_set_set_str (s, NFTNL_SET_TABLE, t->table);
-  nlh = req_hdr (n, buf, NFT_MSG_GETSET, NFPROTO_INET, NLM_F_DUMP);
+  struct nlmsghdr *nlh = req_hdr (n, buf, NFT_MSG_GETSET, NFPROTO_INET, NLM_F_DUMP);
   nftnl_set_nlmsg_build_payload (nlh, s);
   r = nft_talk (n, nlh, set_cb, t, "list sets", err);
   if (r != 0)
@@ -885,17 +954,11 @@ tstate_read (nft *n, tstate *t, sbx_error **err)
   nlh = req_hdr (n, buf, NFT_MSG_GETOBJ, NFPROTO_INET, NLM_F_DUMP);
   nftnl_obj_nlmsg_build_payload (nlh, o);
   r = nft_talk (n, nlh, obj_cb, t, "list stateful objects", err);
-  if (r != 0 || t->target == NULL || !strv_has (t->chains, CHAIN_FORWARD))
-    return r;
-
-  _cleanup_nftnl_ (nftnl_rule) struct nftnl_rule *rule = nftnl_rule_alloc ();
-  if (rule == NULL)
-    abort ();
-  nftnl_rule_set_str (rule, NFTNL_RULE_TABLE, t->table);
-  nftnl_rule_set_str (rule, NFTNL_RULE_CHAIN, CHAIN_FORWARD);
-  nlh = req_hdr (n, buf, NFT_MSG_GETRULE, NFPROTO_INET, NLM_F_DUMP);
-  nftnl_rule_nlmsg_build_payload (nlh, rule);
-  return nft_talk (n, nlh, rule_cb, t, "list the forward rules", err);
+  if (r == 0 && t->target && strv_has (t->chains, CHAIN_FORWARD))
+    r = rules_read (n, t, CHAIN_FORWARD, err);
+  if (r == 0 && (t->ifname || t->target) && strv_has (t->chains, CHAIN_SOURCE))
+    r = rules_read (n, t, CHAIN_SOURCE, err);
+  return r;
 }
 
 /* ---- Batches ---- */
@@ -1526,6 +1589,21 @@ b_inbound_chain (batch *b, const char *pfx)
   b_rule_add (b, rest, "nothing else into sandboxes (refused at once)");
 }
 
+/* `fib daddr . iif type local`: the destination is an address of the
+ * interface the packet came in by. On a sandbox's interface that is its own
+ * gateway and nothing else: another sandbox's gateway is local to the host
+ * too, but on that sandbox's interface. */
+static void
+m_local_on_iif (struct nftnl_rule *r)
+{
+  uint32_t local = RTN_LOCAL;
+  struct nftnl_expr *e = expr_add (r, "fib");
+  nftnl_expr_set_u32 (e, NFTNL_EXPR_FIB_DREG, NFT_REG_1);
+  nftnl_expr_set_u32 (e, NFTNL_EXPR_FIB_RESULT, NFT_FIB_RESULT_ADDRTYPE);
+  nftnl_expr_set_u32 (e, NFTNL_EXPR_FIB_FLAGS, NFTA_FIB_F_DADDR | NFTA_FIB_F_IIF);
+  e_cmp (r, NFT_CMP_EQ, &local, sizeof local);
+}
+
 static void
 b_dns_rules (batch *b, const sbx_cidr *to)
 {
@@ -1537,15 +1615,36 @@ b_dns_rules (batch *b, const sbx_cidr *to)
       e_meta (r, NFT_META_IIFNAME);
       e_lookup (r, SET_DNS);
       m_addr_in_cidr (r, true, to);
+      m_local_on_iif (r);
       m_u8 (r, NFT_META_L4PROTO, protos[i]);
       m_th (r, 2, &port, sizeof port);
       e_verdict (r, NF_ACCEPT, NULL);
-      b_rule_add (b, r, "DNS to the gateway");
+      b_rule_add (b, r, "DNS to the sandbox's own gateway");
     }
 }
 
-/* From a sandbox to the host itself: replies, neighbour discovery, DNS to
- * the gateway for the interfaces in dns-ifnames; the rest refused. */
+/* An echo request to the sandbox's own gateway, from an interface in
+ * dns-ifnames: ping works as it does on any network (without CAP_NET_RAW,
+ * through an ICMP datagram socket). */
+static void
+b_ping_rule (batch *b, int family)
+{
+  bool v6 = family == AF_INET6;
+  uint8_t echo = v6 ? 128 : 8;
+  _cleanup_nftnl_ (nftnl_rule) struct nftnl_rule *r = rule_new (b, CHAIN_INPUT);
+  e_meta (r, NFT_META_IIFNAME);
+  e_lookup (r, SET_DNS);
+  m_u8 (r, NFT_META_NFPROTO, v6 ? NFPROTO_IPV6 : NFPROTO_IPV4);
+  m_local_on_iif (r);
+  m_u8 (r, NFT_META_L4PROTO, v6 ? IPPROTO_ICMPV6 : IPPROTO_ICMP);
+  m_th (r, 0, &echo, 1);
+  e_verdict (r, NF_ACCEPT, NULL);
+  b_rule_add (b, r, "ping to the sandbox's own gateway");
+}
+
+/* From a sandbox to the host itself: replies, neighbour discovery, DNS and
+ * ping to its own gateway for the interfaces in dns-ifnames; the rest
+ * refused. */
 static void
 b_input_chain (batch *b, const sbx_egress_pool *pool, const char *pfx)
 {
@@ -1572,6 +1671,9 @@ b_input_chain (batch *b, const sbx_egress_pool *pool, const char *pfx)
       if (pool->v6.family)
         b_dns_rules (b, pool->gateway6.family ? &pool->gateway6 : &pool->v6);
     }
+  b_ping_rule (b, AF_INET);
+  if (pool->v6.family)
+    b_ping_rule (b, AF_INET6);
   _cleanup_nftnl_ (nftnl_rule) struct nftnl_rule *rest = rule_new (b, CHAIN_INPUT);
   m_ifname (rest, NFT_META_IIFNAME, pfx, true, NFT_CMP_EQ);
   e_verdict (rest, NFT_GOTO, CHAIN_REFUSE);
@@ -1625,7 +1727,7 @@ config_marker (const sbx_egress_pool *pool, const char *pfx, char out[CONFIG_MAR
 {
   sha256_ctx c;
   sha256_init (&c);
-  static const char version[] = "sbx egress layout 2";
+  static const char version[] = "sbx egress layout 3";
   sha256_update (&c, version, sizeof version);
   const sbx_cidr *cs[] = { &pool->v4, &pool->v6, &pool->gateway4, &pool->gateway6 };
   for (size_t i = 0; i < ARRAY_SIZE (cs); i++)
@@ -1649,23 +1751,23 @@ config_marker (const sbx_egress_pool *pool, const char *pfx, char out[CONFIG_MAR
   snprintf (out, CONFIG_MARKER_LEN, "%s%.16s", CONFIG_MARKER_PREFIX, hex);
 }
 
-int
-sbx_egress_init (const char *table, const sbx_egress_pool *pool, sbx_error **err)
+static void backoff (int attempt);
+
+/* One try: 0 done, 1 the ruleset changed since it was read (another init
+ * or apply: nothing applied, read again), -1 refused. */
+static int
+init_once (const char *table, const sbx_egress_pool *pool, const char *pfx, const char *marker, sbx_error **err)
 {
-  if (check_table (table, err) < 0 || check_pool (pool, err) < 0)
-    return -1;
-  const char *pfx = pool->ifprefix ? pool->ifprefix : "sbx";
-  char marker[CONFIG_MARKER_LEN];
-  config_marker (pool, pfx, marker);
   _cleanup_nft_ nft n = { 0 };
+  _cleanup_tstate_ tstate t = { .table = table };
   if (nft_open (&n, err) < 0)
-    return sbx_error_wrap (err, "egress: set up table inet %s", table);
+    return -1;
+  int r = chains_read (&n, &t, err);
+  if (r != 0)
+    return r;
   /* Made already, from this very pool: nothing to do (the common case, on
    * the path of every `sbx create`). */
-  char buf[8192];
-  _cleanup_tstate_ tstate t = { .table = table };
-  struct nlmsghdr *nlh = req_hdr (&n, buf, NFT_MSG_GETCHAIN, NFPROTO_INET, NLM_F_DUMP);
-  if (nft_talk (&n, nlh, chain_cb, &t, "list chains", NULL) == 0 && strv_has (t.chains, marker))
+  if (strv_has (t.chains, marker))
     return 0;
 
   _cleanup_ranges_ ranges r4 = { 0 }, r6 = { 0 }, p4 = { 0 }, p6 = { 0 }, o4 = { 0 }, o6 = { 0 };
@@ -1673,7 +1775,10 @@ sbx_egress_init (const char *table, const sbx_egress_pool *pool, sbx_error **err
   private_ranges (&p4, &p6);
   open_ranges (pool, &o4, &o6);
   _cleanup_batch_ batch b = { 0 };
-  batch_start (&b, &n, table, (1 << 16) + (o4.n + o6.n) * 256, NULL);
+  /* Under the generation read: a concurrent init (another pool, another
+   * sbx) that deleted a marker chain seen here makes this one start
+   * again, not fail on the missing chain. */
+  batch_start (&b, &n, table, (1 << 16) + (o4.n + o6.n) * 256, t.chains ? &t.genid : NULL);
   b_table (&b);
   for (size_t i = 0; t.chains && t.chains[i]; i++)
     if (strncmp (t.chains[i], CONFIG_MARKER_PREFIX, strlen (CONFIG_MARKER_PREFIX)) == 0)
@@ -1686,17 +1791,36 @@ sbx_egress_init (const char *table, const sbx_egress_pool *pool, sbx_error **err
   b_interval_set (&b, SET_OPEN4, AF_INET, &o4);
   b_interval_set (&b, SET_OPEN6, AF_INET6, &o6);
   b_private_chain (&b, pool);
-  /* Both hold per-sandbox state: created, never flushed here. */
+  /* These hold per-sandbox state: created, never flushed here. */
   b_set (&b, SET_DNS, NFT_TYPE_IFNAME, IFNAMSIZ, 0);
   b_chain (&b, CHAIN_FORWARD, "filter", NF_INET_FORWARD, PRIO_FILTER);
+  b_chain (&b, CHAIN_SOURCE, "filter", NF_INET_PRE_ROUTING, PRIO_RAW);
   b_inbound_chain (&b, pfx);
   b_input_chain (&b, pool, pfx);
   b_postrouting_chain (&b, pool, pfx);
   b_chain (&b, marker, NULL, 0, 0);
   batch_end (&b);
-  if (batch_send (&n, &b, err) != 0)
-    return sbx_error_wrap (err, "egress: set up table inet %s", table);
-  return 0;
+  return batch_send (&n, &b, err);
+}
+
+int
+sbx_egress_init (const char *table, const sbx_egress_pool *pool, sbx_error **err)
+{
+  if (check_table (table, err) < 0 || check_pool (pool, err) < 0)
+    return -1;
+  const char *pfx = pool->ifprefix ? pool->ifprefix : "sbx";
+  char marker[CONFIG_MARKER_LEN];
+  config_marker (pool, pfx, marker);
+  for (int attempt = 0; attempt < RETRIES; attempt++)
+    {
+      int r = init_once (table, pool, pfx, marker, err);
+      if (r < 0)
+        return sbx_error_wrap (err, "egress: set up table inet %s", table);
+      if (r == 0)
+        return 0;
+      backoff (attempt);
+    }
+  return sbx_error_set (err, SBX_E_BUSY, 0, "egress: set up table inet %s: the ruleset kept changing", table);
 }
 
 /* ---- Per sandbox ---- */
@@ -1781,11 +1905,70 @@ b_sandbox_rules (batch *b, const names *nm, sbx_egress_mode mode)
   b_rule_add (b, last, mode == SBX_EGRESS_OPEN ? "open" : "nothing else");
 }
 
-/* Deletes the forward rules found for this sandbox or interface, and the
- * DNS permission of interfaces other than KEEP. */
+/* A rule of chain source for IFNAME, its comment naming the OWNER's chain,
+ * so that a remove without the interface's name finds it too. */
+static struct nftnl_rule *
+source_rule_new (const batch *b, const char *ifname, const char *owner)
+{
+  struct nftnl_rule *r = rule_new (b, CHAIN_SOURCE);
+  struct nftnl_udata_buf *u = nftnl_udata_buf_alloc (NFT_USERDATA_MAXLEN);
+  if (u == NULL || !nftnl_udata_put_strz (u, NFTNL_UDATA_RULE_COMMENT, owner))
+    abort ();
+  nftnl_rule_set_data (r, NFTNL_RULE_USERDATA, nftnl_udata_buf_data (u), nftnl_udata_buf_len (u));
+  nftnl_udata_buf_free (u);
+  m_ifname (r, NFT_META_IIFNAME, ifname, false, NFT_CMP_EQ);
+  return r;
+}
+
+/* The sandbox's interface takes only packets from the sandbox's own
+ * addresses, in any protocol: no forged source leaves the host (a
+ * reflection attack) or reaches another sandbox (injected traffic). IPv6
+ * also needs link-local sources for neighbour discovery and the
+ * unspecified address for duplicate address detection (ICMPv6 only); the
+ * kernel forwards neither. Dropped before conntrack: a forged packet leaves
+ * no entry behind. */
+static void
+b_source_rules (batch *b, const char *ifname, const char *owner, const sbx_egress_source *src)
+{
+  static const uint8_t unspec[16], ll[16] = { 0xfe, 0x80 }, ll_mask[16] = { 0xff, 0xc0 };
+  _cleanup_nftnl_ (nftnl_rule) struct nftnl_rule *v4 = source_rule_new (b, ifname, owner);
+  m_addr_load (v4, AF_INET, false);
+  e_cmp (v4, NFT_CMP_NEQ, src->v4.addr, 4);
+  e_verdict (v4, NF_DROP, NULL);
+  b_rule_add (b, v4, "IPv4 from another source");
+  _cleanup_nftnl_ (nftnl_rule) struct nftnl_rule *v6 = source_rule_new (b, ifname, owner);
+  if (src->v6.family != AF_INET6)
+    {
+      m_u8 (v6, NFT_META_NFPROTO, NFPROTO_IPV6);
+      e_verdict (v6, NF_DROP, NULL);
+      b_rule_add (b, v6, "IPv6: the sandbox has no IPv6 address");
+      return;
+    }
+  m_addr_load (v6, AF_INET6, false);
+  e_cmp (v6, NFT_CMP_NEQ, src->v6.addr, 16);
+  e_cmp (v6, NFT_CMP_NEQ, unspec, 16);
+  e_bitwise (v6, ll_mask, 16);
+  e_cmp (v6, NFT_CMP_NEQ, ll, 16);
+  e_verdict (v6, NF_DROP, NULL);
+  b_rule_add (b, v6, "IPv6 from another source");
+  _cleanup_nftnl_ (nftnl_rule) struct nftnl_rule *dad = source_rule_new (b, ifname, owner);
+  m_addr_load (dad, AF_INET6, false);
+  e_cmp (dad, NFT_CMP_EQ, unspec, 16);
+  e_meta (dad, NFT_META_L4PROTO);
+  uint8_t icmp6 = IPPROTO_ICMPV6;
+  e_cmp (dad, NFT_CMP_NEQ, &icmp6, 1);
+  e_verdict (dad, NF_DROP, NULL);
+  b_rule_add (b, dad, "IPv6 from the unspecified address but for ICMPv6");
+}
+
+/* Deletes the forward rules found for this sandbox or interface, the
+ * interface's source rules, and the DNS permission of interfaces other than
+ * KEEP. */
 static void
 b_forward_cleanup (batch *b, const tstate *t, const char *keep)
 {
+  for (size_t i = 0; i < t->nsrc; i++)
+    b_rule_del (b, CHAIN_SOURCE, &t->src_handles[i]);
   for (size_t i = 0; i < t->nrules; i++)
     {
       b_rule_del (b, CHAIN_FORWARD, &t->handles[i]);
@@ -1796,8 +1979,8 @@ b_forward_cleanup (batch *b, const tstate *t, const char *keep)
 }
 
 static int
-apply_once (const char *table, const names *nm, const char *ifname, sbx_egress_mode mode, const ranges *a4,
-            const ranges *a6, sbx_error **err)
+apply_once (const char *table, const names *nm, const char *ifname, const sbx_egress_source *src,
+            sbx_egress_mode mode, const ranges *a4, const ranges *a6, sbx_error **err)
 {
   _cleanup_nft_ nft n = { 0 };
   _cleanup_tstate_ tstate t = { .table = table, .target = nm->chain, .ifname = ifname };
@@ -1809,9 +1992,11 @@ apply_once (const char *table, const names *nm, const char *ifname, sbx_egress_m
   if (!strv_has (t.chains, CHAIN_FORWARD))
     return sbx_error_set (err, SBX_E_NOT_FOUND, 0, "nftables table inet %s is not set up (no forward chain)",
                           table);
-  if (!strv_has (t.chains, CHAIN_PRIVATE))
+  if (!strv_has (t.chains, CHAIN_PRIVATE) || !strv_has (t.chains, CHAIN_SOURCE))
     return sbx_error_set (err, SBX_E_NOT_FOUND, 0,
-                          "nftables table inet %s was set up by an older sbx (no " CHAIN_PRIVATE " chain)", table);
+                          "nftables table inet %s was set up by an older sbx (no " CHAIN_PRIVATE " or " CHAIN_SOURCE
+                          " chain)",
+                          table);
 
   _cleanup_batch_ batch b = { 0 };
   batch_start (&b, &n, table, (1 << 16) + (a4->n + a6->n + 1) * 256, &t.genid);
@@ -1826,17 +2011,28 @@ apply_once (const char *table, const names *nm, const char *ifname, sbx_egress_m
   m_ifname (jump, NFT_META_IIFNAME, ifname, false, NFT_CMP_EQ);
   e_verdict (jump, NFT_JUMP, nm->chain);
   b_rule_add (&b, jump, ifname);
+  b_source_rules (&b, ifname, nm->chain, src);
   b_dns (&b, ifname, mode != SBX_EGRESS_BLOCK);
   batch_end (&b);
   return batch_send (&n, &b, err);
 }
 
+/* A host address: a /32 or a /128. */
+static bool
+cidr_is_host (const sbx_cidr *c, int family)
+{
+  return c->family == family && cidr_valid (c) && c->prefix == cidr_width (c);
+}
+
 int
-sbx_egress_apply (const char *table, const char *sandbox_id, const char *ifname, sbx_egress_mode mode,
-                  const sbx_cidr *allow, size_t nallow, sbx_error **err)
+sbx_egress_apply (const char *table, const char *sandbox_id, const char *ifname, const sbx_egress_source *src,
+                  sbx_egress_mode mode, const sbx_cidr *allow, size_t nallow, sbx_error **err)
 {
   if (check_ids (table, sandbox_id, ifname, true, err) < 0)
     return -1;
+  if (src == NULL || !cidr_is_host (&src->v4, AF_INET) || (src->v6.family && !cidr_is_host (&src->v6, AF_INET6)))
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
+                          "egress: the sandbox's source addresses are not an IPv4 /32 and an optional IPv6 /128");
   if (mode != SBX_EGRESS_BLOCK && mode != SBX_EGRESS_ALLOW && mode != SBX_EGRESS_OPEN)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "egress: unknown mode %d", (int) mode);
   if (mode != SBX_EGRESS_ALLOW)
@@ -1859,7 +2055,7 @@ sbx_egress_apply (const char *table, const char *sandbox_id, const char *ifname,
   names_init (&nm, sandbox_id);
   for (int attempt = 0; attempt < RETRIES; attempt++)
     {
-      int r = apply_once (table, &nm, ifname, mode, &a4, &a6, err);
+      int r = apply_once (table, &nm, ifname, src, mode, &a4, &a6, err);
       if (r < 0)
         return sbx_error_wrap (err, "egress rules of sandbox %s", sandbox_id);
       if (r == 0)

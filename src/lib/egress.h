@@ -12,15 +12,25 @@
  *                            (and the IPv4 ones as v4-mapped and NAT64)
  *   set open4, open6         the private destinations the operator opened
  *   set dns-ifnames          sandbox interfaces that may ask the gateway's
- *                            resolver (not those in block mode)
+ *                            resolver and ping it (not those in block mode)
  *   chain refuse             tcp reset, else icmpx admin-prohibited: a
  *                            refused connection fails at once, not by timeout
  *   chain forward            hook forward: only `iifname IF jump sandbox-ID`
  *   chain inbound            hook forward: to a sandbox interface only
  *                            established/related traffic, nothing unsolicited
  *   chain input              hook input: from a sandbox interface to the host
- *                            only replies, neighbour discovery and DNS to the
- *                            gateway; everything else refused
+ *                            only replies, neighbour discovery, DNS and echo
+ *                            requests to its own gateway (an address of the
+ *                            interface it came in by: `fib daddr . iif type
+ *                            local`, so not another sandbox's resolver); the
+ *                            rest refused
+ *   chain source             hook prerouting, priority raw: per sandbox
+ *                            interface, a packet whose source is not the
+ *                            sandbox's own address is dropped, whatever its
+ *                            protocol, before conntrack sees it (IPv6 also
+ *                            lets link-local and, for ICMPv6, the
+ *                            unspecified address through: neighbour
+ *                            discovery; without an IPv6 address, no IPv6)
  *   chain postrouting        nat: masquerade the pool leaving by any interface
  *                            that is not a sandbox's
  *   chain private            private and not opened: refused; under observe,
@@ -91,19 +101,26 @@ typedef struct sbx_egress_pool {
  * one transaction. */
 int sbx_egress_init (const char *table, const sbx_egress_pool *pool, sbx_error **err);
 
+/* The addresses a sandbox's packets may come from: its own. */
+typedef struct sbx_egress_source {
+  sbx_cidr v4; /* its IPv4 address, a /32 (required) */
+  sbx_cidr v6; /* its IPv6 address, a /128; family 0 when it has none */
+} sbx_egress_source;
+
 /* (Re)makes the sandbox's chain and allow sets for MODE and ALLOW (ignored
- * unless MODE is ALLOW), its private counter (kept if it exists), and the
- * forward rule `iifname IFNAME jump
- * sandbox-ID`, replacing any earlier rules of this sandbox or of IFNAME in
- * one transaction. The refused ranges are checked before anything is
+ * unless MODE is ALLOW), its private counter (kept if it exists), the
+ * forward rule `iifname IFNAME jump sandbox-ID` and the source check of
+ * IFNAME in chain source (SRC), replacing any earlier rules of this sandbox
+ * or of IFNAME in one transaction. The refused ranges are checked before anything is
  * accepted, established connections included, so a destination refused by
  * the new rules stops at once (a reset or an ICMP error). The table must
  * have been made by sbx_egress_init (NOT_FOUND otherwise). */
-int sbx_egress_apply (const char *table, const char *sandbox_id, const char *ifname, sbx_egress_mode mode,
-                      const sbx_cidr *allow, size_t nallow, sbx_error **err);
+int sbx_egress_apply (const char *table, const char *sandbox_id, const char *ifname, const sbx_egress_source *src,
+                      sbx_egress_mode mode, const sbx_cidr *allow, size_t nallow, sbx_error **err);
 
 /* Removes the sandbox's chain, sets, counter, forward rule and DNS permission;
- * IFNAME (may be NULL) also drops forward rules matching that interface.
+ * IFNAME (may be NULL) also drops the forward and source rules matching that
+ * interface (the source rules are found by it alone).
  * Nothing to remove (or no table) is success. */
 int sbx_egress_remove (const char *table, const char *sandbox_id, const char *ifname, sbx_error **err);
 

@@ -205,20 +205,29 @@ sbx_fs_write_begin (int root, const char *path, mode_t mode, bool keep_mode, sbx
   if (fs_parent (root, path, &w->dir, &w->name, err) < 0)
     return -1;
   struct stat st;
-  if (fstatat (w->dir, w->name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+  bool exists = fstatat (w->dir, w->name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+  if (exists && S_ISDIR (st.st_mode))
     {
-      if (S_ISDIR (st.st_mode))
-        {
-          sbx_fs_write_abort (w);
-          return fs_error (err, EISDIR, "write", path);
-        }
-      if (S_ISREG (st.st_mode))
-        {
-          if (keep_mode)
-            w->mode = st.st_mode & 07777;
-          w->uid = st.st_uid;
-          w->gid = st.st_gid;
-        }
+      sbx_fs_write_abort (w);
+      return fs_error (err, EISDIR, "write", path);
+    }
+  /* DIR/ names a directory: never a file made there, or a symlink (even a
+   * dangling one) replaced. */
+  if (path[strlen (path) - 1] == '/')
+    {
+      sbx_fs_write_abort (w);
+      if (!exists)
+        return sbx_error_set (err, SBX_E_NOT_FOUND, 0,
+                              "write `%s`: no such directory (a path that ends in `/` names one)", path);
+      return sbx_error_set (err, SBX_E_PATH_INVALID, 0,
+                            "write `%s`: not a directory (a path that ends in `/` names one)", path);
+    }
+  if (exists && S_ISREG (st.st_mode))
+    {
+      if (keep_mode)
+        w->mode = st.st_mode & 07777;
+      w->uid = st.st_uid;
+      w->gid = st.st_gid;
     }
   for (int i = 0; i < 16 && w->fd < 0; i++)
     {

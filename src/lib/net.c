@@ -294,6 +294,10 @@ configure_inside (void *arg)
   const sbx_net *net = in->net;
   bool v6 = net->addr6.family == AF_INET6;
   /* IPv6 is as the pool says: the same policy as IPv4, or off. */
+  /* No CAP_NET_RAW in the sandbox (spec.c): ping sends through ICMP
+   * datagram sockets, which every group may open. */
+  if (sbx_netns_sysctl (-1, "net/ipv4/ping_group_range", "0 2147483647", &in->err) < 0)
+    return;
   if (!v6
       && (sbx_netns_sysctl (-1, "net/ipv6/conf/all/disable_ipv6", "1", &in->err) < 0
           || sbx_netns_sysctl (-1, "net/ipv6/conf/default/disable_ipv6", "1", &in->err) < 0))
@@ -329,7 +333,11 @@ add_links (sbx_net *net, sbx_error **err)
 int
 sbx_net_apply (const sbx_net *net, sbx_egress_mode mode, const sbx_cidr *allow, size_t nallow, sbx_error **err)
 {
-  if (sbx_egress_apply (SBX_EGRESS_TABLE, net->id, net->host_if, mode, allow, nallow, err) < 0)
+  sbx_egress_source src = { .v4 = net->addr4, .v6 = net->addr6 };
+  src.v4.prefix = 32;
+  if (src.v6.family == AF_INET6)
+    src.v6.prefix = 128;
+  if (sbx_egress_apply (SBX_EGRESS_TABLE, net->id, net->host_if, &src, mode, allow, nallow, err) < 0)
     return sbx_error_wrap (err, "egress rules");
   return 0;
 }

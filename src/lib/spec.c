@@ -14,10 +14,12 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
+/* podman's default set. Not CAP_NET_RAW (a raw socket forges any source
+ * address; ping uses ICMP datagram sockets, net.c opens them to every
+ * group), CAP_MKNOD or CAP_AUDIT_WRITE. */
 const char *const sbx_default_caps[] = {
-  "CAP_CHOWN",  "CAP_DAC_OVERRIDE", "CAP_FSETID",           "CAP_FOWNER",      "CAP_MKNOD",
-  "CAP_NET_RAW", "CAP_SETGID",      "CAP_SETUID",           "CAP_SETFCAP",     "CAP_SETPCAP",
-  "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_KILL",     "CAP_AUDIT_WRITE", NULL,
+  "CAP_CHOWN",  "CAP_DAC_OVERRIDE", "CAP_FSETID",     "CAP_FOWNER",           "CAP_SETGID", "CAP_SETUID",
+  "CAP_SETFCAP", "CAP_SETPCAP",     "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_KILL",   NULL,
 };
 
 static const char *const masked_paths[] = {
@@ -230,6 +232,16 @@ gen_linux (yajl_gen g, const sbx_spec_params *p)
   j_str (g, "linux");
   j_map (g);
   gen_namespaces (g, p);
+  /* Ping without CAP_NET_RAW, through ICMP datagram sockets, in the
+   * namespace runc makes for --block-network too (net.c sets the same in
+   * sbx's own). gVisor has its own network stack and takes no sysctl. */
+  if (strcmp (p->runtime, "runc") == 0)
+    {
+      j_str (g, "sysctl");
+      j_map (g);
+      j_kstr (g, "net.ipv4.ping_group_range", "0 2147483647");
+      j_endmap (g);
+    }
   gen_masked (g);
   gen_resources (g);
   j_kstr (g, "cgroupsPath", p->cgroup_path);

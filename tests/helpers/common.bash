@@ -14,8 +14,9 @@ bats_require_minimum_version 1.5.0
 : "${SBX_BUSYBOX:=/bin/busybox}"
 export SBX_BIN SBX_INIT SBX_TESTPAYLOAD
 
-# The container ecosystem's default capability set (DESIGN.md section 6).
-SBX_DEFAULT_CAPS=00000000a80425fb
+# podman's default capability set (DESIGN.md section 6): not NET_RAW (bit
+# 13), MKNOD (27) or AUDIT_WRITE (29).
+SBX_DEFAULT_CAPS=00000000800405fb
 
 # Debian's python3 (CI installs it); only the standard library is used.
 if [ -x /usr/bin/python3 ]; then
@@ -496,6 +497,9 @@ _sbx_net_names () {
     ls -A /run/sbx/leases 2>/dev/null | sed 's/^/sbx lease /'
     nft -a list table inet sbx 2>/dev/null | awk '$1 == "chain" || $1 == "set" || $1 == "counter" { print "nft " $1 " " $2 }' \
       | grep -- '-'
+    # A sandbox interface's forward jump and source check.
+    nft list table inet sbx 2>/dev/null | awk '$1 == "chain" { c = $2 } /iifname "/ && (c == "forward" || c == "source") {
+      match($0, /iifname "[^"]*"/); print "nft rule " c " " substr($0, RSTART + 9, RLENGTH - 10) }' | sort -u
   } | grep -i 'sbx\|sb-\|sandbox-' | sort
 }
 

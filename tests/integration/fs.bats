@@ -48,7 +48,8 @@ line two" "the sandbox sees the host's write"
   expect_eq "$(sbx --json fs "$id" stat /tmp/a.txt | jpipe 'd["mode"]')" 0751 "mode after write"
   expect_eq "$(sbx exec "$id" -- cat /tmp/a.txt)" v2 "content after write"
 
-  # upload / download: any bytes, mode kept
+  # upload / download: any bytes; upload keeps the mode, download makes a
+  # host file as any program would (0666 less the umask)
   head -c 3000000 /dev/urandom >"$BATS_TEST_TMPDIR/blob"
   chmod 0750 "$BATS_TEST_TMPDIR/blob"
   sbx fs "$id" upload "$BATS_TEST_TMPDIR/blob" /work/blob
@@ -57,7 +58,7 @@ line two" "the sandbox sees the host's write"
     "uploaded content"
   sbx fs "$id" download /work/blob "$BATS_TEST_TMPDIR/back"
   cmp "$BATS_TEST_TMPDIR/blob" "$BATS_TEST_TMPDIR/back" || fail "download differs"
-  expect_eq "$(stat -c %a "$BATS_TEST_TMPDIR/back")" 750 "downloaded mode"
+  expect_eq "$(stat -c %a "$BATS_TEST_TMPDIR/back")" "$(printf '%o' $((0666 & ~0$(umask))))" "downloaded mode"
   # cp both ways, into directories
   mkdir "$BATS_TEST_TMPDIR/outdir"
   sbx cp "$id:/root/in.txt" "$BATS_TEST_TMPDIR/outdir"
@@ -359,6 +360,71 @@ name" "a newline in a name, as JSON"
   # A host file that cannot be read: nothing changes.
   expect_error NOT_FOUND fs "$id" upload /no/such/host/file /data.txt
   expect_eq "$(sbx fs "$id" read /data.txt)" "old content" "after a failed upload"
+  sbx terminate --rm "$id" >/dev/null
+}
+
+# A host file made by download or cp has 0666 less the caller's umask,
+# whatever mode the sandbox gave its file: never 0777, setuid, setgid or
+# sticky.
+download_mode_case () {
+  local rt=$1 id
+  require_runtime "$rt"
+  id=$(sbx create --runtime "$rt")
+  sbx exec "$id" -- sh -c 'echo x > /tmp/open; chmod 0777 /tmp/open; echo y > /tmp/suid; chmod 6777 /tmp/suid;
+    echo z > /tmp/sticky; chmod 1755 /tmp/sticky'
+  expect_eq "$(sbx exec "$id" -- stat -c %a /tmp/open /tmp/suid /tmp/sticky | tr '\n' ' ')" "777 6777 1755 " \
+    "the sandbox's modes"
+  local f
+  for f in open suid sticky; do
+    (umask 022 && "$SBX_BIN" fs "$id" download "/tmp/$f" "$BATS_TEST_TMPDIR/$f.022") || fail "download $f"
+    (umask 077 && "$SBX_BIN" fs "$id" download "/tmp/$f" "$BATS_TEST_TMPDIR/$f.077") || fail "download $f"
+    expect_eq "$(stat -c %a "$BATS_TEST_TMPDIR/$f.022")" 644 "$f under umask 022"
+    expect_eq "$(stat -c %a "$BATS_TEST_TMPDIR/$f.077")" 600 "$f under umask 077"
+  done
+  # Over an existing host file, and by cp into a directory.
+  printf 'old\n' >"$BATS_TEST_TMPDIR/over"
+  chmod 0755 "$BATS_TEST_TMPDIR/over"
+  (umask 022 && "$SBX_BIN" fs "$id" download /tmp/suid "$BATS_TEST_TMPDIR/over") || fail "download over a file"
+  expect_eq "$(stat -c %a "$BATS_TEST_TMPDIR/over")" 644 "over an existing file"
+  expect_eq "$(cat "$BATS_TEST_TMPDIR/over")" y "content over an existing file"
+  mkdir "$BATS_TEST_TMPDIR/cpdir"
+  (umask 027 && "$SBX_BIN" cp "$id:/tmp/suid" "$BATS_TEST_TMPDIR/cpdir") || fail "cp out"
+  expect_eq "$(stat -c %a "$BATS_TEST_TMPDIR/cpdir/suid")" 640 "cp under umask 027"
+  sbx terminate --rm "$id" >/dev/null
+}
+
+@test "fs: download and cp make host files 0666 less the umask, never the sandbox's mode [runc]" {
+  download_mode_case runc
+}
+@test "fs: download and cp make host files 0666 less the umask, never the sandbox's mode [runsc]" {
+  download_mode_case runsc
+}
+
+@test "fs: upload or write to a path ending in / that is no directory fails and changes nothing" {
+  require_runtime runc
+  local id
+  id=$(sbx create --runtime runc)
+  sbx exec "$id" -- sh -c 'ln -s /no/such/target /dangling; ln -s /etc/hostname /tofile; echo keep > /file'
+  printf 'data\n' >"$BATS_TEST_TMPDIR/up"
+  expect_error PATH_INVALID fs "$id" upload "$BATS_TEST_TMPDIR/up" /dangling/
+  expect_contains "$output" "not a directory"
+  expect_error PATH_INVALID cp "$BATS_TEST_TMPDIR/up" "$id:/dangling/"
+  expect_error PATH_INVALID fs "$id" upload "$BATS_TEST_TMPDIR/up" /tofile/
+  expect_error PATH_INVALID fs "$id" upload "$BATS_TEST_TMPDIR/up" /file/
+  expect_error NOT_FOUND fs "$id" upload "$BATS_TEST_TMPDIR/up" /nothing/
+  run --separate-stderr sh -c "printf x | '$SBX_BIN' fs '$id' write /dangling/"
+  expect_status 125
+  expect_contains "$stderr" "PATH_INVALID"
+  expect_eq "$(sbx exec "$id" -- sh -c 'readlink /dangling; readlink /tofile; cat /file; ls -A / | grep -c "^\.sbx-write" || true')" \
+    "/no/such/target
+/etc/hostname
+keep
+0" "the links, the file, no temporary file"
+  sbx exec "$id" -- test ! -e /nothing || fail "/nothing was made"
+  # A directory, or a link to one, with the slash: the file goes inside.
+  sbx exec "$id" -- sh -c 'mkdir /dir; ln -s /dir /dirlink'
+  sbx fs "$id" upload "$BATS_TEST_TMPDIR/up" /dirlink/
+  expect_eq "$(sbx exec "$id" -- cat /dir/up)" data "upload through a link to a directory"
   sbx terminate --rm "$id" >/dev/null
 }
 

@@ -229,27 +229,40 @@ while True:
   open_mode runsc
 }
 
+# Without CAP_NET_RAW, ping is an ICMP datagram socket (iputils' ping falls
+# back to one; busybox's does not, hence the payload's).
 @test "network: icmp goes where tcp goes (runc)" {
   require_runtime runc
   local id
   id=$(sbx create --runtime runc --image payload)
-  in_sb "$id" "ping -c 1 -W 2 $INET"
+  in_sb "$id" "sbx-testpayload ping $INET"
   expect_status 0
-  in_sb "$id" "ping -c 1 -W 2 $METADATA"
+  in_sb "$id" "sbx-testpayload ping $INET6"
+  expect_status 0
+  in_sb "$id" "sbx-testpayload ping $METADATA"
   [ "$status" -ne 0 ] || fail "ping reached the metadata address: $output"
-  in_sb "$id" "ping -c 1 -W 2 $PRIVATE"
+  in_sb "$id" "sbx-testpayload ping $PRIVATE"
   [ "$status" -ne 0 ] || fail "ping reached a private address: $output"
 }
 
-# gVisor runs without raw sockets (--net-raw is off): nothing in a runsc
-# sandbox can send ICMP at all, to an allowed destination or any other.
+# gVisor runs without raw sockets (--net-raw is off), and its host network
+# stack opens no ICMP datagram sockets either: nothing in a runsc sandbox
+# can send ICMP at all, to its gateway, an allowed destination or any other,
+# nor forge a source.
 @test "network: no icmp leaves a runsc sandbox (no raw sockets)" {
   require_runtime runsc
-  local id
+  local id gw
   id=$(sbx create --image payload)
+  gw=$(sbx --json status "$id" | jpipe 'd["network"]["gateway"]')
   in_sb "$id" "ping -c 1 -W 2 $INET"
   [ "$status" -ne 0 ] || fail "ping worked under runsc: $output"
   expect_contains "$stderr" "raw socket"
+  in_sb "$id" "sbx-testpayload ping $gw"
+  expect_contains "$output" "ping: denied (EAFNOSUPPORT"
+  in_sb "$id" "sbx-testpayload ping $INET"
+  expect_contains "$output" "ping: denied (EAFNOSUPPORT"
+  in_sb "$id" "sbx-testpayload rawudp 203.0.113.99 $INET 9999 forged"
+  expect_contains "$output" "rawudp: denied (EAFNOSUPPORT"
   reaches "$id" "$INET"
 }
 
@@ -322,6 +335,13 @@ block_mode () {
   # Loopback works.
   in_sb "$id" "(echo hi | nc -l -p 9000 >/dev/null &) ; sleep 0.5; nc -w 2 127.0.0.1 9000 </dev/null; echo rc=\$?"
   expect_contains "$output" "rc=0"
+  # ping without CAP_NET_RAW, on loopback (runc: the namespace it made gets
+  # net.ipv4.ping_group_range too).
+  if [ "$rt" = runc ]; then
+    in_sb "$id" "cat /proc/sys/net/ipv4/ping_group_range; sbx-testpayload ping 127.0.0.1"
+    expect_status 0
+    expect_contains "$output" "ping: ok"
+  fi
   # No interface to open later.
   expect_error INVALID_ARGUMENT net "$id" --open
 }
@@ -394,6 +414,149 @@ net_changes () {
   refused "$b" "$addr" 8080
   addr=$(sbx --json status "$b" | jpipe 'd["network"]["address"]')
   refused "$a" "$addr" 8080
+}
+
+# --- forged sources, raw sockets, other sandboxes' resolvers ------------------------------
+
+# udp_listen PORT: records every UDP datagram to PORT in the test namespace,
+# IPv4 and IPv6, as "SOURCE DATA" lines in $SBX_TEST_DIR/udp.log.
+udp_listen () {
+  : >"$SBX_TEST_DIR/udp.log"
+  ip netns exec "$NS" "$PYTHON" -I -S -c 'import select, socket, sys
+socks = []
+for fam, any in ((socket.AF_INET, "0.0.0.0"), (socket.AF_INET6, "::")):
+    s = socket.socket(fam, socket.SOCK_DGRAM)
+    if fam == socket.AF_INET6:
+        s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+    s.bind((any, int(sys.argv[1])))
+    socks.append(s)
+out = open(sys.argv[2], "a", buffering=1)
+out.write("ready\n")
+while True:
+    for s in select.select(socks, [], [])[0]:
+        d, a = s.recvfrom(2048)
+        out.write("%s %s\n" % (a[0], d.decode(errors="replace")))' "$1" "$SBX_TEST_DIR/udp.log" &
+  HOST_LISTENER=$!
+  local i
+  for i in $(seq 100); do
+    grep -q ready "$SBX_TEST_DIR/udp.log" && return 0
+    sleep 0.05
+  done
+  fail "the UDP listener did not start"
+}
+
+# in_netns ID CMD...: CMD as the host's root (every capability) in the
+# network namespace of sandbox ID: what a sandbox holding CAP_NET_RAW could
+# send, through the same interface and rules.
+in_netns () {
+  local id=$1
+  shift
+  [ -e "/run/sbx/netns/$id" ] || fail "no namespace for $id"
+  nsenter --net="/run/sbx/netns/$id" "$@"
+}
+
+@test "network: a runc sandbox has no raw socket, and its interface drops forged sources (ipv4, ipv6)" {
+  require_runtime runc
+  local a b a4 a6 b4 b6 src
+  a=$(sbx create --runtime runc --image payload)
+  b=$(sbx create --runtime runc --image payload)
+  run --separate-stderr sbx --json status "$a"
+  a4=$(jget 'd["network"]["address"]')
+  a6=$(jget 'd["network"]["address6"]')
+  run --separate-stderr sbx --json status "$b"
+  b4=$(jget 'd["network"]["address"]')
+  b6=$(jget 'd["network"]["address6"]')
+  [ -n "$a6" ] && [ -n "$b6" ] || fail "no IPv6 addresses: $a6 $b6"
+  udp_listen 9999
+  # Without CAP_NET_RAW no raw socket opens, whatever the source.
+  in_sb "$a" "sbx-testpayload rawudp $a4 $INET 9999 raw-in-sandbox"
+  [ "$status" -ne 0 ] || fail "a raw socket opened in the sandbox: $output"
+  expect_contains "$output" "rawudp: denied (EPERM"
+  # With it, the sandbox's own addresses pass and every other is dropped on
+  # the sandbox's interface: a reflection victim, a public address, the
+  # other sandbox's addresses (which would make a service answer into it).
+  in_netns "$a" "$SBX_TESTPAYLOAD" rawudp "$a4" "$INET" 9999 genuine4 >/dev/null || fail "rawudp from $a4"
+  in_netns "$a" "$SBX_TESTPAYLOAD" rawudp "$a6" "$INET6" 9999 genuine6 >/dev/null || fail "rawudp from $a6"
+  for src in 203.0.113.99 8.8.8.8 "$b4"; do
+    in_netns "$a" "$SBX_TESTPAYLOAD" rawudp "$src" "$INET" 9999 "forged-from-$src" >/dev/null || fail "rawudp from $src"
+  done
+  for src in 2001:db8:100::99 "$b6"; do
+    in_netns "$a" "$SBX_TESTPAYLOAD" rawudp "$src" "$INET6" 9999 "forged-from-$src" >/dev/null || fail "rawudp from $src"
+  done
+  # The echo service: a forged request from B's address would send the
+  # answer into B.
+  in_netns "$a" "$SBX_TESTPAYLOAD" rawudp "$b4" "$INET" 7 forged-echo >/dev/null || fail "rawudp to the echo service"
+  sleep 1
+  grep -q ' genuine4$' "$SBX_TEST_DIR/udp.log" && grep -q ' genuine6$' "$SBX_TEST_DIR/udp.log" \
+    || fail "the sandbox's own addresses did not get through: $(cat "$SBX_TEST_DIR/udp.log")"
+  ! grep -q forged "$SBX_TEST_DIR/udp.log" || fail "forged datagrams arrived: $(cat "$SBX_TEST_DIR/udp.log")"
+  # Ordinary traffic of both is untouched.
+  udp_echo "$b" "$INET"
+  expect_eq "$output" "echo from $INET: ping" "udp from $b"
+  reaches "$a" "[$INET6]"
+  # The source check goes with the sandbox.
+  nft list chain inet sbx source | grep -q "sbx${a#sb-}" || fail "no source check for $a"
+  sbx terminate "$a" >/dev/null
+  ! nft list chain inet sbx source | grep -q "sbx${a#sb-}" || fail "the source check of $a outlived it"
+}
+
+@test "network: ping works without CAP_NET_RAW (runc): to its gateway and out, not to another sandbox's gateway" {
+  require_runtime runc
+  local a b gw gw6 gwb
+  a=$(sbx create --runtime runc --image payload)
+  b=$(sbx create --runtime runc --image payload)
+  run --separate-stderr sbx --json status "$a"
+  gw=$(jget 'd["network"]["gateway"]')
+  gw6=$(jget 'd["network"]["gateway6"]')
+  gwb=$(sbx --json status "$b" | jpipe 'd["network"]["gateway"]')
+  in_sb "$a" "cat /proc/sys/net/ipv4/ping_group_range"
+  expect_eq "$(echo $output)" "0 2147483647" ping_group_range
+  in_sb "$a" "sbx-testpayload caps"
+  [ $((0x$(echo "$output" | awk '$1 == "CapEff:" {print $2}') >> 13 & 1)) -eq 0 ] || fail "CAP_NET_RAW held: $output"
+  in_sb "$a" "sbx-testpayload ping $gw"
+  expect_status 0
+  in_sb "$a" "sbx-testpayload ping $gw6"
+  expect_status 0
+  in_sb "$a" "sbx-testpayload ping $INET"
+  expect_status 0
+  in_sb "$a" "sbx-testpayload ping $gwb"
+  [ "$status" -ne 0 ] || fail "$a pinged the gateway of $b: $output"
+  # busybox's ping knows only raw sockets: refused, as for any process
+  # without CAP_NET_RAW.
+  in_sb "$a" "ping -c 1 -W 2 $gw"
+  [ "$status" -ne 0 ] || fail "a raw-socket ping worked: $output"
+}
+
+
+# The resolver of each sandbox listens on its gateway; the input rule lets
+# a query reach only the gateway of the interface it came in by.
+@test "network: a sandbox's resolver answers only its own sandbox" {
+  require_runtime runc
+  require_runtime runsc
+  local a b c gwa gwb gwb6
+  a=$(sbx create --runtime runc --image payload)
+  b=$(sbx create --runtime runc --image payload)
+  c=$(sbx create --runtime runsc --image payload)
+  gwa=$(sbx --json status "$a" | jpipe 'd["network"]["gateway"]')
+  run --separate-stderr sbx --json status "$b"
+  gwb=$(jget 'd["network"]["gateway"]')
+  gwb6=$(jget 'd["network"]["gateway6"]')
+  in_sb "$a" "nslookup inet.test $gwa"
+  expect_status 0
+  expect_contains "$output" "$INET"
+  in_sb "$b" "nslookup inet.test $gwb"
+  expect_status 0
+  expect_contains "$output" "$INET"
+  local id
+  for id in "$a" "$c"; do
+    in_sb "$id" "nslookup inet.test $gwb"
+    [ "$status" -ne 0 ] || fail "$id used the resolver of $b: $output"
+    expect_not_contains "$output" "$INET"
+    in_sb "$id" "nslookup inet.test $gwb6"
+    [ "$status" -ne 0 ] || fail "$id used the IPv6 resolver of $b: $output"
+    in_sb "$id" "nc -w 3 $gwb 53 </dev/null; echo rc=\$?"
+    expect_contains "$output" "rc=1"
+  done
 }
 
 # --- bad input ------------------------------------------------------------------------
@@ -586,6 +749,7 @@ EOF2
   [ ! -e "/run/sbx/leases/$id" ] || fail "lease left"
   ! ip link show "sbx${id#sb-}" 2>/dev/null || fail "veth left"
   ! nft list chain inet sbx "sandbox-$id" >/dev/null 2>&1 || fail "chain left"
+  ! nft list chain inet sbx source 2>/dev/null | grep -q "sbx${id#sb-}" || fail "source check left"
 }
 
 @test "network: sbx info reports egress enforcement and the runsc stack" {

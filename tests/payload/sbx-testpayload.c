@@ -657,6 +657,125 @@ act_udp (char **argv)
   return 0;
 }
 
+/* ping ADDR: one echo request through an ICMP datagram socket, the way
+ * iputils' ping works without CAP_NET_RAW (allowed by the namespace's
+ * net.ipv4.ping_group_range), and its reply within 2 s. A probe. */
+static int
+act_ping (char **argv)
+{
+  bool v6 = strchr (argv[0], ':') != NULL;
+  struct sockaddr_in6 s6 = { .sin6_family = AF_INET6 };
+  struct sockaddr_in s4 = { .sin_family = AF_INET };
+  if (v6 ? inet_pton (AF_INET6, argv[0], &s6.sin6_addr) != 1 : inet_pton (AF_INET, argv[0], &s4.sin_addr) != 1)
+    return 2;
+  int fd = socket (v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, v6 ? IPPROTO_ICMPV6 : IPPROTO_ICMP);
+  if (fd < 0)
+    return denied_at ("socket", errno);
+  /* Type, code, checksum (the kernel fills it), id (the kernel's), seq. */
+  uint8_t req[16] = { v6 ? 128 : 8, 0, 0, 0, 0, 0, 0, 1, 's', 'b', 'x' }, rep[1500];
+  if (sendto (fd, req, sizeof req, 0, v6 ? (struct sockaddr *) &s6 : (struct sockaddr *) &s4,
+              v6 ? sizeof s6 : sizeof s4)
+      < 0)
+    return denied_at ("sendto", errno);
+  struct timeval tv = { 2, 0 };
+  setsockopt (fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  for (;;)
+    {
+      ssize_t n = recv (fd, rep, sizeof rep, 0);
+      if (n < 0)
+        return denied_at ("recv", errno);
+      if (n >= 8 && rep[0] == (v6 ? 129 : 0))
+        break;
+    }
+  close (fd);
+  return ok ();
+}
+
+/* The one's complement sum of LEN bytes, folded into SUM. */
+static uint32_t
+csum_add (uint32_t sum, const void *data, size_t len)
+{
+  const uint8_t *p = data;
+  for (size_t i = 0; i + 1 < len; i += 2)
+    sum += (uint32_t) (p[i] << 8 | p[i + 1]);
+  if (len & 1)
+    sum += (uint32_t) (p[len - 1] << 8);
+  return sum;
+}
+
+static uint16_t
+csum_fold (uint32_t sum)
+{
+  while (sum >> 16)
+    sum = (sum & 0xffff) + (sum >> 16);
+  return htons ((uint16_t) ~sum);
+}
+
+/* rawudp SRC DST PORT DATA: one UDP datagram whose IP header this process
+ * writes, source address included, through a raw socket (CAP_NET_RAW). A
+ * probe: `rawudp: ok` once sent. */
+static int
+act_rawudp (char **argv)
+{
+  bool v6 = strchr (argv[1], ':') != NULL;
+  size_t dlen = strlen (argv[3]), alen = v6 ? 16 : 4, hlen = v6 ? 40 : 20;
+  uint8_t src[16], dst[16], pkt[1500] = { 0 };
+  long port;
+  if (parse_long (argv[2], 1, 65535, &port) < 0 || dlen > 1000 || (strchr (argv[0], ':') != NULL) != v6
+      || inet_pton (v6 ? AF_INET6 : AF_INET, argv[0], src) != 1
+      || inet_pton (v6 ? AF_INET6 : AF_INET, argv[1], dst) != 1)
+    return 2;
+  uint16_t ulen = htons ((uint16_t) (8 + dlen)), sport = htons (40000), dport = htons ((uint16_t) port);
+  uint8_t *ip = pkt, *udp = pkt + hlen;
+  if (v6)
+    {
+      ip[0] = 0x60;
+      memcpy (ip + 4, &ulen, 2);
+      ip[6] = IPPROTO_UDP;
+      ip[7] = 64;
+      memcpy (ip + 8, src, 16);
+      memcpy (ip + 24, dst, 16);
+    }
+  else
+    {
+      uint16_t tot = htons ((uint16_t) (hlen + 8 + dlen));
+      ip[0] = 0x45;
+      memcpy (ip + 2, &tot, 2);
+      ip[8] = 64;
+      ip[9] = IPPROTO_UDP;
+      memcpy (ip + 12, src, 4);
+      memcpy (ip + 16, dst, 4);
+      uint16_t c = csum_fold (csum_add (0, ip, 20));
+      memcpy (ip + 10, &c, 2);
+    }
+  memcpy (udp, &sport, 2);
+  memcpy (udp + 2, &dport, 2);
+  memcpy (udp + 4, &ulen, 2);
+  memcpy (udp + 8, argv[3], dlen);
+  /* The pseudo-header: addresses, protocol, length. */
+  uint8_t proto[2] = { 0, IPPROTO_UDP };
+  uint32_t sum = csum_add (csum_add (0, src, alen), dst, alen);
+  sum = csum_add (csum_add (sum, proto, 2), &ulen, 2);
+  uint16_t c = csum_fold (csum_add (sum, udp, 8 + dlen));
+  if (c == 0)
+    c = 0xffff;
+  memcpy (udp + 6, &c, 2);
+
+  int fd = socket (v6 ? AF_INET6 : AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_RAW);
+  if (fd < 0)
+    return denied_at ("socket", errno);
+  struct sockaddr_in6 s6 = { .sin6_family = AF_INET6 };
+  struct sockaddr_in s4 = { .sin_family = AF_INET };
+  memcpy (&s6.sin6_addr, dst, 16);
+  memcpy (&s4.sin_addr, dst, 4);
+  ssize_t n = sendto (fd, pkt, hlen + 8 + dlen, 0, v6 ? (struct sockaddr *) &s6 : (struct sockaddr *) &s4,
+                      v6 ? sizeof s6 : sizeof s4);
+  if (n < 0)
+    return denied_at ("sendto", errno);
+  close (fd);
+  return ok ();
+}
+
 static int
 act_cat (char **argv)
 {
@@ -726,6 +845,8 @@ static const action actions[] = {
   { "echo", "ARGS...", 0, -1, act_echo },
   { "cat", "", 0, 0, act_cat },
   { "udp", "ADDR PORT DATA", 3, 3, act_udp },
+  { "rawudp", "SRC DST PORT DATA", 4, 4, act_rawudp },
+  { "ping", "ADDR", 1, 1, act_ping },
   { "hostname", "", 0, 0, act_hostname },
 };
 

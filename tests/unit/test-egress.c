@@ -472,6 +472,10 @@ cidr (const char *s)
   return c;
 }
 
+/* The sandbox's own addresses in every apply: those of the traffic tests'
+ * sandbox namespace. */
+static sbx_egress_source test_src;
+
 static const char *
 errmsg (const sbx_error *e)
 {
@@ -528,6 +532,16 @@ test_ruleset (void)
   hook = NULL;
   j_get_str (in, "hook", false, &hook, NULL);
   tap_ok (hook && strcmp (hook, "input") == 0, "input: hook input");
+  yajl_val srcc = rs_find (rs, "chain", "source");
+  hook = NULL;
+  long long prio = 0;
+  j_get_str (srcc, "hook", false, &hook, NULL);
+  yajl_val pv = j_get (srcc, "prio");
+  if (pv && YAJL_IS_INTEGER (pv))
+    prio = YAJL_GET_INTEGER (pv);
+  _cleanup_strv_ char **src0 = rs_rules (rs, "source");
+  tap_ok (hook && strcmp (hook, "prerouting") == 0 && prio == -300 && strv_len (src0) == 0,
+          "source: hook prerouting, priority raw (-300), no rules before a sandbox");
 
   static const char *const want4[] = { "0.0.0.0/8",      "127.0.0.0/8",  "168.63.129.16/32",
                                        "169.254.0.0/16", "192.0.0.0/24", "198.18.0.0/24",
@@ -567,10 +581,15 @@ test_ruleset (void)
 
   _cleanup_strv_ char **input = rs_rules (rs, "input");
   size_t ninput = strv_len (input);
-  tap_ok (ninput == 8 && has_all (input[0], "\"established\"", "\"accept\"", NULL)
-            && has_all (input[3], "@dns-ifnames", "198.18.0.1", "53", "udp", NULL)
-            && has_all (input[7], "\"goto\":{\"target\":\"refuse\"}", pfx, NULL),
-          "input: replies, neighbour discovery, DNS to the gateway, then the rest refused (%zu rules)", ninput);
+  tap_ok (ninput == 10 && has_all (input[0], "\"established\"", "\"accept\"", NULL)
+            && has_all (input[3], "@dns-ifnames", "198.18.0.1", "\"fib\":{\"result\":\"type\",\"flags\":[\"daddr\",\"iif\"]}",
+                        "\"local\"", "53", "udp", NULL)
+            && has_all (input[7], "@dns-ifnames", "\"local\"", "\"icmp\"", "echo-request", "\"accept\"", NULL)
+            && has_all (input[8], "@dns-ifnames", "\"local\"", "\"icmpv6\"", "echo-request", "\"accept\"", NULL)
+            && has_all (input[9], "\"goto\":{\"target\":\"refuse\"}", pfx, NULL),
+          "input: replies, neighbour discovery, DNS and ping to the gateway on the interface it came in by, then "
+          "the rest refused (%zu rules)",
+          ninput);
   _cleanup_strv_ char **inbound = rs_rules (rs, "inbound");
   tap_ok (strv_len (inbound) == 2 && has_all (inbound[0], "oifname", "\"established\"", "\"accept\"", NULL)
             && has_all (inbound[1], "oifname", "\"goto\"", "\"refuse\"", NULL),
@@ -587,7 +606,7 @@ test_ruleset (void)
   /* Allow mode. */
   sbx_cidr allow[] = { cidr ("203.0.113.0/24"), cidr ("203.0.113.128/25"), cidr ("198.51.100.7"),
                        cidr ("2001:db8:1::/48"), cidr ("10.1.2.0/24") };
-  r = sbx_egress_apply (table, "t1", ifa, SBX_EGRESS_ALLOW, allow, ARRAY_SIZE (allow), &err);
+  r = sbx_egress_apply (table, "t1", ifa, &test_src, SBX_EGRESS_ALLOW, allow, ARRAY_SIZE (allow), &err);
   tap_ok (r == 0, "apply allow to t1 (%s)", r ? errmsg (err) : "ok");
   yajl_tree_free (rs);
   rs = ruleset (table);
@@ -621,6 +640,14 @@ test_ruleset (void)
           "forward: iifname %s jump sandbox-t1", ifa);
   _cleanup_strv_ char **dns = rs_elems (rs, "dns-ifnames");
   tap_ok (strv_has (dns, ifa), "dns-ifnames holds %s", ifa);
+  _cleanup_strv_ char **src = rs_rules (rs, "source");
+  tap_ok (strv_len (src) == 3
+            && has_all (src[0], want_iif, "\"ip\"", "\"saddr\"", "\"!=\"", "198.18.0.2", "\"drop\"", NULL)
+            && has_all (src[1], want_iif, "\"ip6\"", "\"saddr\"", "\"!=\"", "2001:db8:5b::2", "\"::\"",
+                        "fe80::", "\"drop\"", NULL)
+            && has_all (src[2], want_iif, "\"ip6\"", "\"::\"", "\"!=\"", "ipv6-icmp", "\"drop\"", NULL),
+          "source: %s drops IPv4 not from 198.18.0.2, IPv6 not from 2001:db8:5b::2, link-local or :: (ICMPv6 only)",
+          ifa);
 
   /* init keeps the sandboxes. */
   r = sbx_egress_init (table, &pool, &err);
@@ -633,7 +660,7 @@ test_ruleset (void)
   dns = rs_elems (rs, "dns-ifnames");
   strv_free (input);
   input = rs_rules (rs, "input");
-  tap_ok (strv_len (fw) == 1 && strv_has (dns, ifa) && strv_len (input) == 8,
+  tap_ok (strv_len (fw) == 1 && strv_has (dns, ifa) && strv_len (input) == 10,
           "init again keeps sandbox jumps and DNS permissions, and does not duplicate its rules");
 
   /* Observe: the shared chain stops refusing; the sandboxes' chains stay. */
@@ -677,7 +704,7 @@ test_ruleset (void)
   pool.nopen = 0;
 
   /* Block replaces allow. */
-  r = sbx_egress_apply (table, "t1", ifa, SBX_EGRESS_BLOCK, NULL, 0, &err);
+  r = sbx_egress_apply (table, "t1", ifa, &test_src, SBX_EGRESS_BLOCK, NULL, 0, &err);
   tap_ok (r == 0, "apply block to t1 (%s)", r ? errmsg (err) : "ok");
   yajl_tree_free (rs);
   rs = ruleset (table);
@@ -700,7 +727,7 @@ test_ruleset (void)
   tap_ok (!strv_has (dns, ifa), "block: no DNS for %s", ifa);
 
   /* Open, on a new interface. */
-  r = sbx_egress_apply (table, "t1", ifb, SBX_EGRESS_OPEN, NULL, 0, &err);
+  r = sbx_egress_apply (table, "t1", ifb, &test_src, SBX_EGRESS_OPEN, NULL, 0, &err);
   tap_ok (r == 0, "apply open to t1 on %s (%s)", ifb, r ? errmsg (err) : "ok");
   yajl_tree_free (rs);
   rs = ruleset (table);
@@ -717,10 +744,29 @@ test_ruleset (void)
   tap_ok (strv_len (fw) == 1 && has_all (fw[0], want_iif_b, "sandbox-t1", NULL),
           "open: the jump moved to %s, the old one is gone", ifb);
   tap_ok (strv_has (dns, ifb) && !strv_has (dns, ifa), "open: DNS for %s only", ifb);
+  strv_free (src);
+  src = rs_rules (rs, "source");
+  tap_ok (strv_len (src) == 3 && has_all (src[0], want_iif_b, NULL) && has_all (src[1], want_iif_b, NULL)
+            && has_all (src[2], want_iif_b, NULL),
+          "open: the source check moved to %s, none left on %s", ifb, ifa);
 
   sbx_cidr one[] = { cidr ("1.1.1.1") };
-  r = sbx_egress_apply (table, "t2", ifc, SBX_EGRESS_ALLOW, one, 1, &err);
+  sbx_egress_source v4only = { .v4 = cidr ("198.18.0.6") }, wide_src = { .v4 = cidr ("198.18.0.4/30") };
+  r = sbx_egress_apply (table, "t2", ifc, &wide_src, SBX_EGRESS_ALLOW, one, 1, &err);
+  tap_ok (r < 0 && err->code == SBX_E_INVALID_ARGUMENT, "a source that is not one address is refused (%s)",
+          r ? errmsg (err) : "accepted");
+  tap_ok (sbx_egress_apply (table, "t2", ifc, NULL, SBX_EGRESS_ALLOW, one, 1, &err) < 0
+            && err->code == SBX_E_INVALID_ARGUMENT,
+          "no source addresses: refused");
+  r = sbx_egress_apply (table, "t2", ifc, &v4only, SBX_EGRESS_ALLOW, one, 1, &err);
   tap_ok (r == 0, "apply allow to t2 (%s)", r ? errmsg (err) : "ok");
+  yajl_tree_free (rs);
+  rs = ruleset (table);
+  strv_free (src);
+  src = rs_rules (rs, "source");
+  tap_ok (strv_len (src) == 5 && has_all (src[3], ifc, "198.18.0.6", NULL)
+            && has_all (src[4], ifc, "\"ipv6\"", "\"drop\"", NULL) && !strstr (src[4], "saddr"),
+          "t2 without IPv6: its interface takes no IPv6 at all");
   _cleanup_strv_ char **ids = NULL;
   tap_ok (sbx_egress_list (table, &ids, &err) == 0 && strv_len (ids) == 2 && strcmp (ids[0], "t1") == 0
             && strcmp (ids[1], "t2") == 0,
@@ -728,7 +774,7 @@ test_ruleset (void)
 
   /* A batch the kernel refuses leaves nothing half-made. */
   sh ("nft add set inet %s sandbox-t3-v4 '{ type ipv6_addr; flags interval; }'", table);
-  r = sbx_egress_apply (table, "t3", pfx, SBX_EGRESS_ALLOW, allow, ARRAY_SIZE (allow), &err);
+  r = sbx_egress_apply (table, "t3", pfx, &test_src, SBX_EGRESS_ALLOW, allow, ARRAY_SIZE (allow), &err);
   tap_ok (r < 0 && strstr (errmsg (err), "sandbox-t3-v4"), "apply refused by the kernel names the step: %s",
           r ? errmsg (err) : "ok");
   yajl_tree_free (rs);
@@ -754,6 +800,10 @@ test_ruleset (void)
             && rs_find (rs, "counter", "sandbox-t2-private")
             && !strv_has (dns, ifb),
           "remove: t1's chain, sets, counter, jump and DNS permission are gone; t2's stay");
+  strv_free (src);
+  src = rs_rules (rs, "source");
+  tap_ok (strv_len (src) == 2 && has_all (src[0], ifc, NULL) && has_all (src[1], ifc, NULL),
+          "remove: t1's source rules are gone, t2's stay");
   pk = 1;
   r = sbx_egress_private_count (table, "t1", &pk, &err);
   tap_ok (r == 0 && pk == 0, "private count of a removed sandbox: 0 (%s)", r ? errmsg (err) : "ok");
@@ -783,8 +833,11 @@ test_ruleset (void)
   dns = rs_elems (rs, "dns-ifnames");
   strv_free (ids);
   ids = NULL;
-  tap_ok (strv_len (fw) == 0 && strv_len (dns) == 0 && sbx_egress_list (table, &ids, &err) == 0 && strv_len (ids) == 0,
-          "nothing of any sandbox is left");
+  strv_free (src);
+  src = rs_rules (rs, "source");
+  tap_ok (strv_len (fw) == 0 && strv_len (dns) == 0 && strv_len (src) == 0 && sbx_egress_list (table, &ids, &err) == 0
+            && strv_len (ids) == 0,
+          "nothing of any sandbox is left (t2's source rules found by their comment)");
 
   /* The longest lists: more elements than one netlink attribute holds. */
   sbx_cidr *many = xmalloc (SBX_EGRESS_ALLOW_MAX * sizeof *many);
@@ -799,7 +852,7 @@ test_ruleset (void)
   r = sbx_egress_init (table, &pool, &err);
   tap_ok (r == 0, "init with %d opened ranges (%s)", SBX_EGRESS_ALLOW_MAX, r ? errmsg (err) : "ok");
   if (r == 0)
-    r = sbx_egress_apply (table, "t5", ifa, SBX_EGRESS_ALLOW, many, SBX_EGRESS_ALLOW_MAX, &err);
+    r = sbx_egress_apply (table, "t5", ifa, &test_src, SBX_EGRESS_ALLOW, many, SBX_EGRESS_ALLOW_MAX, &err);
   tap_ok (r == 0, "apply an allow-list of %d ranges (%s)", SBX_EGRESS_ALLOW_MAX, r ? errmsg (err) : "ok");
   yajl_tree_free (rs);
   rs = ruleset (table);
@@ -817,19 +870,19 @@ test_ruleset (void)
   tap_ok (r == 0, "remove t5, init without opened ranges (%s)", r ? errmsg (err) : "ok");
 
   /* Bad input. */
-  tap_ok (sbx_egress_apply (table, "t1", "bad/if", SBX_EGRESS_OPEN, NULL, 0, &err) < 0
+  tap_ok (sbx_egress_apply (table, "t1", "bad/if", &test_src, SBX_EGRESS_OPEN, NULL, 0, &err) < 0
             && err->code == SBX_E_INVALID_ARGUMENT,
           "an invalid interface name is refused");
-  tap_ok (sbx_egress_apply (table, "../x", ifa, SBX_EGRESS_OPEN, NULL, 0, &err) < 0
+  tap_ok (sbx_egress_apply (table, "../x", ifa, &test_src, SBX_EGRESS_OPEN, NULL, 0, &err) < 0
             && err->code == SBX_E_INVALID_ARGUMENT,
           "an invalid sandbox id is refused");
   sbx_cidr wide = cidr ("10.0.0.0/8");
   wide.addr[3] = 1;
-  tap_ok (sbx_egress_apply (table, "t1", ifa, SBX_EGRESS_ALLOW, &wide, 1, &err) < 0
+  tap_ok (sbx_egress_apply (table, "t1", ifa, &test_src, SBX_EGRESS_ALLOW, &wide, 1, &err) < 0
             && err->code == SBX_E_INVALID_ARGUMENT,
           "an allow entry with host bits set is refused");
   _cleanup_free_ char *missing = xasprintf ("%sx", table);
-  r = sbx_egress_apply (missing, "t1", ifa, SBX_EGRESS_OPEN, NULL, 0, &err);
+  r = sbx_egress_apply (missing, "t1", ifa, &test_src, SBX_EGRESS_OPEN, NULL, 0, &err);
   tap_ok (r < 0 && err->code == SBX_E_NOT_FOUND, "apply without init: NOT_FOUND (%s)", r ? errmsg (err) : "ok");
 
   tap_ok (sh ("nft delete table inet %s", table) == 0, "delete the test table");
@@ -871,11 +924,11 @@ test_concurrent (void)
         for (int i = 0; i < ROUNDS; i++)
           {
             sbx_egress_mode mode = i % 3 == 0 ? SBX_EGRESS_BLOCK : i % 3 == 1 ? SBX_EGRESS_OPEN : SBX_EGRESS_ALLOW;
-            bad += sbx_egress_apply (table, id, ifn, mode, &a, 1, NULL) < 0;
+            bad += sbx_egress_apply (table, id, ifn, &test_src, mode, &a, 1, NULL) < 0;
             if (i % 4 == 3)
               bad += sbx_egress_remove (table, id, ifn, NULL) < 0;
           }
-        bad += sbx_egress_apply (table, id, ifn, SBX_EGRESS_ALLOW, &a, 1, NULL) < 0;
+        bad += sbx_egress_apply (table, id, ifn, &test_src, SBX_EGRESS_ALLOW, &a, 1, NULL) < 0;
         _exit (bad ? 1 : 0);
       }
   int failed = 0;
@@ -890,6 +943,29 @@ test_concurrent (void)
   _cleanup_strv_ char **ids = NULL;
   tap_ok (strv_len (fw) == WRITERS && sbx_egress_list (table, &ids, NULL) == 0 && strv_len (ids) == WRITERS,
           "concurrency: one jump and one chain per sandbox (%zu jumps)", strv_len (fw));
+  /* Inits of two pools at once (two sbx.conf, two versions of sbx): each
+   * deletes the other's marker chain; none may fail on a chain the other
+   * deleted first. */
+  for (int k = 0; k < WRITERS; k++)
+    if ((pids[k] = fork ()) == 0)
+      {
+        sbx_egress_pool pk = pool;
+        int bad = 0;
+        for (int i = 0; i < ROUNDS; i++)
+          {
+            pk.observe = (i + k) % 2;
+            bad += sbx_egress_init (table, &pk, NULL) < 0;
+          }
+        _exit (bad ? 1 : 0);
+      }
+  failed = 0;
+  for (int k = 0; k < WRITERS; k++)
+    {
+      int st = 0;
+      failed += pids[k] < 0 || waitpid (pids[k], &st, 0) < 0 || !WIFEXITED (st) || WEXITSTATUS (st) != 0;
+    }
+  tap_ok (failed == 0, "concurrency: %d processes init two pools in turn, %d times each, all succeed", WRITERS,
+          ROUNDS);
   tap_ok (sh ("nft delete table inet %s", table) == 0, "concurrency: delete the test table");
   test_table = NULL;
 }
@@ -1162,13 +1238,101 @@ netenv_teardown (netenv *ne)
   free (ne->w);
 }
 
+static socklen_t
+sockaddr_of (const char *addr, uint16_t port, struct sockaddr_storage *ss)
+{
+  memset (ss, 0, sizeof *ss);
+  struct sockaddr_in6 *a6 = (struct sockaddr_in6 *) ss;
+  struct sockaddr_in *a4 = (struct sockaddr_in *) ss;
+  if (strchr (addr, ':'))
+    {
+      a6->sin6_family = AF_INET6;
+      a6->sin6_port = htons (port);
+      inet_pton (AF_INET6, addr, &a6->sin6_addr);
+      return sizeof *a6;
+    }
+  a4->sin_family = AF_INET;
+  a4->sin_port = htons (port);
+  inet_pton (AF_INET, addr, &a4->sin_addr);
+  return sizeof *a4;
+}
+
+/* A UDP datagram from the sandbox namespace with source address SRC
+ * (IP_TRANSPARENT binds any address, as a raw socket would forge it) to
+ * DST:9999 in the world, where a socket waits: whether it arrived. */
+static bool
+udp_arrives (netenv *ne, const char *src, const char *dst)
+{
+  struct sockaddr_storage sa, da, any;
+  socklen_t sl = sockaddr_of (src, 0, &sa), dl = sockaddr_of (dst, 9999, &da);
+  bool v6 = da.ss_family == AF_INET6;
+  int one = 1;
+  sockaddr_of (v6 ? "::" : "0.0.0.0", 9999, &any);
+  enter (ne->wfd);
+  _cleanup_close_ int l = socket (da.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (v6)
+    setsockopt (l, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+  bool ok = l >= 0 && bind (l, (struct sockaddr *) &any, dl) == 0;
+  enter (ne->sfd);
+  _cleanup_close_ int fd = socket (da.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ok = ok && fd >= 0
+       && setsockopt (fd, v6 ? SOL_IPV6 : SOL_IP, v6 ? IPV6_TRANSPARENT : IP_TRANSPARENT, &one, sizeof one) == 0
+       && bind (fd, (struct sockaddr *) &sa, sl) == 0
+       && sendto (fd, "udp", 3, 0, (struct sockaddr *) &da, dl) == 3;
+  enter (ne->orig);
+  struct pollfd p = { .fd = l, .events = POLLIN };
+  char buf[8];
+  return ok && poll (&p, 1, 1000) == 1 && recv (l, buf, sizeof buf, 0) == 3;
+}
+
+/* A sandbox's interface takes only its own source addresses: forged ones
+ * neither leave the host nor reach another sandbox's address. */
+static void
+test_forged_sources (netenv *ne)
+{
+  static const char *const forged[][2] = {
+    { "203.0.113.99", "203.0.113.2" },     /* a reflection attack's victim */
+    { "198.18.0.77", "203.0.113.2" },      /* another sandbox's address */
+    { "2001:db8:ff::99", "2001:db8:ff::2" },
+    { "2001:db8:5b::77", "2001:db8:ff::2" },
+  };
+  tap_ok (udp_arrives (ne, "198.18.0.2", "203.0.113.2") && udp_arrives (ne, "2001:db8:5b::2", "2001:db8:ff::2"),
+          "source: UDP from the sandbox's own addresses (198.18.0.2, 2001:db8:5b::2) arrives");
+  for (size_t i = 0; i < ARRAY_SIZE (forged); i++)
+    tap_ok (!udp_arrives (ne, forged[i][0], forged[i][1]), "source: UDP forged from %s to %s is dropped",
+            forged[i][0], forged[i][1]);
+  /* The rule is what drops them: without it they go through. */
+  sh ("ip netns exec %s nft flush chain inet sbx source", ne->h);
+  bool all = true;
+  for (size_t i = 0; i < ARRAY_SIZE (forged); i++)
+    all = all && udp_arrives (ne, forged[i][0], forged[i][1]);
+  tap_ok (all, "source: control, with chain source flushed the forged datagrams arrive");
+}
+
+/* An ICMP echo from the sandbox namespace to ADDR (an ICMP datagram
+ * socket, as ping without CAP_NET_RAW) is answered within a second. */
+static bool
+pings (netenv *ne, const char *addr)
+{
+  struct sockaddr_storage da;
+  socklen_t dl = sockaddr_of (addr, 0, &da);
+  enter (ne->sfd);
+  _cleanup_close_ int fd = socket (AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, IPPROTO_ICMP);
+  enter (ne->orig);
+  uint8_t req[16] = { 8, 0, 0, 0, 0, 0, 0, 1 }, rep[256];
+  if (fd < 0 || sendto (fd, req, sizeof req, 0, (struct sockaddr *) &da, dl) < 0)
+    return false;
+  struct pollfd p = { .fd = fd, .events = POLLIN };
+  return poll (&p, 1, 1000) == 1 && recv (fd, rep, sizeof rep, 0) >= 8 && rep[0] == 0;
+}
+
 /* The library's calls run in the host namespace of the test. */
 static int
 in_host (netenv *ne, sbx_egress_mode mode, const sbx_cidr *allow, size_t n, const char *pfx, sbx_error **err)
 {
   _cleanup_free_ char *ifname = xasprintf ("%s0", pfx);
   enter (ne->hfd);
-  int r = sbx_egress_apply ("sbx", "sb-traffic", ifname, mode, allow, n, err);
+  int r = sbx_egress_apply ("sbx", "sb-traffic", ifname, &test_src, mode, allow, n, err);
   enter (ne->orig);
   return r;
 }
@@ -1189,8 +1353,9 @@ test_traffic (void)
   tap_ok (connects (&ne, "192.168.77.1", 8080, peer, sizeof peer) && strcmp (peer, "198.18.0.2") == 0,
           "control, before any rule: the sandbox reaches 192.168.77.1 (seen as %s)", peer);
 
-  sbx_egress_pool pool = { .v4 = cidr ("198.18.0.0/24"), .ifprefix = pfx, .dns = true,
-                           .gateway4 = cidr ("198.18.0.1/32") };
+  /* As sbx makes it: DNS to any address of the pool, so long as it is
+   * the gateway of the sandbox's own interface. */
+  sbx_egress_pool pool = { .v4 = cidr ("198.18.0.0/24"), .ifprefix = pfx, .dns = true };
   _cleanup_error_ sbx_error *err = NULL;
   enter (ne.hfd);
   r = sbx_egress_init ("sbx", &pool, &err);
@@ -1247,6 +1412,14 @@ test_traffic (void)
             && refused (&ne, "203.0.113.1", 8080, &e),
           "open: private, metadata and host addresses stay refused");
   tap_ok (connects (&ne, "198.18.0.1", 53, peer, sizeof peer), "open: DNS to the gateway connects (%s)", peer);
+  /* Another sandbox's gateway: an address of the pool, local to the host,
+   * on another interface. */
+  sh ("ip -n %s addr add 198.18.0.200/32 dev lo; ip netns exec %s sysctl -qw net.ipv4.ping_group_range='0 0'", ne.h,
+      ne.s);
+  tap_ok (refused (&ne, "198.18.0.200", 53, &e), "open: DNS to another interface's address in the pool is refused (%s)",
+          strerror (e));
+  tap_ok (pings (&ne, "198.18.0.1"), "open: the gateway answers ping");
+  tap_ok (!pings (&ne, "198.18.0.200"), "open: another interface's address in the pool does not");
   netenv_teardown (&ne);
 }
 
@@ -1300,6 +1473,9 @@ test_private_traffic (void)
   tap_ok (r == 0, "private: init, 10.78.0.0/16 opened (%s)", r ? errmsg (err) : "ok");
   r = in_host (&ne, SBX_EGRESS_OPEN, NULL, 0, pfx, &err);
   tap_ok (r == 0, "private: apply open (%s)", r ? errmsg (err) : "ok");
+  test_forged_sources (&ne);
+  r = in_host (&ne, SBX_EGRESS_OPEN, NULL, 0, pfx, &err);
+  tap_ok (r == 0, "private: apply open again, the source check back (%s)", r ? errmsg (err) : "ok");
   tap_ok (connects (&ne, "2001:db8:ff::3", 8080, peer, sizeof peer) && strcmp (peer, "2001:db8:ff::1") == 0,
           "open: a public IPv6 destination connects, masqueraded (seen as %s)", peer);
   tap_ok (refused (&ne, "10.77.0.1", 8080, &e), "open: a private 10.x destination is refused (%s)", strerror (e));
@@ -1382,6 +1558,8 @@ main (void)
 {
   signal (SIGPIPE, SIG_IGN);
   atexit (drop_test_table);
+  test_src.v4 = cidr ("198.18.0.2");
+  test_src.v6 = cidr ("2001:db8:5b::2");
   test_cidr_good ();
   test_cidr_bad ();
   test_cidr_fuzz ();
