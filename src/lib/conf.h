@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "egress.h" /* sbx_cidr, sbx_cidr_parse */
 #include "error.h"
@@ -27,6 +28,13 @@
 #define SBX_CONF_OPEN_NAME_MAX 63
 #define SBX_CONF_HOST_MAX 253
 #define SBX_RESOLV_MAX 8
+
+/* The shipped defaults of the disk keys (sbx.conf(5)). */
+#define SBX_DISK_DEFAULT (10ULL << 30)
+#define SBX_DISK_MIN (16ULL << 20)
+#define SBX_DISK_MAX (64ULL << 40)
+#define SBX_IMAGE_SIZE_MAX_DEFAULT (20ULL << 30)
+#define SBX_STORE_RESERVE_DEFAULT (1ULL << 30)
 
 typedef struct sbx_conf_open {
   char *name;    /* 1-63 of [a-z0-9_-], unique in the file */
@@ -44,6 +52,9 @@ typedef struct sbx_conf {
   bool observe;          /* private_policy = observe (default: drop) */
   char *expose_address;  /* address exposed ports listen on; default "127.0.0.1"; an IPv4 or IPv6 literal */
   char *expose_host;     /* host name printed in URLs; default: expose_address (IPv6 in brackets) */
+  uint64_t disk;           /* a sandbox's disk limit when create has no --disk; 0 = none */
+  uint64_t image_size_max; /* the most an import or a build may expand to (its layers' files) */
+  uint64_t store_reserve;  /* store operations refuse to start with less free on the store's filesystem */
 } sbx_conf;
 
 /* PATH NULL: $SBX_CONF if set and not empty, else SBX_CONF_PATH_DEFAULT

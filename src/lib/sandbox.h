@@ -41,6 +41,7 @@ typedef struct sbx_sandbox_opts {
   double cpu;    /* cores, 0 = unlimited */
   uint64_t memory; /* bytes, 0 = unlimited */
   int64_t pids;
+  int64_t disk;    /* bytes of writable layer (disk.h), 0 = unlimited; -1 at create: sbx.conf's default */
   bool block_network;
   char **allow;      /* --allow CIDRs at create (empty: the internet) */
   char **ports;      /* --port N, exposed at create */
@@ -79,6 +80,7 @@ typedef struct sbx_sandbox {
   char *net_addr4, *net_addr6, *net_gateway4, *net_gateway6;
   char **urls;        /* "PORT URL" of each exposed port */
   int64_t net_private_seen; /* connections to private ranges counted in observe mode */
+  int64_t disk_used;  /* not saved: filled by whoever reads it (sbx_disk_used), -1 = not known */
 } sbx_sandbox;
 
 const char *sbx_state_name (sbx_state s);
@@ -106,8 +108,13 @@ int sbx_sandbox_resolve (const sbx_store *st, const char *ref, char **ret_id, sb
 int sbx_sandbox_list (const sbx_store *st, char ***ret_ids, sbx_error **err);
 /* true when the monitor of ID holds its lock. */
 bool sbx_sandbox_monitor_alive (const sbx_store *st, const char *id);
+/* The upper and work directories, relative to ROOT: in the sandbox's disk
+ * image (mounted by sbx_sandbox_mount_root) when it has a disk limit. */
+char *sbx_sandbox_upper_rel (const sbx_sandbox *sb);
 /* Mounts the sandbox's overlay root (its image's layers under sbx's top
- * layer, its upper dir) on ROOT/sandboxes/ID/rootfs. The caller is in a
+ * layer, its upper dir) on ROOT/sandboxes/ID/rootfs, its disk image first
+ * when it has one (the image's lock then stays open for the life of the
+ * process, as the mount). The caller is in a
  * private mount namespace of its own; the working directory becomes ROOT.
  * READONLY: a read-only view (no upper or work dir in use). */
 int sbx_sandbox_mount_root (const sbx_store *st, const sbx_sandbox *sb, bool readonly, sbx_error **err);
