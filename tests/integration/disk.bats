@@ -1,0 +1,154 @@
+#!/usr/bin/env bats
+# Disk limits: --disk (and sbx.conf's disk, 10Gi shipped) bounds a sandbox's
+# writable layer under both runtimes: a 20 GB write stops at the limit with
+# ENOSPC inside, the host pays at most the limit, status shows it; the files
+# of a limited sandbox outlive it (fs, commit) as any other's.
+
+load ../helpers/common
+
+setup () {
+  sbx_setup
+  sbx_import_payload
+}
+
+MiB=1048576
+
+# Bytes the sandbox's writable layer takes on the host.
+host_bytes () {
+  echo $(($(stat -c %b "$SBX_ROOT/sandboxes/$1/disk.img") * 512))
+}
+
+# fill RT ID LIMIT_MIB: 20 GB of zeros into the sandbox's root; the write
+# fails with ENOSPC, short of the limit, and the host pays at most the limit.
+fill () {
+  local id=$2 limit=$3
+  run --separate-stderr sbx exec "$id" -- sh -c \
+    'dd if=/dev/zero of=/big bs=1M count=20480 2>&1; echo "dd=$?"; ls -l /big | awk "{print \"size=\" \$5}"'
+  expect_status 0
+  expect_contains "$output" "No space left on device"
+  expect_contains "$output" "dd=1"
+  local size
+  size=$(printf '%s\n' "$output" | sed -n 's/^size=//p')
+  [ -n "$size" ] || fail "no size of /big: $output"
+  [ "$size" -le $((limit * MiB)) ] || fail "/big grew to $size bytes under a $limit MiB limit"
+  [ "$size" -ge $((limit * MiB / 2)) ] || fail "/big stopped at $size bytes, far below the $limit MiB limit"
+  local host
+  host=$(host_bytes "$id")
+  [ "$host" -le $((limit * MiB + MiB)) ] || fail "the host gave $host bytes to a $limit MiB limit"
+}
+
+disk_limit () {
+  local rt=$1 id
+  require_runtime "$rt"
+  id=$(sbx create --runtime "$rt" --image payload --disk 64Mi)
+  fill "$rt" "$id" 64
+  # status shows the limit and what it uses.
+  run --separate-stderr sbx status "$id"
+  expect_status 0
+  expect_contains "$output" "disk:       64.0 MiB ("
+  run --separate-stderr sbx --json status "$id"
+  expect_eq "$(printf '%s' "$output" | jget 'd["options"]["disk"]')" $((64 * MiB)) "options.disk"
+  local used
+  used=$(printf '%s' "$output" | jget 'd["disk_used"]')
+  [ "$used" -ge $((32 * MiB)) ] || fail "disk_used $used after filling 64 MiB"
+  # What it deletes goes back to the host, and it can write again.
+  run --separate-stderr sbx exec "$id" -- sh -c 'rm /big && dd if=/dev/zero of=/again bs=1M count=8 2>&1 && sync'
+  expect_status 0
+  local host
+  host=$(host_bytes "$id")
+  [ "$host" -le $((16 * MiB)) ] || fail "the host still gives $host bytes after the sandbox deleted its files"
+  sbx terminate "$id" >/dev/null
+}
+
+@test "disk: a 20 GB write stops at --disk 64Mi with ENOSPC inside [runc]" { disk_limit runc; }
+@test "disk: a 20 GB write stops at --disk 64Mi with ENOSPC inside [runsc]" { disk_limit runsc; }
+
+conf_default () {
+  local rt=$1 id
+  require_runtime "$rt"
+  sbx_write_conf "disk = 48Mi"
+  id=$(sbx create --runtime "$rt" --image payload)
+  run --separate-stderr sbx --json status "$id"
+  expect_eq "$(printf '%s' "$output" | jget 'd["options"]["disk"]')" $((48 * MiB)) "options.disk from sbx.conf"
+  fill "$rt" "$id" 48
+  sbx terminate "$id" >/dev/null
+}
+
+@test "disk: sbx.conf's disk is the default limit [runc]" { conf_default runc; }
+@test "disk: sbx.conf's disk is the default limit [runsc]" { conf_default runsc; }
+
+@test "disk: the shipped default is 10Gi, seen inside as the root's size" {
+  require_runtime runc
+  local id
+  id=$(sbx create --runtime runc --image payload)
+  run --separate-stderr sbx --json status "$id"
+  expect_eq "$(printf '%s' "$output" | jget 'd["options"]["disk"]')" $((10 * 1024 * MiB)) "options.disk"
+  run --separate-stderr sbx status "$id"
+  expect_contains "$output" "disk:       10.0 GiB ("
+  # The root's filesystem is the 10 GiB image (its metadata aside).
+  run --separate-stderr sbx exec "$id" -- sh -c 'df -k / | awk "NR == 2 {print \$2}"'
+  expect_status 0
+  [ "$output" -gt $((9 * 1024 * 1024)) ] && [ "$output" -le $((10 * 1024 * 1024)) ] \
+    || fail "the root is $output KiB, not about 10 GiB"
+  [ -f "$SBX_ROOT/sandboxes/$id/disk.img" ] || fail "no disk image"
+  sbx terminate "$id" >/dev/null
+}
+
+@test "disk: --disk 0 is no limit, explicitly" {
+  require_runtime runc
+  local id
+  sbx_write_conf "disk = 48Mi"
+  id=$(sbx create --runtime runc --image payload --disk 0)
+  run --separate-stderr sbx --json status "$id"
+  expect_eq "$(printf '%s' "$output" | jget 'd["options"]["disk"]')" 0 "options.disk"
+  run --separate-stderr sbx status "$id"
+  expect_contains "$output" "disk:       unlimited"
+  [ ! -e "$SBX_ROOT/sandboxes/$id/disk.img" ] || fail "a disk image for --disk 0"
+  # Past what sbx.conf's 48Mi would allow.
+  run --separate-stderr sbx exec "$id" -- sh -c 'dd if=/dev/zero of=/big bs=1M count=64 2>&1 && rm /big'
+  expect_status 0
+  sbx terminate "$id" >/dev/null
+}
+
+@test "disk: sizes out of range are refused and nothing is made" {
+  local bad
+  for bad in 1Mi 15Mi abc -1 1Pi 100Ti ""; do
+    expect_error INVALID_ARGUMENT create --runtime runc --disk "$bad"
+    expect_contains "$stderr" "--disk"
+  done
+  sbx_write_conf "disk = 1Ki"
+  expect_error INVALID_ARGUMENT create --runtime runc
+  expect_contains "$stderr" "disk"
+  sbx_write_conf
+  run sbx ls -q
+  expect_eq "$output" "" "sandboxes after refused creates"
+}
+
+# The files of a limited sandbox: fs while it runs and after, commit of a
+# running and of an ended one (its image mounted read-only, briefly).
+files_outlive () {
+  local rt=$1 id img
+  require_runtime "$rt"
+  id=$(sbx create --runtime "$rt" --image payload --disk 32Mi)
+  sbx exec "$id" -- sh -c 'echo live > /live && mkdir -p /d && echo x > /d/x && rm /bin/true' >/dev/null
+  img=$(sbx commit --tag running "$id")
+  [ -n "$img" ] || fail "no image from a commit of a running sandbox"
+  sbx terminate "$id" >/dev/null
+  run --separate-stderr sbx fs "$id" read /live
+  expect_status 0
+  expect_eq "$output" live "fs read after the end"
+  printf 'written\n' | sbx fs "$id" write /after >/dev/null
+  run --separate-stderr sbx fs "$id" read /after
+  expect_eq "$output" written "fs write after the end"
+  sbx commit --tag ended "$id" >/dev/null
+  run --separate-stderr sbx run --rm --runtime "$rt" --image running -- sh -c 'cat /live /d/x; test -e /bin/true || echo gone'
+  expect_status 0
+  expect_eq "$output" "$(printf 'live\nx\ngone')" "files of the running commit"
+  run --separate-stderr sbx run --rm --runtime "$rt" --image ended -- cat /live /after
+  expect_eq "$output" "$(printf 'live\nwritten')" "files of the ended commit"
+  sbx rm "$id" >/dev/null
+  [ ! -e "$SBX_ROOT/sandboxes/$id" ] || fail "the sandbox's directory (and image) after rm"
+}
+
+@test "disk: a limited sandbox's files outlive it: fs, commit [runc]" { files_outlive runc; }
+@test "disk: a limited sandbox's files outlive it: fs, commit [runsc]" { files_outlive runsc; }
