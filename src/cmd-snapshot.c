@@ -104,7 +104,7 @@ cmd_snapshot (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   _cleanup_free_ char *id = NULL;
   _cleanup_sandbox_ sbx_sandbox *sb = NULL;
   if (cli_store (cli, &st, err) < 0 || cli_sandbox_id (cli, argv[optind], &id, err) < 0
-      || sbx_sandbox_get (st, id, &sb, err) < 0)
+      || sbx_sandbox_get (st, id, &sb, err) < 0 || sbx_store_begin_write (st, "snapshot", err) < 0)
     return -1;
   if (strcmp (sb->opts.runtime, "runsc") != 0)
     {

@@ -128,7 +128,7 @@ static int
 create_common (const sbx_store *st, sbx_sandbox_opts *opts, const sbx_image *image, const char *restore_from,
                int64_t chan_base, sbx_sandbox **ret, sbx_error **err)
 {
-  if (validate_opts (opts, err) < 0)
+  if (validate_opts (opts, err) < 0 || sbx_store_begin_write (st, "create", err) < 0)
     return -1;
   if (opts->disk < 0)
     {
