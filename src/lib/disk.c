@@ -5,6 +5,7 @@
 #include "runtime.h"
 #include "util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/loop.h>
@@ -216,15 +217,62 @@ mount_image (int imgfd, const char *mnt, bool readonly, sbx_error **err)
   return 0;
 }
 
+/* Whether a loop device is bound to the image open on FD: then an ext4 of
+ * it is mounted somewhere, or being unmounted (a mounter's flock goes when
+ * its process's files close, before its namespace and mounts go). */
+static bool
+image_attached (int fd)
+{
+  struct stat img;
+  if (fstat (fd, &img) < 0)
+    return false;
+  _cleanup_closedir_ DIR *d = opendir ("/sys/block");
+  struct dirent *de;
+  while (d && (de = readdir (d)) != NULL)
+    {
+      if (strncmp (de->d_name, "loop", 4) != 0)
+        continue;
+      _cleanup_free_ char *bf = xasprintf ("/sys/block/%s/loop/backing_file", de->d_name);
+      _cleanup_free_ char *path = NULL;
+      size_t len = 0;
+      if (read_file (bf, 8192, &path, &len, NULL) < 0)
+        continue; /* not bound */
+      while (len > 0 && path[len - 1] == '\n')
+        path[--len] = '\0';
+      struct stat s;
+      if (stat (path, &s) == 0 && s.st_dev == img.st_dev && s.st_ino == img.st_ino)
+        return true;
+    }
+  return false;
+}
+
+#define LOCK_WAIT_MS 5000
+
+/* The image open and flocked (shared to read, exclusive to write), and
+ * bound to no loop device. WAIT: a holder may be on its way out (an ended
+ * sandbox's monitor, a finished `sbx fs`): wait for it, up to 5 s. */
 static int
 open_locked (const char *img, bool readonly, bool wait, int *ret, sbx_error **err)
 {
   _cleanup_close_ int fd = open (img, (readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0)
     return sbx_error_set (err, errno == ENOENT ? SBX_E_NOT_FOUND : SBX_E_INTERNAL, errno, "open `%s`", img);
-  if (flock (fd, (readonly ? LOCK_SH : LOCK_EX) | (wait ? 0 : LOCK_NB)) < 0)
-    return sbx_error_set (err, errno == EWOULDBLOCK ? SBX_E_BUSY : SBX_E_INTERNAL, errno,
-                          "the disk `%s` is in use elsewhere", img);
+  for (int ms = 0;; ms += 10)
+    {
+      if (flock (fd, (readonly ? LOCK_SH : LOCK_EX) | LOCK_NB) == 0)
+        break;
+      if (errno != EWOULDBLOCK)
+        return sbx_error_errno (err, errno, "lock `%s`", img);
+      if (!wait || ms >= LOCK_WAIT_MS)
+        return sbx_error_set (err, SBX_E_BUSY, 0, "the disk `%s` is in use elsewhere", img);
+      usleep (10000);
+    }
+  for (int ms = 0; image_attached (fd); ms += 10)
+    {
+      if (!wait || ms >= LOCK_WAIT_MS)
+        return sbx_error_set (err, SBX_E_BUSY, 0, "the disk `%s` is still mounted elsewhere", img);
+      usleep (10000);
+    }
   *ret = steal_fd (&fd);
   return 0;
 }
@@ -235,7 +283,7 @@ sbx_disk_mount (const sbx_store *st, const char *id, bool readonly, int *ret_loc
   _cleanup_free_ char *img = sbx_store_path (st, "sandboxes/%s/disk.img", id);
   _cleanup_free_ char *mnt = sbx_store_path (st, "sandboxes/%s/disk", id);
   _cleanup_close_ int fd = -1;
-  if (open_locked (img, readonly, false, &fd, err) < 0 || mount_image (fd, mnt, readonly, err) < 0)
+  if (open_locked (img, readonly, true, &fd, err) < 0 || mount_image (fd, mnt, readonly, err) < 0)
     return sbx_error_wrap (err, "mount the disk of sandbox %s", id);
   if (!readonly)
     {
@@ -374,9 +422,10 @@ sbx_disk_open_upper (const sbx_store *st, const sbx_sandbox *sb, int *ret_fd, in
   _cleanup_free_ char *mnt = sbx_store_path (st, "sandboxes/%s/disk", sb->id);
   _cleanup_close_ int lock = -1;
   _cleanup_error_ sbx_error *e = NULL;
-  if (open_locked (img, true, false, &lock, &e) < 0)
+  bool running = sb->monitor_pid > 0 && sbx_sandbox_monitor_alive (st, sb->id);
+  if (open_locked (img, true, !running, &lock, &e) < 0)
     {
-      if (e->code != SBX_E_BUSY || sb->monitor_pid <= 0 || !sbx_sandbox_monitor_alive (st, sb->id))
+      if (e->code != SBX_E_BUSY || !running)
         {
           *err = steal_pointer (&e);
           return sbx_error_wrap (err, "the disk of sandbox %s", sb->id);

@@ -152,3 +152,121 @@ files_outlive () {
 
 @test "disk: a limited sandbox's files outlive it: fs, commit [runc]" { files_outlive runc; }
 @test "disk: a limited sandbox's files outlive it: fs, commit [runsc]" { files_outlive runsc; }
+
+# --- image_size_max and store_reserve (sbx.conf) --------------------------------
+
+layer_count () {
+  find "$SBX_ROOT/layers/sha256" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l
+}
+
+# Nothing half-written: no layer directory in the making left behind.
+no_partial_layers () {
+  local left
+  left=$(find "$SBX_ROOT/layers/tmp" -mindepth 1 -maxdepth 1 2>/dev/null)
+  [ -z "$left" ] || fail "partial layers left: $left"
+}
+
+# A tarball of NAME=MiB zero files, compressed to almost nothing.
+zero_tar () {
+  local out=$1 dir
+  shift
+  dir=$(mktemp -d "$BATS_TEST_TMPDIR/zt.XXXXXX")
+  for f in "$@"; do dd if=/dev/zero of="$dir/${f%%=*}" bs=1M count="${f#*=}" 2>/dev/null; done
+  tar -C "$dir" -czf "$out" .
+  rm -rf "$dir"
+}
+
+@test "disk: import refuses an archive that expands past image_size_max; nothing is written" {
+  zero_tar "$BATS_TEST_TMPDIR/bomb.tgz" a=6 b=6
+  [ "$(stat -c %s "$BATS_TEST_TMPDIR/bomb.tgz")" -lt 100000 ] || fail "the archive is not small"
+  local n
+  n=$(layer_count)
+  sbx_write_conf "image_size_max = 10Mi"
+  expect_error RESOURCE_EXHAUSTED import --tag bomb "$BATS_TEST_TMPDIR/bomb.tgz"
+  expect_contains "$stderr" "image_size_max"
+  expect_eq "$(layer_count)" "$n" "layers after the refused import"
+  no_partial_layers
+  expect_error NOT_FOUND create --image bomb
+  # The same archive under a limit it fits.
+  sbx_write_conf "image_size_max = 16Mi"
+  sbx import --tag bomb "$BATS_TEST_TMPDIR/bomb.tgz" >/dev/null
+  expect_eq "$(layer_count)" $((n + 1)) "layers after the import that fits"
+}
+
+# Each layer under the limit, the image over it: an OCI archive of three
+# (busybox, 5 MiB, 5 MiB).
+@test "disk: import refuses an image whose layers together pass image_size_max" {
+  require_runtime runc
+  local id
+  id=$(sbx create --runtime runc --block-network)
+  sbx exec "$id" -- dd if=/dev/zero of=/b bs=1M count=5 2>/dev/null
+  sbx commit --tag one "$id" >/dev/null
+  sbx terminate "$id" >/dev/null
+  id=$(sbx create --runtime runc --block-network --image one)
+  sbx exec "$id" -- dd if=/dev/zero of=/c bs=1M count=5 2>/dev/null
+  sbx commit --tag two "$id" >/dev/null
+  sbx terminate "$id" >/dev/null
+  sbx export two "$BATS_TEST_TMPDIR/two.tar" >/dev/null
+  sbx rm $(sbx ls -q) >/dev/null
+  sbx rmi two one >/dev/null
+  sbx gc >/dev/null
+  local n
+  n=$(layer_count)
+  sbx_write_conf "image_size_max = 10Mi"
+  expect_error RESOURCE_EXHAUSTED import --tag two "$BATS_TEST_TMPDIR/two.tar"
+  expect_contains "$stderr" "3 layers expand to"
+  expect_contains "$stderr" "image_size_max"
+  expect_error NOT_FOUND create --image two
+  sbx gc >/dev/null
+  expect_eq "$(layer_count)" "$n" "layers after the refused import and gc"
+  no_partial_layers
+}
+
+@test "disk: build and commit refuse a layer past image_size_max" {
+  require_runtime runc
+  mkdir -p "$BATS_TEST_TMPDIR/ctx"
+  printf '{"base":"busybox","steps":[{"run":"dd if=/dev/zero of=/big bs=1M count=12"}]}' \
+    >"$BATS_TEST_TMPDIR/ctx/blueprint.json"
+  local n id
+  sbx tag busybox base-only # the built-in image's layer, made on first use
+  n=$(layer_count)
+  sbx_write_conf "image_size_max = 10Mi"
+  expect_error RESOURCE_EXHAUSTED build --runtime runc --tag big "$BATS_TEST_TMPDIR/ctx"
+  expect_contains "$stderr" "image_size_max"
+  expect_eq "$(layer_count)" "$n" "layers after the refused build"
+  no_partial_layers
+  expect_error NOT_FOUND create --image big
+  id=$(sbx create --runtime runc --block-network)
+  sbx exec "$id" -- dd if=/dev/zero of=/big bs=1M count=12 2>/dev/null
+  expect_error RESOURCE_EXHAUSTED commit --tag big "$id"
+  expect_eq "$(layer_count)" "$n" "layers after the refused commit"
+  no_partial_layers
+  sbx terminate "$id" >/dev/null
+}
+
+@test "disk: store operations refuse to start below store_reserve; nothing is made" {
+  require_runtime runc
+  local id n snapdir
+  id=$(sbx create --runtime runc --block-network)
+  zero_tar "$BATS_TEST_TMPDIR/small.tgz" a=1
+  sbx tag busybox base-only
+  mkdir -p "$BATS_TEST_TMPDIR/ctx"
+  printf '{"base":"busybox","steps":[{"run":"true"}]}' >"$BATS_TEST_TMPDIR/ctx/blueprint.json"
+  n=$(layer_count)
+  # More than any test host has free.
+  sbx_write_conf "store_reserve = 60Ti"
+  expect_error RESOURCE_EXHAUSTED create --runtime runc
+  expect_contains "$stderr" "store_reserve"
+  expect_error RESOURCE_EXHAUSTED run --runtime runc -- true
+  expect_error RESOURCE_EXHAUSTED import --tag small "$BATS_TEST_TMPDIR/small.tgz"
+  expect_error RESOURCE_EXHAUSTED build --runtime runc "$BATS_TEST_TMPDIR/ctx"
+  expect_error RESOURCE_EXHAUSTED commit --tag c "$id"
+  expect_error RESOURCE_EXHAUSTED snapshot "$id"
+  expect_eq "$(sbx ls -q)" "$id" "sandboxes after the refused operations"
+  expect_eq "$(layer_count)" "$n" "layers"
+  expect_eq "$(state_of "$id")" running "the sandbox a refused snapshot left alone"
+  # 0 turns the check off.
+  sbx_write_conf "store_reserve = 0"
+  sbx import --tag small "$BATS_TEST_TMPDIR/small.tgz" >/dev/null
+  sbx terminate "$id" >/dev/null
+}
