@@ -148,11 +148,17 @@ int
 sbx_disk_make (const sbx_store *st, const char *id, uint64_t size, sbx_error **err)
 {
   _cleanup_free_ char *tpl = NULL;
-  if (template_path (st, size, &tpl, err) < 0)
-    return -1;
-  _cleanup_close_ int in = open (tpl, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (in < 0)
-    return sbx_error_errno (err, errno, "open `%s`", tpl);
+  _cleanup_close_ int in = -1;
+  /* Twice: gc may remove the template between the look and the open. */
+  for (int i = 0; i < 2 && in < 0; i++)
+    {
+      free (steal_pointer (&tpl));
+      if (template_path (st, size, &tpl, err) < 0)
+        return -1;
+      in = open (tpl, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+      if (in < 0 && (errno != ENOENT || i == 1))
+        return sbx_error_errno (err, errno, "open `%s`", tpl);
+    }
   _cleanup_free_ char *img = sbx_store_path (st, "sandboxes/%s/disk.img", id);
   _cleanup_close_ int out = open (img, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (out < 0)
@@ -455,4 +461,26 @@ sbx_disk_used (const sbx_store *st, const char *id)
   if (stat (img, &s) < 0)
     return -1;
   return (int64_t) s.st_blocks * 512;
+}
+
+void
+sbx_disk_gc (const sbx_store *st, uint64_t keep_size)
+{
+  _cleanup_free_ char *dir = sbx_store_path (st, "disk");
+  _cleanup_free_ char *keep = xasprintf ("ext4-%llu.img", (unsigned long long) keep_size);
+  _cleanup_closedir_ DIR *d = opendir (dir);
+  struct dirent *de;
+  int64_t now = now_unix ();
+  while (d && (de = readdir (d)) != NULL)
+    {
+      struct stat s;
+      bool tmp = strncmp (de->d_name, ".ext4-", 6) == 0;
+      if ((!tmp && strncmp (de->d_name, "ext4-", 5) != 0) || strcmp (de->d_name, keep) == 0
+          || fstatat (dirfd (d), de->d_name, &s, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG (s.st_mode))
+        continue;
+      /* One being formatted is left its hour. */
+      if (tmp && now - (int64_t) s.st_mtime < 3600)
+        continue;
+      unlinkat (dirfd (d), de->d_name, 0);
+    }
 }

@@ -54,6 +54,10 @@ int sbx_disk_mount (const sbx_store *st, const char *id, bool readonly, int *ret
  * to close after *RET_FD. */
 int sbx_disk_open_upper (const sbx_store *st, const sbx_sandbox *sb, int *ret_fd, int *ret_lock, sbx_error **err);
 
+/* Removes the templates of sizes other than KEEP_SIZE (sbx.conf's disk:
+ * remade on demand) and those a killed format left. */
+void sbx_disk_gc (const sbx_store *st, uint64_t keep_size);
+
 /* Bytes the sandbox's writable layer takes on the host: the image's
  * allocated blocks (-1 when it has none). */
 int64_t sbx_disk_used (const sbx_store *st, const char *id);
