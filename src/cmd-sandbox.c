@@ -375,7 +375,7 @@ cmd_status (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   if (load_sandbox (cli, argv[first], &st, &sb, err) < 0)
     return -1;
   if (sb->opts.disk > 0)
-    sb->disk_used = sbx_disk_used (st, sb->id);
+    sb->disk_used = sbx_disk_used (st, sb);
   if (cli->json)
     {
       yajl_gen g = cli_json_begin ();
@@ -764,7 +764,7 @@ stats_one (sbx_cli *cli, const char *ref, sbx_error **err)
   /* With a limit, what its image takes on the host; without, its files. */
   _cleanup_free_ char *upper = sbx_store_path (st, "sandboxes/%s/upper", sb->id);
   _cleanup_close_ int ufd = sb->opts.disk > 0 ? -1 : open (upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  int64_t disk = sb->opts.disk > 0 ? sbx_disk_used (st, sb->id) : ufd >= 0 ? disk_usage (ufd, 0) : 0, rx = 0, tx = 0;
+  int64_t disk = sb->opts.disk > 0 ? sbx_disk_used (st, sb) : ufd >= 0 ? disk_usage (ufd, 0) : 0, rx = 0, tx = 0;
   if (disk < 0)
     disk = 0;
   if (running)

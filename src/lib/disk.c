@@ -18,6 +18,7 @@
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -203,14 +204,12 @@ loop_attach (int fd, bool readonly, char *dev, size_t devlen, sbx_error **err)
   return sbx_error_set (err, SBX_E_BUSY, 0, "no free loop device after 64 tries");
 }
 
-/* Mounts the image open (and locked) on IMGFD at MNT. */
+/* Mounts DEV (its fd LFD, bound to the image) at MNT. */
 static int
-mount_image (int imgfd, const char *mnt, bool readonly, sbx_error **err)
+mount_loop (int lfd, const char *dev, const char *mnt, bool readonly, sbx_error **err)
 {
-  char dev[64];
-  _cleanup_close_ int lfd = loop_attach (imgfd, readonly, dev, sizeof dev, err);
   if (lfd < 0)
-    return -1;
+    return sbx_error_set (err, SBX_E_INTERNAL, 0, "no loop device");
   if (mkdir (mnt, 0700) < 0 && errno != EEXIST)
     return sbx_error_errno (err, errno, "mkdir `%s`", mnt);
   /* discard: what the sandbox deletes goes back to the host (holes
@@ -221,6 +220,17 @@ mount_image (int imgfd, const char *mnt, bool readonly, sbx_error **err)
     return sbx_error_errno (err, errno, "mount `%s` on `%s`", dev, mnt);
   /* The mount holds the device now; closing ours lets it clear with it. */
   return 0;
+}
+
+/* Mounts the image open (and locked) on IMGFD at MNT. */
+static int
+mount_image (int imgfd, const char *mnt, bool readonly, sbx_error **err)
+{
+  char dev[64];
+  _cleanup_close_ int lfd = loop_attach (imgfd, readonly, dev, sizeof dev, err);
+  if (lfd < 0)
+    return -1;
+  return mount_loop (lfd, dev, mnt, readonly, err);
 }
 
 /* Whether a loop device is bound to the image open on FD: then an ext4 of
@@ -283,13 +293,53 @@ open_locked (const char *img, bool readonly, bool wait, int *ret, sbx_error **er
   return 0;
 }
 
+void
+sbx_disk_attach (const sbx_store *st, const char *id, bool readonly, sbx_disk_att *a)
+{
+  *a = (sbx_disk_att) { .lock = -1, .loop = -1, .readonly = readonly, .done = true };
+  _cleanup_free_ char *img = sbx_store_path (st, "sandboxes/%s/disk.img", id);
+  if (open_locked (img, readonly, true, &a->lock, &a->err) == 0)
+    a->loop = loop_attach (a->lock, readonly, a->dev, sizeof a->dev, &a->err);
+}
+
+void
+sbx_disk_att_clear (sbx_disk_att *a)
+{
+  closep (&a->loop);
+  closep (&a->lock);
+  sbx_error_free (a->err);
+  a->err = NULL;
+  a->done = false;
+}
+
 int
 sbx_disk_mount (const sbx_store *st, const char *id, bool readonly, int *ret_lock, sbx_error **err)
 {
-  _cleanup_free_ char *img = sbx_store_path (st, "sandboxes/%s/disk.img", id);
+  return sbx_disk_mount_att (st, id, readonly, NULL, ret_lock, err);
+}
+
+int
+sbx_disk_mount_att (const sbx_store *st, const char *id, bool readonly, sbx_disk_att *pre, int *ret_lock,
+                    sbx_error **err)
+{
   _cleanup_free_ char *mnt = sbx_store_path (st, "sandboxes/%s/disk", id);
-  _cleanup_close_ int fd = -1;
-  if (open_locked (img, readonly, true, &fd, err) < 0 || mount_image (fd, mnt, readonly, err) < 0)
+  sbx_disk_att own = { .lock = -1, .loop = -1 };
+  sbx_disk_att *a = pre && pre->done && pre->readonly == readonly ? pre : &own;
+  if (!a->done)
+    sbx_disk_attach (st, id, readonly, a);
+  int r = 0;
+  if (a->err)
+    {
+      if (err)
+        *err = steal_pointer (&a->err);
+      r = -1;
+    }
+  if (r == 0)
+    r = mount_loop (a->loop, a->dev, mnt, readonly, err);
+  closep (&a->loop);
+  _cleanup_close_ int fd = steal_fd (&a->lock);
+  sbx_disk_att_clear (a);
+  if (r < 0)
     return sbx_error_wrap (err, "mount the disk of sandbox %s", id);
   if (!readonly)
     {
@@ -454,9 +504,19 @@ sbx_disk_open_upper (const sbx_store *st, const sbx_sandbox *sb, int *ret_fd, in
 }
 
 int64_t
-sbx_disk_used (const sbx_store *st, const char *id)
+sbx_disk_used (const sbx_store *st, const sbx_sandbox *sb)
 {
-  _cleanup_free_ char *img = sbx_store_path (st, "sandboxes/%s/disk.img", id);
+  /* Running: its filesystem's own count, which has what is still in the
+   * page cache; the image's blocks lag behind until it is written back. */
+  if (sb->monitor_pid > 0 && sbx_sandbox_monitor_alive (st, sb->id))
+    {
+      _cleanup_free_ char *mnt = sbx_store_path (st, "sandboxes/%s/disk", sb->id);
+      _cleanup_free_ char *p = xasprintf ("/proc/%d/root%s", (int) sb->monitor_pid, mnt);
+      struct statvfs sv;
+      if (statvfs (p, &sv) == 0 && sv.f_blocks >= sv.f_bfree && sv.f_blocks > 0)
+        return (int64_t) ((sv.f_blocks - sv.f_bfree) * sv.f_frsize);
+    }
+  _cleanup_free_ char *img = sbx_store_path (st, "sandboxes/%s/disk.img", sb->id);
   struct stat s;
   if (stat (img, &s) < 0)
     return -1;

@@ -47,6 +47,23 @@ int sbx_disk_make (const sbx_store *st, const char *id, uint64_t size, sbx_error
  * the mount is used. BUSY when another mounter holds the image. */
 int sbx_disk_mount (const sbx_store *st, const char *id, bool readonly, int *ret_lock, sbx_error **err);
 
+/* sbx_disk_mount in two: the slow half (the flock and binding a loop
+ * device, which waits for an RCU grace period of the block layer: 4-30 ms)
+ * can run ahead, in a thread, while the monitor prepares the rest. */
+typedef struct sbx_disk_att {
+  int lock, loop; /* the image (flocked), the loop device bound to it */
+  char dev[64];
+  bool readonly, done;
+  sbx_error *err; /* what failed, for sbx_disk_mount_att to report */
+} sbx_disk_att;
+#define SBX_DISK_ATT_INIT { .lock = -1, .loop = -1 }
+void sbx_disk_attach (const sbx_store *st, const char *id, bool readonly, sbx_disk_att *a);
+void sbx_disk_att_clear (sbx_disk_att *a);
+/* sbx_disk_mount with PRE (NULL, or one sbx_disk_attach filled: it is used
+ * up, whatever happens). */
+int sbx_disk_mount_att (const sbx_store *st, const char *id, bool readonly, sbx_disk_att *pre, int *ret_lock,
+                        sbx_error **err);
+
 /* The upper directory of SB (O_RDONLY | O_DIRECTORY), wherever it lives: a
  * running sandbox's through its monitor's mount namespace, an ended one's
  * image mounted read-only in a short-lived namespace of a child (the fd
@@ -58,8 +75,9 @@ int sbx_disk_open_upper (const sbx_store *st, const sbx_sandbox *sb, int *ret_fd
  * remade on demand) and those a killed format left. */
 void sbx_disk_gc (const sbx_store *st, uint64_t keep_size);
 
-/* Bytes the sandbox's writable layer takes on the host: the image's
- * allocated blocks (-1 when it has none). */
-int64_t sbx_disk_used (const sbx_store *st, const char *id);
+/* Bytes the sandbox's writable layer takes: while it runs, what its
+ * filesystem counts as used (as df inside); after, its image's blocks on the
+ * host. -1 when it has no image. */
+int64_t sbx_disk_used (const sbx_store *st, const sbx_sandbox *sb);
 
 #endif

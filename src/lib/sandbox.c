@@ -429,6 +429,13 @@ sbx_sandbox_upper_rel (const sbx_sandbox *sb)
 int
 sbx_sandbox_mount_root (const sbx_store *st, const sbx_sandbox *sb, bool readonly, sbx_error **err)
 {
+  return sbx_sandbox_mount_root_att (st, sb, readonly, NULL, err);
+}
+
+int
+sbx_sandbox_mount_root_att (const sbx_store *st, const sbx_sandbox *sb, bool readonly, struct sbx_disk_att *pre,
+                            sbx_error **err)
+{
   /* Relative lowerdirs keep the option string short for deep images. */
   if (chdir (st->root) < 0)
     return sbx_error_errno (err, errno, "chdir `%s`", st->root);
@@ -466,7 +473,7 @@ sbx_sandbox_mount_root (const sbx_store *st, const sbx_sandbox *sb, bool readonl
     {
       /* Its lock is held as long as this process (and its mount) lives. */
       int lock;
-      if (sbx_disk_mount (st, sb->id, readonly, &lock, err) < 0)
+      if (sbx_disk_mount_att (st, sb->id, readonly, pre, &lock, err) < 0)
         return -1;
     }
   else

@@ -118,6 +118,10 @@ char *sbx_sandbox_upper_rel (const sbx_sandbox *sb);
  * private mount namespace of its own; the working directory becomes ROOT.
  * READONLY: a read-only view (no upper or work dir in use). */
 int sbx_sandbox_mount_root (const sbx_store *st, const sbx_sandbox *sb, bool readonly, sbx_error **err);
+/* The same with the disk's loop device bound ahead (disk.h), or NULL. */
+struct sbx_disk_att;
+int sbx_sandbox_mount_root_att (const sbx_store *st, const sbx_sandbox *sb, bool readonly, struct sbx_disk_att *pre,
+                                sbx_error **err);
 /* The JSON view used by status/ls --json. */
 void sbx_sandbox_gen (void *yajl_gen_g, const sbx_sandbox *sb);
 
