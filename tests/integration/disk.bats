@@ -270,3 +270,35 @@ zero_tar () {
   sbx import --tag small "$BATS_TEST_TMPDIR/small.tgz" >/dev/null
   sbx terminate "$id" >/dev/null
 }
+
+@test "disk: gc removes the disk templates of sizes other than sbx.conf's" {
+  require_runtime runc
+  sbx_write_conf "disk = 48Mi"
+  sbx run --rm --runtime runc --block-network --disk 32Mi -- true
+  sbx run --rm --runtime runc --block-network -- true
+  [ -f "$SBX_ROOT/disk/ext4-$((32 * MiB)).img" ] || fail "no template for 32Mi"
+  [ -f "$SBX_ROOT/disk/ext4-$((48 * MiB)).img" ] || fail "no template for 48Mi"
+  sbx gc >/dev/null
+  [ ! -e "$SBX_ROOT/disk/ext4-$((32 * MiB)).img" ] || fail "gc left the 32Mi template"
+  [ -f "$SBX_ROOT/disk/ext4-$((48 * MiB)).img" ] || fail "gc removed the default's template"
+  # Made again when needed.
+  run --separate-stderr sbx run --rm --runtime runc --block-network --disk 32Mi -- sh -c 'df -k / | awk "NR == 2 {print \$2}"'
+  expect_status 0
+  [ "$output" -gt $((24 * 1024)) ] && [ "$output" -le $((32 * 1024)) ] || fail "root of $output KiB under --disk 32Mi"
+}
+
+# A monitor killed with its sandbox: the namespace goes, and with it the
+# mount and the loop device (the leak check looks for both).
+@test "disk: kill -9 of the monitor leaves no mount and no loop device" {
+  require_runtime runc
+  local id pid
+  id=$(sbx create --runtime runc --block-network --disk 32Mi)
+  sbx exec "$id" -- sh -c 'echo kept > /kept'
+  pid=$(monitor_pid "$id")
+  kill -9 "$pid"
+  wait_for_state "$id" failed
+  # Its files are still there, for fs and commit.
+  run --separate-stderr sbx fs "$id" read /kept
+  expect_status 0
+  expect_eq "$output" kept "a file of the sandbox whose monitor was killed"
+}
