@@ -11,7 +11,7 @@ _sbx_fs_verbs='read write upload download ls stat mkdir rm rmdir find replace wa
 
 # The options of command $1, then those of them that take a value.
 _sbx_opts() {
-	local create='--image --name --cpu --memory --pids --runtime --block-network --allow --port --public --keep-warm --timeout --on-idle -e --env --cwd'
+	local create='--image --name --cpu --memory --pids --disk --runtime --block-network --allow --port --public --keep-warm --timeout --on-idle -e --env --cwd'
 	case $1 in
 	create) echo "$create" ;;
 	run) echo "$create --rm" ;;
@@ -34,7 +34,7 @@ _sbx_opts() {
 
 _sbx_opts_with_arg() {
 	case $1 in
-	create | run) echo '--image --name --cpu --memory --pids --runtime --allow --port --keep-warm --timeout --on-idle -e --env --cwd' ;;
+	create | run) echo '--image --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --cwd' ;;
 	exec) echo '-e --env --cwd --user --timeout' ;;
 	run-code) echo '-l --lang -e --env --cwd --timeout' ;;
 	proc) echo '--timeout -s --signal' ;;

@@ -6,7 +6,7 @@
 function __sbx_opts_with_arg
     switch $argv[1]
         case create run
-            printf '%s\n' --image --name --cpu --memory --pids --runtime --allow --port --keep-warm --timeout --on-idle -e --env --cwd
+            printf '%s\n' --image --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --cwd
         case exec
             printf '%s\n' -e --env --cwd --user --timeout
         case proc
@@ -217,6 +217,7 @@ complete -c sbx -n '__sbx_opts_for create run' -l name -x -d 'A unique name usab
 complete -c sbx -n '__sbx_opts_for create run' -l cpu -x -d 'CPU limit in cores, fractional; 0: none (default 1)'
 complete -c sbx -n '__sbx_opts_for create run' -l memory -x -d 'Memory limit: MiB, or with a unit (512Mi, 1Gi); 0: none (default 1Gi)'
 complete -c sbx -n '__sbx_opts_for create run' -l pids -x -d 'Process limit'
+complete -c sbx -n '__sbx_opts_for create run' -l disk -x -d 'Writable layer limit (default 10Gi, 0: none)'
 complete -c sbx -n '__sbx_opts_for create run' -l runtime -x -a 'runsc runc' -d 'Runtime'
 complete -c sbx -n '__sbx_opts_for create run' -l block-network -d 'No network interface: loopback only, no DNS'
 complete -c sbx -n '__sbx_opts_for create run' -l allow -x -d 'Reach only this destination (CIDR), plus DNS; repeatable'

@@ -135,7 +135,7 @@ cmd_build (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   if (read_blueprint (file ? file : deffile, &text, &len, err) < 0 || sbx_blueprint_parse (text, len, &bp, err) < 0)
     return -1;
   sbx_store *st;
-  if (cli_store (cli, &st, err) < 0)
+  if (cli_store (cli, &st, err) < 0 || sbx_store_begin_write (st, "build", err) < 0)
     return -1;
   struct progress pr = { .tty = isatty (2) };
   sbx_build_opts o = { .context = context, .runtime = runtime, .no_cache = no_cache, .out_fd = 2,
@@ -245,7 +245,7 @@ cmd_commit (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   _cleanup_free_ char *id = NULL;
   _cleanup_sandbox_ sbx_sandbox *sb = NULL;
   if (cli_store (cli, &st, err) < 0 || cli_sandbox_id (cli, argv[optind], &id, err) < 0
-      || sbx_sandbox_get (st, id, &sb, err) < 0)
+      || sbx_sandbox_get (st, id, &sb, err) < 0 || sbx_store_begin_write (st, "commit", err) < 0)
     return -1;
   /* The new layer is unreferenced until the image is stored; and an ended
    * sandbox's files are not removed under us. */

@@ -29,6 +29,19 @@ import_cleanup (const sbx_store *st, int *layers_lock)
   sbx_layers_gc (st, NULL);
 }
 
+/* Each layer was held to image_size_max as it was made; the image is too. */
+static int
+image_size_check (const sbx_image *img, sbx_error **err)
+{
+  uint64_t max = sbx_layer_size_max ();
+  if (max > 0 && img->size > max)
+    return sbx_error_set (err, SBX_E_RESOURCE_EXHAUSTED, 0,
+                          "the image's %zu layers expand to %llu MiB, past %llu MiB (image_size_max in sbx.conf)",
+                          strv_len (img->layers), (unsigned long long) (img->size >> 20),
+                          (unsigned long long) (max >> 20));
+  return 0;
+}
+
 int
 cmd_import (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
@@ -50,14 +63,15 @@ cmd_import (sbx_cli *cli, int argc, char **argv, sbx_error **err)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid tag `%s`", tag);
   const char *file = argv[optind];
   sbx_store *st;
-  if (cli_store (cli, &st, err) < 0)
+  if (cli_store (cli, &st, err) < 0 || sbx_store_begin_write (st, "import", err) < 0)
     return -1;
   _cleanup_image_ sbx_image *img = NULL;
   sbx_import_kind kind;
   _cleanup_close_ int layers_lock = sbx_store_layers_lock (st, LOCK_SH, err);
   if (layers_lock < 0)
     return -1;
-  if (sbx_oci_import (st->root, file, &img, &kind, err) < 0 || sbx_image_store (st, img, err) < 0
+  if (sbx_oci_import (st->root, file, &img, &kind, err) < 0 || image_size_check (img, err) < 0
+      || sbx_image_store (st, img, err) < 0
       || (tag && sbx_tag_set (st, tag, img->id, err) < 0))
     {
       import_cleanup (st, &layers_lock);

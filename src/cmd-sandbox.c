@@ -4,6 +4,7 @@
 #include "cgroup.h"
 #include "cli.h"
 #include "client.h"
+#include "disk.h"
 #include "json.h"
 #include "lifecycle.h"
 #include "runtime.h"
@@ -20,7 +21,7 @@
 
 enum {
   O_IMAGE = 256, O_NAME, O_CPU, O_MEMORY, O_PIDS, O_RUNTIME, O_BLOCK_NET, O_KEEP_WARM, O_TIMEOUT, O_ENV, O_CWD,
-  O_RM, O_FORCE, O_ALL, O_QUIET, O_ON_IDLE, O_ALLOW, O_PORT, O_PUBLIC,
+  O_RM, O_FORCE, O_ALL, O_QUIET, O_ON_IDLE, O_ALLOW, O_PORT, O_PUBLIC, O_DISK,
 };
 
 #define CREATE_OPTS                                                                                             \
@@ -29,6 +30,7 @@ enum {
   { "cpu", O_CPU, required_argument, "CORES", "CPU limit in cores, fractional (e.g. 0.5); 0: none (default 1, sbx.conf)" }, \
   { "memory", O_MEMORY, required_argument, "SIZE", "memory limit: MiB, or with a unit (512Mi, 1Gi, 1G); 0: none (default 1Gi, sbx.conf)" }, \
   { "pids", O_PIDS, required_argument, "N", "process limit (default 1024)" },                                   \
+  { "disk", O_DISK, required_argument, "SIZE", "writable layer limit (default: sbx.conf's disk, 10Gi; 0: none)" }, \
   { "runtime", O_RUNTIME, required_argument, "RUNTIME", "runsc (default) or runc" },                            \
   { "block-network", O_BLOCK_NET, no_argument, NULL, "no network interface: loopback only, no DNS" },          \
   { "allow", O_ALLOW, required_argument, "CIDR", "reach only these destinations, plus DNS (repeatable; IPv4 or IPv6)" }, \
@@ -74,6 +76,7 @@ opts_defaults (sbx_sandbox_opts *o)
   o->timeout = SBX_TIMEOUT_DEFAULT;
   o->pids = SBX_PIDS_DEFAULT;
   o->cpu_default = o->memory_default = true;
+  o->disk = -1; /* sbx.conf's */
   o->env = xmalloc0 (sizeof (char *));
   o->allow = xmalloc0 (sizeof (char *));
   o->ports = xmalloc0 (sizeof (char *));
@@ -147,6 +150,13 @@ create_opt (sbx_sandbox_opts *o, int key, const char *arg, sbx_error **err)
                               "--memory: `%s` is not 0 (no limit) or a size between 6Mi and 4Ti (MiB, or 512Mi, 1Gi, 2G)",
                               arg);
       o->memory = mem;
+      return 1;
+    case O_DISK:
+      if (sbx_disk_parse (arg, &mem) < 0)
+        return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
+                              "--disk: `%s` is not 0 (no limit) or a size between 16Mi and 64Ti (MiB, or 512Mi, 10Gi, 2G)",
+                              arg);
+      o->disk = (int64_t) mem;
       return 1;
     case O_PIDS:
       return cli_int ("pids", arg, 8, 1 << 22, &o->pids, err) < 0 ? -1 : 1;
@@ -298,8 +308,23 @@ print_network_human (const sbx_sandbox *sb)
     printf ("port:       %s%s\n", sb->urls[i], sb->opts.public_ports ? " (public)" : "");
 }
 
+/* "10.0 GiB (12.3 MiB used)", or "unlimited (...)". */
 static void
-print_status_human (const sbx_sandbox *sb)
+disk_text (const sbx_sandbox *sb, int64_t used, char *buf, size_t len)
+{
+  char lim[32] = "unlimited";
+  if (sb->opts.disk >= (1LL << 30))
+    snprintf (lim, sizeof lim, "%.1f GiB", (double) sb->opts.disk / (1024.0 * 1024 * 1024));
+  else if (sb->opts.disk > 0)
+    snprintf (lim, sizeof lim, "%.1f MiB", (double) sb->opts.disk / (1024.0 * 1024));
+  if (used >= 0)
+    snprintf (buf, len, "%s (%.1f MiB used)", lim, (double) used / 1048576.0);
+  else
+    snprintf (buf, len, "%s", lim);
+}
+
+static void
+print_status_human (const sbx_sandbox *sb, int64_t disk_used)
 {
   char c[32], s[32], e[32], d[32];
   human_time (sb->created_at, c, sizeof c);
@@ -325,6 +350,9 @@ print_status_human (const sbx_sandbox *sb)
   printf ("cpu:        %s%s\nmemory:     %s%s\npids:       %lld\n", cpu,
           sb->opts.cpu_default ? " (default)" : sb->opts.cpu > 0 ? "" : " (--cpu 0)", mem,
           sb->opts.memory_default ? " (default)" : sb->opts.memory > 0 ? "" : " (--memory 0)", (long long) sb->opts.pids);
+  char disk[96];
+  disk_text (sb, disk_used, disk, sizeof disk);
+  printf ("disk:       %s\n", disk);
   print_network_human (sb);
   printf ("oom kills:  %lld\n", (long long) sb->oom_kills);
   if (sbx_sandbox_pids_hits_known (sb))
@@ -362,6 +390,8 @@ cmd_status (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   _cleanup_sandbox_ sbx_sandbox *sb = NULL;
   if (load_sandbox (cli, argv[first], &st, &sb, err) < 0)
     return -1;
+  if (sb->opts.disk > 0)
+    sb->disk_used = sbx_disk_used (st, sb);
   if (cli->json)
     {
       yajl_gen g = cli_json_begin ();
@@ -369,7 +399,7 @@ cmd_status (sbx_cli *cli, int argc, char **argv, sbx_error **err)
       cli_json_end (g);
     }
   else
-    print_status_human (sb);
+    print_status_human (sb, sb->disk_used);
   return 0;
 }
 
@@ -747,9 +777,12 @@ stats_one (sbx_cli *cli, const char *ref, sbx_error **err)
       _cleanup_free_ char *cg = sbx_store_cgroup_path (st, sb->id);
       sbx_cgroup_stats_read (cg, &cs);
     }
+  /* With a limit, what its image takes on the host; without, its files. */
   _cleanup_free_ char *upper = sbx_store_path (st, "sandboxes/%s/upper", sb->id);
-  _cleanup_close_ int ufd = open (upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  int64_t disk = ufd >= 0 ? disk_usage (ufd, 0) : 0, rx = 0, tx = 0;
+  _cleanup_close_ int ufd = sb->opts.disk > 0 ? -1 : open (upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  int64_t disk = sb->opts.disk > 0 ? sbx_disk_used (st, sb) : ufd >= 0 ? disk_usage (ufd, 0) : 0, rx = 0, tx = 0;
+  if (disk < 0)
+    disk = 0;
   if (running)
     net_bytes (container_pid (st, sb), &rx, &tx);
   int64_t peak = cs.memory_peak > sb->memory_peak ? cs.memory_peak : sb->memory_peak;
@@ -778,6 +811,7 @@ stats_one (sbx_cli *cli, const char *ref, sbx_error **err)
         }
       j_kint (g, "memory_peak", peak);
       j_kint (g, "disk", disk);
+      j_kint (g, "disk_limit", sb->opts.disk);
       j_kint (g, "net_rx_bytes", rx);
       j_kint (g, "net_tx_bytes", tx);
       j_endmap (g);

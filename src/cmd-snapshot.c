@@ -106,7 +106,7 @@ cmd_snapshot (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   _cleanup_free_ char *id = NULL;
   _cleanup_sandbox_ sbx_sandbox *sb = NULL;
   if (cli_store (cli, &st, err) < 0 || cli_sandbox_id (cli, argv[optind], &id, err) < 0
-      || sbx_sandbox_get (st, id, &sb, err) < 0)
+      || sbx_sandbox_get (st, id, &sb, err) < 0 || sbx_store_begin_write (st, "snapshot", err) < 0)
     return -1;
   if (strcmp (sb->opts.runtime, "runsc") != 0)
     {
@@ -227,7 +227,9 @@ restore_opts (yajl_val v, sbx_sandbox_opts *o, sbx_error **err)
   o->runtime = xstrdup ("runsc");
   o->keep_warm = SBX_KEEP_WARM_DEFAULT;
   o->timeout = SBX_TIMEOUT_DEFAULT;
+  o->disk = -1; /* a snapshot from before disk limits: sbx.conf's default */
   if (opts == NULL || j_get_int (opts, "memory", false, &mem, err) < 0
+      || j_get_int (opts, "disk", false, &o->disk, err) < 0
       || j_get_int (opts, "pids", false, &o->pids, err) < 0 || j_get_int (opts, "keep_warm", false, &o->keep_warm, err) < 0
       || j_get_int (opts, "timeout", false, &o->timeout, err) < 0
       || j_get_bool (opts, "block_network", false, &o->block_network, err) < 0

@@ -3,6 +3,7 @@
 #include "build.h"
 #include "archive-dl.h"
 #include "client.h"
+#include "disk.h"
 #include "fs.h"
 #include "image.h"
 #include "json.h"
@@ -437,6 +438,7 @@ sandbox_up (build *b, char **ret_id, sbx_error **err)
   o.keep_warm = -1;
   o.timeout = SBX_TIMEOUT_MAX;
   o.pids = 4096;
+  o.disk = -1;
   o.env = xmalloc0 (sizeof (char *));
   _cleanup_sandbox_ sbx_sandbox *sb = NULL;
   int r = sbx_sandbox_create_from (b->st, &o, b->img, &sb, err);
@@ -457,10 +459,14 @@ sandbox_down (build *b, const char *id)
 int
 sbx_layer_from_upper (const sbx_store *st, const char *id, char **ret_digest, uint64_t *ret_size, sbx_error **err)
 {
-  _cleanup_free_ char *upper = sbx_store_path (st, "sandboxes/%s/upper", id);
-  _cleanup_close_ int ufd = open (upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (ufd < 0)
-    return sbx_error_errno (err, errno, "open `%s`", upper);
+  _cleanup_sandbox_ sbx_sandbox *sb = NULL;
+  if (sbx_sandbox_load (st, id, &sb, err) < 0)
+    return -1;
+  /* The lock (if any) goes after the upper dir: the mount lives until then. */
+  _cleanup_close_ int lock = -1;
+  _cleanup_close_ int ufd = -1;
+  if (sbx_disk_open_upper (st, sb, &ufd, &lock, err) < 0)
+    return -1;
   _cleanup_free_ char *rnd = random_hex (8);
   _cleanup_free_ char *tmpdir = sbx_store_path (st, "layers/tmp");
   mkdir_p (tmpdir, 0700, NULL);

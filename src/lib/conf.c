@@ -184,6 +184,9 @@ typedef enum conf_key {
   KEY_EXPOSE_HEAD_TIMEOUT,
   KEY_DEFAULT_MEMORY,
   KEY_DEFAULT_CPU,
+  KEY_DISK,
+  KEY_IMAGE_SIZE_MAX,
+  KEY_STORE_RESERVE,
   KEY__MAX
 } conf_key;
 
@@ -458,6 +461,45 @@ set_default_cpu (parser *p, const char *key, const char *v, sbx_error **err)
   return 0;
 }
 
+/* A size: MiB, or with a unit (512Mi, 10Gi, 2G), as --memory. */
+static int
+set_size (parser *p, const char *key, const char *v, uint64_t min, uint64_t max, bool zero, uint64_t *ret,
+          sbx_error **err)
+{
+  uint64_t n;
+  if (zero && strcmp (v, "0") == 0)
+    {
+      *ret = 0;
+      return 0;
+    }
+  if (parse_memory (v, &n) < 0 || n < min || n > max)
+    {
+      _cleanup_free_ char *q = printable (v);
+      return perr (p, key, err, "`%s` is not %sa size between %llu MiB and %llu GiB (MiB, or with a unit: 512Mi, 10Gi, 2G)",
+                   q, zero ? "0 or " : "", (unsigned long long) (min >> 20), (unsigned long long) (max >> 30));
+    }
+  *ret = n;
+  return 0;
+}
+
+static int
+set_disk (parser *p, const char *key, const char *v, sbx_error **err)
+{
+  return set_size (p, key, v, SBX_DISK_MIN, SBX_DISK_MAX, true, &p->conf->disk, err);
+}
+
+static int
+set_image_size_max (parser *p, const char *key, const char *v, sbx_error **err)
+{
+  return set_size (p, key, v, 1ULL << 20, 1ULL << 46, false, &p->conf->image_size_max, err);
+}
+
+static int
+set_store_reserve (parser *p, const char *key, const char *v, sbx_error **err)
+{
+  return set_size (p, key, v, 0, 1ULL << 46, true, &p->conf->store_reserve, err);
+}
+
 typedef int (*key_setter) (parser *p, const char *key, const char *value, sbx_error **err);
 
 static const struct {
@@ -475,6 +517,9 @@ static const struct {
   [KEY_EXPOSE_HEAD_TIMEOUT] = { "expose_head_timeout", set_expose_head_timeout, false },
   [KEY_DEFAULT_MEMORY] = { "default_memory", set_default_memory, false },
   [KEY_DEFAULT_CPU] = { "default_cpu", set_default_cpu, false },
+  [KEY_DISK] = { "disk", set_disk, false },
+  [KEY_IMAGE_SIZE_MAX] = { "image_size_max", set_image_size_max, false },
+  [KEY_STORE_RESERVE] = { "store_reserve", set_store_reserve, false },
 };
 
 /* One line of N bytes (no newline, no NUL): `key = value`, a comment or blank. */
@@ -534,6 +579,9 @@ conf_defaults (void)
   c->expose_head_timeout_ms = 10000;
   c->default_memory = SBX_CONF_DEFAULT_MEMORY;
   c->default_cpu = SBX_CONF_DEFAULT_CPU;
+  c->disk = SBX_DISK_DEFAULT;
+  c->image_size_max = SBX_IMAGE_SIZE_MAX_DEFAULT;
+  c->store_reserve = SBX_STORE_RESERVE_DEFAULT;
   return c;
 }
 

@@ -36,6 +36,13 @@
 #define SBX_CONF_DEFAULT_MEMORY (1ULL << 30)
 #define SBX_CONF_DEFAULT_CPU 1.0
 
+/* The shipped defaults of the disk keys (sbx.conf(5)). */
+#define SBX_DISK_DEFAULT (10ULL << 30)
+#define SBX_DISK_MIN (16ULL << 20)
+#define SBX_DISK_MAX (64ULL << 40)
+#define SBX_IMAGE_SIZE_MAX_DEFAULT (20ULL << 30)
+#define SBX_STORE_RESERVE_DEFAULT (1ULL << 30)
+
 typedef struct sbx_conf_open {
   char *name;    /* 1-63 of [a-z0-9_-], unique in the file */
   sbx_cidr cidr; /* inside 10/8, 172.16/12, 192.168/16, 100.64/10 or fc00::/7 */
@@ -55,6 +62,9 @@ typedef struct sbx_conf {
   unsigned expose_head_timeout_ms; /* a new connection's first request head, within; default 10000 */
   uint64_t default_memory; /* bytes, 0 = no limit; default SBX_CONF_DEFAULT_MEMORY */
   double default_cpu;      /* cores, 0 = no limit; default SBX_CONF_DEFAULT_CPU */
+  uint64_t disk;           /* a sandbox's disk limit when create has no --disk; 0 = none */
+  uint64_t image_size_max; /* the most an import or a build may expand to (its layers' files) */
+  uint64_t store_reserve;  /* store operations refuse to start with less free on the store's filesystem */
 } sbx_conf;
 
 /* PATH NULL: $SBX_CONF if set and not empty, else SBX_CONF_PATH_DEFAULT

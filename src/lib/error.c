@@ -20,6 +20,7 @@ static const char *const code_names[SBX_E__MAX] = {
   [SBX_E_POLICY_REFUSED] = "POLICY_REFUSED",
   [SBX_E_TIMEOUT] = "TIMEOUT",
   [SBX_E_BUSY] = "BUSY",
+  [SBX_E_RESOURCE_EXHAUSTED] = "RESOURCE_EXHAUSTED",
   [SBX_E_INTERNAL] = "INTERNAL",
 };
 

@@ -22,6 +22,7 @@ typedef enum sbx_code {
   SBX_E_POLICY_REFUSED,
   SBX_E_TIMEOUT,
   SBX_E_BUSY,
+  SBX_E_RESOURCE_EXHAUSTED,
   SBX_E_INTERNAL,
   SBX_E__MAX
 } sbx_code;

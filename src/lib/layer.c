@@ -1056,6 +1056,22 @@ can_guard (void)
 
 /* One entry: checked, whiteouts turned into their overlay form, written;
  * GUARD: through guard_path. */
+/* The most one extraction may expand to (sbx_layer_set_size_max); 0: no
+ * limit. Process-wide: the extraction runs in a forked child. */
+static uint64_t layer_size_max;
+
+void
+sbx_layer_set_size_max (uint64_t max)
+{
+  layer_size_max = max;
+}
+
+uint64_t
+sbx_layer_size_max (void)
+{
+  return layer_size_max;
+}
+
 static int
 extract_entry (struct archive *ar, struct archive *aw, struct archive_entry *e, bool guard, char ***opaque,
                uint64_t *size, sbx_error **err)
@@ -1068,6 +1084,12 @@ extract_entry (struct archive *ar, struct archive *aw, struct archive_entry *e, 
   if (kind == ENTRY_OPAQUE)
     strv_push (opaque, path);
   bool write = kind == ENTRY_WRITE || kind == ENTRY_WHITEOUT;
+  uint64_t esize = kind == ENTRY_WRITE && entry_counts_in_size (e) ? (uint64_t) sbx_ar.archive_entry_size (e) : 0;
+  /* Refused before a byte of it is written: the caller removes the rest. */
+  if (layer_size_max > 0 && esize > layer_size_max - (*size < layer_size_max ? *size : layer_size_max))
+    return sbx_error_set (err, SBX_E_RESOURCE_EXHAUSTED, 0,
+                          "entry `%s`: the layer expands past %llu MiB (image_size_max in sbx.conf)", name,
+                          (unsigned long long) (layer_size_max >> 20));
   const char *link = write ? sbx_ar.archive_entry_hardlink (e) : NULL;
   if (write && guard
       && (guard_path (sbx_ar.archive_entry_pathname (e), "path", true, err) < 0
@@ -1077,8 +1099,7 @@ extract_entry (struct archive *ar, struct archive *aw, struct archive_entry *e, 
     kind = -1;
   if (kind < 0)
     return sbx_error_wrap (err, "entry `%s`", name);
-  if (kind == ENTRY_WRITE && entry_counts_in_size (e))
-    *size += (uint64_t) sbx_ar.archive_entry_size (e);
+  *size += esize;
   return 0;
 }
 

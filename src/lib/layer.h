@@ -41,6 +41,12 @@ archive_write_freep (struct archive **a)
  * of the sizes of the regular files in it. */
 int sbx_layer_import_tar (const char *root, const char *tarpath, char **ret_digest, uint64_t *ret_size,
                           sbx_error **err);
+/* The most a layer may expand to from here on in this process (the sum of
+ * its regular files, as *ret_size): an entry past it is refused with
+ * RESOURCE_EXHAUSTED before it is written, and the layer is not made. 0: no
+ * limit (the default). */
+void sbx_layer_set_size_max (uint64_t max);
+uint64_t sbx_layer_size_max (void);
 /* The same from an open file (or pipe) FD, read to its end. */
 int sbx_layer_import_fd (const char *root, int fd, char **ret_digest, uint64_t *ret_size, sbx_error **err);
 

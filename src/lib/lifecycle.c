@@ -1,9 +1,10 @@
 /* Create, terminate, remove, reap, gc. */
 #include "config.h"
 #include "lifecycle.h"
+#include "conf.h"
+#include "disk.h"
 #include "net.h"
 #include "cgroup.h"
-#include "conf.h"
 #include "image.h"
 #include "json.h"
 #include "layer.h"
@@ -29,6 +30,9 @@ validate_opts (const sbx_sandbox_opts *o, sbx_error **err)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid name `%s`: the prefix sb- is for ids", o->name);
   if (!sbx_runtime_name_valid (o->runtime))
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "unknown runtime `%s` (expected runsc or runc)", o->runtime);
+  if (o->disk > 0 && ((uint64_t) o->disk < SBX_DISK_MIN || (uint64_t) o->disk > SBX_DISK_MAX))
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "disk limit %lld is not 0 or between 16Mi and 64Ti",
+                          (long long) o->disk);
   for (size_t i = 0; o->env && o->env[i]; i++)
     if (!env_entry_is_valid (o->env[i]))
       return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid environment entry `%s`: expected KEY=VALUE",
@@ -144,8 +148,15 @@ create_common (const sbx_store *st, sbx_sandbox_opts *opts, const sbx_image *ima
   /* A restore keeps its snapshot's values, defaults included. */
   if (restore_from == NULL && apply_default_limits (opts, err) < 0)
     return -1;
-  if (validate_opts (opts, err) < 0)
+  if (validate_opts (opts, err) < 0 || sbx_store_begin_write (st, "create", err) < 0)
     return -1;
+  if (opts->disk < 0)
+    {
+      _cleanup_conf_ sbx_conf *conf = NULL;
+      if (sbx_conf_load (NULL, &conf, err) < 0)
+        return -1;
+      opts->disk = (int64_t) conf->disk;
+    }
   /* Its layers stay referenced from here on: by this resolution until the
    * record names them (the record is saved before the lock goes). */
   _cleanup_close_ int layers_lock = sbx_store_layers_lock (st, LOCK_SH, err);
@@ -173,7 +184,7 @@ create_common (const sbx_store *st, sbx_sandbox_opts *opts, const sbx_image *ima
   sb->restore_from = restore_from ? xstrdup (restore_from) : NULL;
   sb->chan_base = chan_base;
   _cleanup_close_ int lk = -1;
-  if (make_record (st, sb, &lk, err) < 0)
+  if (make_record (st, sb, &lk, err) < 0 || (sb->opts.disk > 0 && sbx_disk_make (st, sb->id, (uint64_t) sb->opts.disk, err) < 0))
     {
       discard (st, sb->id, sb->opts.name);
       return sbx_error_wrap (err, "create sandbox");
@@ -417,6 +428,9 @@ sbx_gc (const sbx_store *st, sbx_gc_report *ret, sbx_error **err)
   gc_orphan_cgroups (st, &rep);
   gc_leftovers (st);
   gc_layer_tmp (st);
+  _cleanup_conf_ sbx_conf *conf = NULL;
+  if (sbx_conf_load (NULL, &conf, NULL) == 0)
+    sbx_disk_gc (st, conf->disk);
   sbx_layer_settle (st->root);
   int nl = sbx_layers_gc (st, NULL);
   rep.layers = nl > 0 ? nl : 0;

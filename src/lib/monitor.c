@@ -10,6 +10,7 @@
  * client is bounded by the agent's flow-control window. */
 #include "config.h"
 #include "monitor.h"
+#include "disk.h"
 #include "net.h"
 #include "proxy.h"
 #include "resolver.h"
@@ -107,6 +108,7 @@ struct client {
 struct mon {
   const sbx_store *st;
   sbx_sandbox *sb;
+  sbx_disk_att disk_pre; /* the disk's loop device, bound by a thread during setup */
   sbx_runtime *rt;
   char *dir, *run_dir, *cgroup;
   int log_fd, agent_fd, listen_fd, sig_fd;
@@ -1671,7 +1673,17 @@ mount_root (struct mon *m, sbx_error **err)
   _cleanup_free_ char *top = NULL;
   if (sbx_store_top_layer (m->st, sbx_init_path (), &top, err) < 0)
     return -1;
-  return sbx_sandbox_mount_root (m->st, m->sb, false, err);
+  return sbx_sandbox_mount_root_att (m->st, m->sb, false, &m->disk_pre, err);
+}
+
+/* Binding the disk's loop device waits for an RCU grace period of the
+ * block layer (4-30 ms here): a thread does it while setup goes on. */
+static void *
+disk_attach (void *arg)
+{
+  struct mon *m = arg;
+  sbx_disk_attach (m->st, m->sb->id, false, &m->disk_pre);
+  return NULL;
 }
 
 static int
@@ -2172,9 +2184,13 @@ setup (struct mon *m, sbx_error **err)
 {
   if (mkdir (m->run_dir, 0700) < 0 && errno != EEXIST)
     return sbx_error_errno (err, errno, "mkdir `%s`", m->run_dir);
+  pthread_t disk_thread;
+  bool disk_threaded = m->sb->opts.disk > 0 && thread_start_quiet (&disk_thread, disk_attach, m) == 0;
   struct net_plan plan = { .hold = -1 };
   if (net_plan (m, &plan, err) < 0)
     {
+      if (disk_threaded)
+        pthread_join (disk_thread, NULL);
       if (plan.hold >= 0)
         close (plan.hold);
       free (plan.allow);
@@ -2197,8 +2213,11 @@ setup (struct mon *m, sbx_error **err)
   int r = private_mount_ns (err);
   if (r == 0 && (r = prepare_runtime (m, err)) < 0)
     step = "prepare the runtime";
+  if (disk_threaded)
+    pthread_join (disk_thread, NULL);
   if (r == 0)
     r = mount_root (m, err);
+  sbx_disk_att_clear (&m->disk_pre);
   if (threaded)
     pthread_join (net_thread, NULL);
   if (plan.hold >= 0)
@@ -2377,7 +2396,7 @@ block_signals (struct mon *m)
 static void __attribute__ ((noreturn))
 monitor_main (const sbx_store *st, sbx_sandbox *sb, int lock_fd, int sync_fd)
 {
-  struct mon mm = { .st = st, .sb = sb, .agent_fd = -1, .listen_fd = -1, .lock_fd = lock_fd, .root_fd = -1, .cgroup_hold = -1, .stderr_r = -1,
+  struct mon mm = { .st = st, .sb = sb, .disk_pre = SBX_DISK_ATT_INIT, .agent_fd = -1, .listen_fd = -1, .lock_fd = lock_fd, .root_fd = -1, .cgroup_hold = -1, .stderr_r = -1,
                     .stderr_w = -1, .agent_end = -1, .go_w = -1, .ready_r = -1, .host_netns = -1, .block_nsfd = -1 };
   struct mon *m = &mm;
   m->next_chan = sb->chan_base > 0 && sb->chan_base < (1LL << 31) ? (uint32_t) sb->chan_base : 0;

@@ -2,6 +2,7 @@
 #include "config.h"
 #include "sandbox.h"
 #include "cgroup.h"
+#include "disk.h"
 #include "json.h"
 #include "util.h"
 
@@ -113,6 +114,7 @@ gen_opts (yajl_gen g, const sbx_sandbox_opts *o)
   j_kint (g, "memory", (long long) o->memory);
   j_kbool (g, "memory_default", o->memory_default);
   j_kint (g, "pids", o->pids);
+  j_kint (g, "disk", o->disk);
   j_kbool (g, "block_network", o->block_network);
   j_kstrv (g, "allow", o->allow);
   j_kstrv (g, "ports", o->ports);
@@ -152,6 +154,8 @@ gen_record (yajl_gen g, const sbx_sandbox *sb, bool full)
       j_null (g);
     }
   j_kint (g, "memory_peak", sb->memory_peak);
+  if (!full && sb->disk_used >= 0)
+    j_kint (g, "disk_used", sb->disk_used);
   gen_opts (g, &sb->opts);
   j_str (g, "network");
   j_map (g);
@@ -225,7 +229,8 @@ parse_opts (yajl_val o, sbx_sandbox_opts *opts, sbx_error **err)
   if (j_get_bool (o, "cpu_default", false, &opts->cpu_default, err) < 0
       || j_get_bool (o, "memory_default", false, &opts->memory_default, err) < 0)
     return -1;
-  if (j_get_int (o, "pids", false, &opts->pids, err) < 0 || j_get_int (o, "keep_warm", false, &opts->keep_warm, err) < 0
+  if (j_get_int (o, "pids", false, &opts->pids, err) < 0 || j_get_int (o, "disk", false, &opts->disk, err) < 0
+      || j_get_int (o, "keep_warm", false, &opts->keep_warm, err) < 0
       || j_get_int (o, "timeout", false, &opts->timeout, err) < 0
       || j_get_bool (o, "block_network", false, &opts->block_network, err) < 0
       || j_get_strv (o, "allow", false, &opts->allow, err) < 0 || j_get_strv (o, "ports", false, &opts->ports, err) < 0
@@ -289,6 +294,7 @@ sbx_sandbox_load (const sbx_store *st, const char *id, sbx_sandbox **ret, sbx_er
     return -1;
   sbx_sandbox *sb = xmalloc0 (sizeof *sb);
   sb->id = xstrdup (id);
+  sb->disk_used = -1;
   if (parse_record (v, sb, err) < 0)
     {
       sbx_sandbox_free (sb);
@@ -432,16 +438,31 @@ sbx_sandbox_list (const sbx_store *st, char ***ret_ids, sbx_error **err)
   return 0;
 }
 
+char *
+sbx_sandbox_upper_rel (const sbx_sandbox *sb)
+{
+  return sb->opts.disk > 0 ? xasprintf ("sandboxes/%s/disk/upper", sb->id) : xasprintf ("sandboxes/%s/upper", sb->id);
+}
+
 int
 sbx_sandbox_mount_root (const sbx_store *st, const sbx_sandbox *sb, bool readonly, sbx_error **err)
+{
+  return sbx_sandbox_mount_root_att (st, sb, readonly, NULL, err);
+}
+
+int
+sbx_sandbox_mount_root_att (const sbx_store *st, const sbx_sandbox *sb, bool readonly, struct sbx_disk_att *pre,
+                            sbx_error **err)
 {
   /* Relative lowerdirs keep the option string short for deep images. */
   if (chdir (st->root) < 0)
     return sbx_error_errno (err, errno, "chdir `%s`", st->root);
   size_t nl = strv_len (sb->layers);
+  _cleanup_free_ char *upper_rel = sbx_sandbox_upper_rel (sb);
+  _cleanup_free_ char *disk_rel = xasprintf ("sandboxes/%s/%s", sb->id, sb->opts.disk > 0 ? "disk/" : "");
   /* Read-only: its upper dir becomes the top lower layer (whiteouts and
    * opaque directories keep their meaning there), and nothing is written. */
-  _cleanup_free_ char *opts = readonly ? xasprintf ("lowerdir=sandboxes/%s/upper:top/v1", sb->id) : xstrdup ("lowerdir=top/v1");
+  _cleanup_free_ char *opts = readonly ? xasprintf ("lowerdir=%s:top/v1", upper_rel) : xstrdup ("lowerdir=top/v1");
   for (size_t i = nl; i > 0; i--)
     {
       const char *d = sb->layers[i - 1];
@@ -452,7 +473,7 @@ sbx_sandbox_mount_root (const sbx_store *st, const sbx_sandbox *sb, bool readonl
     }
   if (!readonly)
     {
-      char *o = xasprintf ("%s,upperdir=sandboxes/%s/upper,workdir=sandboxes/%s/work", opts, sb->id, sb->id);
+      char *o = xasprintf ("%s,upperdir=%s,workdir=%swork", opts, upper_rel, disk_rel);
       free (opts);
       opts = o;
     }
@@ -460,14 +481,24 @@ sbx_sandbox_mount_root (const sbx_store *st, const sbx_sandbox *sb, bool readonl
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "image has too many layers (%zu)", nl);
   _cleanup_free_ char *dir = sbx_sandbox_dir (st, sb->id);
   static const char *const dirs[] = { "upper", "work", "rootfs" };
-  for (size_t i = 0; i < ARRAY_SIZE (dirs); i++)
+  for (size_t i = sb->opts.disk > 0 ? 2 : 0; i < ARRAY_SIZE (dirs); i++)
     {
       _cleanup_free_ char *p = xasprintf ("%s/%s", dir, dirs[i]);
       if (mkdir (p, 0700) < 0 && errno != EEXIST)
         return sbx_error_errno (err, errno, "mkdir `%s`", p);
     }
-  _cleanup_free_ char *upper = xasprintf ("%s/upper", dir);
-  chmod (upper, 0755);
+  if (sb->opts.disk > 0)
+    {
+      /* Its lock is held as long as this process (and its mount) lives. */
+      int lock;
+      if (sbx_disk_mount_att (st, sb->id, readonly, pre, &lock, err) < 0)
+        return -1;
+    }
+  else
+    {
+      _cleanup_free_ char *upper = xasprintf ("%s/upper", dir);
+      chmod (upper, 0755);
+    }
   _cleanup_free_ char *rootfs = xasprintf ("%s/rootfs", dir);
   /* nodev: a device node in an image or planted by the sandbox is inert
    * through this mount, for sbx as for anyone. volatile (Linux 5.10): the
@@ -484,9 +515,9 @@ sbx_sandbox_mount_root (const sbx_store *st, const sbx_sandbox *sb, bool readonl
        * remount of an ended sandbox's files (sbx fs) removes it. Its files
        * are whole unless the host crashed while it ran, in which case the
        * sandbox failed (monitor lost) and its last writes may be missing. */
-      _cleanup_free_ char *incompat = xasprintf ("%s/work/work/incompat", dir);
+      _cleanup_free_ char *incompat = xasprintf ("%swork/work/incompat", disk_rel);
       if (path_exists (incompat) && rm_rf (incompat, err) < 0)
-        return sbx_error_wrap (err, "clear the volatile mark of `%s/work`", dir);
+        return sbx_error_wrap (err, "clear the volatile mark of `%s/%swork`", st->root, disk_rel);
       _cleanup_free_ char *vopts = xasprintf ("%s,volatile", opts);
       if (mount ("overlay", rootfs, "overlay", flags, vopts) == 0)
         return 0;

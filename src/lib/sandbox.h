@@ -47,6 +47,7 @@ typedef struct sbx_sandbox_opts {
    * create. Set on the way in, it asks create for the default. */
   bool cpu_default, memory_default;
   int64_t pids;
+  int64_t disk;    /* bytes of writable layer (disk.h), 0 = unlimited; -1 at create: sbx.conf's default */
   bool block_network;
   char **allow;      /* --allow CIDRs at create (empty: the internet) */
   char **ports;      /* --port N, exposed at create */
@@ -85,6 +86,7 @@ typedef struct sbx_sandbox {
   char *net_addr4, *net_addr6, *net_gateway4, *net_gateway6;
   char **urls;        /* "PORT URL" of each exposed port */
   int64_t net_private_seen; /* connections to private ranges counted in observe mode */
+  int64_t disk_used;  /* not saved: filled by whoever reads it (sbx_disk_used), -1 = not known */
 } sbx_sandbox;
 
 const char *sbx_state_name (sbx_state s);
@@ -112,8 +114,13 @@ int sbx_sandbox_resolve (const sbx_store *st, const char *ref, char **ret_id, sb
 int sbx_sandbox_list (const sbx_store *st, char ***ret_ids, sbx_error **err);
 /* true when the monitor of ID holds its lock. */
 bool sbx_sandbox_monitor_alive (const sbx_store *st, const char *id);
+/* The upper and work directories, relative to ROOT: in the sandbox's disk
+ * image (mounted by sbx_sandbox_mount_root) when it has a disk limit. */
+char *sbx_sandbox_upper_rel (const sbx_sandbox *sb);
 /* Mounts the sandbox's overlay root (its image's layers under sbx's top
- * layer, its upper dir) on ROOT/sandboxes/ID/rootfs. The caller is in a
+ * layer, its upper dir) on ROOT/sandboxes/ID/rootfs, its disk image first
+ * when it has one (the image's lock then stays open for the life of the
+ * process, as the mount). The caller is in a
  * private mount namespace of its own; the working directory becomes ROOT.
  * READONLY: a read-only view (no upper or work dir in use). */
 int sbx_sandbox_mount_root (const sbx_store *st, const sbx_sandbox *sb, bool readonly, sbx_error **err);
@@ -123,6 +130,10 @@ int sbx_sandbox_mount_root (const sbx_store *st, const sbx_sandbox *sb, bool rea
  * only a hit of that backstop is counted there. The JSON view shows null
  * for a count that is not known. */
 bool sbx_sandbox_pids_hits_known (const sbx_sandbox *sb);
+/* The same with the disk's loop device bound ahead (disk.h), or NULL. */
+struct sbx_disk_att;
+int sbx_sandbox_mount_root_att (const sbx_store *st, const sbx_sandbox *sb, bool readonly, struct sbx_disk_att *pre,
+                                sbx_error **err);
 /* The JSON view used by status/ls --json. */
 void sbx_sandbox_gen (void *yajl_gen_g, const sbx_sandbox *sb);
 

@@ -1,11 +1,14 @@
 /* The store's layout and the names of host resources derived from it. */
 #include "config.h"
 #include "store.h"
+#include "conf.h"
+#include "layer.h"
 #include "cgroup.h"
 #include "sha256.h"
 #include "util.h"
 
 #include <errno.h>
+#include <sys/statvfs.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -244,4 +247,26 @@ sbx_store_cgroup_release_parent (const sbx_store *st)
     return; /* a sandbox is being set up: the parent is in use */
   _cleanup_free_ char *parent = xasprintf ("/sbx-%s", st->tag);
   sbx_cgroup_remove_parent (parent);
+}
+
+int
+sbx_store_begin_write (const sbx_store *st, const char *op, sbx_error **err)
+{
+  _cleanup_conf_ sbx_conf *conf = NULL;
+  if (sbx_conf_load (NULL, &conf, err) < 0)
+    return -1;
+  sbx_layer_set_size_max (conf->image_size_max);
+  if (conf->store_reserve == 0)
+    return 0;
+  struct statvfs sv;
+  if (statvfs (st->root, &sv) < 0)
+    return sbx_error_errno (err, errno, "%s: statvfs `%s`", op, st->root);
+  uint64_t avail = (uint64_t) sv.f_bavail * (uint64_t) sv.f_frsize;
+  if (avail < conf->store_reserve)
+    return sbx_error_set (err, SBX_E_RESOURCE_EXHAUSTED, 0,
+                          "%s refused: the store's filesystem (%s) has %llu MiB free, less than store_reserve "
+                          "(%llu MiB, sbx.conf)",
+                          op, st->root, (unsigned long long) (avail >> 20),
+                          (unsigned long long) (conf->store_reserve >> 20));
+  return 0;
 }

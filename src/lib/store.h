@@ -47,6 +47,13 @@ int sbx_store_cgroup_hold (const sbx_store *st, sbx_error **err);
 /* Removes "/sbx-TAG" if it is empty and no sandbox is being set up. */
 void sbx_store_cgroup_release_parent (const sbx_store *st);
 
+/* Before an operation that writes the store (OP, for the message: create,
+ * import, build, commit, snapshot, restore): refused with
+ * RESOURCE_EXHAUSTED when the store's filesystem has less free than
+ * sbx.conf's store_reserve, before anything is written; and sbx.conf's
+ * image_size_max applied to the layers this process makes. */
+int sbx_store_begin_write (const sbx_store *st, const char *op, sbx_error **err);
+
 /* The directory of the read-only top layer sbx puts over every image:
  * dev, proc, sys, etc/hosts, etc/resolv.conf and .sbx/init. Made on demand. */
 int sbx_store_top_layer (const sbx_store *st, const char *init_path, char **ret_path, sbx_error **err);

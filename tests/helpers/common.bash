@@ -557,6 +557,13 @@ sbx_leaks () {
       echo "sbx-monitor $p of this root is alive"
     fi
   done
+  # Loop devices on a sandbox's disk image: cleared with their mount, which
+  # the kernel finishes a moment after the namespace holding it is gone.
+  for r in 1 2 3 4 5 6 7 8 9 10; do
+    losetup -l -n -O BACK-FILE 2>/dev/null | grep -qF "$d" || break
+    sleep 0.2
+  done
+  losetup -l -n -O NAME,BACK-FILE 2>/dev/null | grep -F "$d" | sed 's/^/loop device: /'
   # Runtime containers (only where the state root exists: listing creates it).
   for r in runc runsc; do
     [ -d "$SBX_RUN_ROOT/runtime/$r" ] || continue
@@ -610,6 +617,9 @@ _sbx_force_cleanup () {
   fi
   sleep 0.2
   grep -F "$d" /proc/mounts | awk '{print $2}' | sort -r | while read -r c; do umount -l "$c" 2>/dev/null; done
+  losetup -l -n -O NAME,BACK-FILE 2>/dev/null | grep -F "$d" | awk '{print $1}' | while read -r c; do
+    losetup -d "$c" 2>/dev/null
+  done
   for c in /sys/fs/cgroup/sbx-"$SBX_TAG" /sys/fs/cgroup/*/sbx-"$SBX_TAG"; do
     [ -d "$c" ] && find "$c" -depth -type d -exec rmdir {} + 2>/dev/null
   done

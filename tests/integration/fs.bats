@@ -256,7 +256,8 @@ swap_case () {
 fifo_device_case () {
   local rt=$1 id
   require_runtime "$rt"
-  id=$(sbx create --runtime "$rt")
+  # --disk 0: its writable layer a directory on the host, to plant in.
+  id=$(sbx create --runtime "$rt" --disk 0)
   sbx exec "$id" -- mkfifo /tmp/fifo
   # runc makes the FIFO in the sandbox's files (gVisor keeps its own FIFOs
   # in the sandbox's memory: nothing reaches the host there).

@@ -233,7 +233,8 @@ run_rm () {
 keeps_files () {
   local rt=$1 id
   require_runtime "$rt"
-  id=$(sbx create --runtime "$rt" --image payload)
+  # --disk 0: its writable layer a directory on the host, to look into.
+  id=$(sbx create --runtime "$rt" --image payload --disk 0)
   sbx exec "$id" -- sh -c 'echo precious > /root/result.txt'
   sbx terminate "$id" >/dev/null
   expect_eq "$(state_of "$id")" terminated "state"

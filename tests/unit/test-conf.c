@@ -72,7 +72,41 @@ is_defaults (const sbx_conf *c)
   return cidr_is (&c->pool4, "10.200.0.0/16") && c->pool6.family == 0 && c->ndns == 0 && c->dns == NULL
          && c->nopen == 0 && c->open == NULL && !c->observe && strcmp (c->expose_address, "127.0.0.1") == 0
          && strcmp (c->expose_host, "127.0.0.1") == 0 && c->expose_head_timeout_ms == 10000
-         && c->default_memory == (1ULL << 30) && c->default_cpu == 1.0;
+         && c->default_memory == (1ULL << 30) && c->default_cpu == 1.0
+         && c->disk == (10ULL << 30) && c->image_size_max == (20ULL << 30) && c->store_reserve == (1ULL << 30);
+}
+
+/* disk, image_size_max, store_reserve: sizes as --memory takes them. */
+static void
+test_sizes (void)
+{
+  _cleanup_error_ sbx_error *err = NULL;
+  _cleanup_conf_ sbx_conf *c = parse ("disk = 64Mi\nimage_size_max = 2G\nstore_reserve = 512\n", &err);
+  tap_ok (c && c->disk == (64ULL << 20) && c->image_size_max == 2000000000ULL && c->store_reserve == (512ULL << 20),
+          "disk, image_size_max, store_reserve with units, a plain number is MiB (%s)", errmsg (err));
+  sbx_conf_free (c);
+  c = parse ("disk = 0\nstore_reserve = 0\n", &err);
+  tap_ok (c && c->disk == 0 && c->store_reserve == 0, "disk = 0 and store_reserve = 0 turn them off (%s)",
+          errmsg (err));
+  sbx_conf_free (steal_pointer (&c));
+  static const char *const bad[][2] = {
+    { "disk = 15Mi\n", "t.conf:1: disk: `15Mi` is not 0 or a size between 16 MiB" },
+    { "disk = 65Ti\n", "t.conf:1: disk: `65Ti` is not 0 or a size" },
+    { "disk = 10GB\n", "t.conf:1: disk: `10GB` is not" },
+    { "disk = -1\n", "t.conf:1: disk: `-1` is not" },
+    { "disk = 1Gi\ndisk = 2Gi\n", "t.conf:2: disk: given twice" },
+    { "image_size_max = 0\n", "t.conf:1: image_size_max: `0` is not a size between 1 MiB" },
+    { "store_reserve = lots\n", "t.conf:1: store_reserve: `lots` is not 0 or a size" },
+  };
+  for (size_t i = 0; i < ARRAY_SIZE (bad); i++)
+    {
+      sbx_error_free (err);
+      err = NULL;
+      sbx_conf *b = parse (bad[i][0], &err);
+      tap_ok (b == NULL && err && err->code == SBX_E_INVALID_ARGUMENT && strstr (err->msg, bad[i][1]),
+              "refused: %s (%s)", bad[i][1], errmsg (err));
+      sbx_conf_free (b);
+    }
 }
 
 /* ---- the config file ---- */
@@ -638,6 +672,7 @@ main (void)
   atexit (cleanup_tmpdir);
   unsetenv ("SBX_CONF");
   test_defaults ();
+  test_sizes ();
   test_every_key ();
   test_default_limits ();
   test_values ();
