@@ -19,6 +19,7 @@
 #include "json.h"
 #include "proto.h"
 #include "ring.h"
+#include "sblog.h"
 #include "runtime.h"
 #include "spec.h"
 #include "util.h"
@@ -109,7 +110,8 @@ struct mon {
   sbx_sandbox *sb;
   sbx_runtime *rt;
   char *dir, *run_dir, *cgroup;
-  int log_fd, agent_fd, listen_fd, sig_fd;
+  int agent_fd, listen_fd, sig_fd;
+  sbx_log slog; /* the sandbox's log, bounded (sblog.h) */
   struct sbx_frame_reader ard;
   struct buf aout;
   struct client *clients[MAX_CLIENTS];
@@ -160,18 +162,12 @@ mlog (struct mon *m, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)
 static void
 mlog (struct mon *m, const char *fmt, ...)
 {
-  char ts[32], line[1024];
-  struct timespec now;
-  clock_gettime (CLOCK_REALTIME, &now);
-  struct tm tm;
-  gmtime_r (&now.tv_sec, &tm);
-  size_t n = strftime (ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
-  snprintf (ts + n, sizeof ts - n, ".%03ldZ", now.tv_nsec / 1000000);
+  char line[1024];
   va_list ap;
   va_start (ap, fmt);
-  vsnprintf (line, sizeof line, fmt, ap);
+  int n = vsnprintf (line, sizeof line, fmt, ap);
   va_end (ap);
-  dprintf (m->log_fd, "%s sbx: %s\n", ts, line);
+  sbx_log_line (&m->slog, SBX_LOG_MONITOR, line, n < 0 ? 0 : (size_t) n < sizeof line ? (size_t) n : sizeof line - 1);
 }
 
 /* --- buffers and frames ------------------------------------------------ */
@@ -1346,6 +1342,11 @@ agent_frame (struct mon *m, const struct sbx_frame_hdr *h, const unsigned char *
       to_agent (m, SBX_MSG_PONG, 0, p, h->len);
       return;
     }
+  if (h->type == SBX_MSG_LOG)
+    {
+      sbx_log_line (&m->slog, SBX_LOG_SANDBOX, (const char *) p, h->len);
+      return;
+    }
   if (h->chan == 0)
     return;
   struct relay *rl = relay_by_chan (m, h->chan);
@@ -1431,15 +1432,17 @@ agent_read (struct mon *m)
     }
 }
 
-/* Copies what the runtime and the init wrote on stderr into the log. A
- * pipe, not the log file itself: no fd of a host file reaches the sandbox. */
+/* Copies what the runtime (and sbx-init before its HELLO) wrote on stderr
+ * into the log, as the runtime's lines. A pipe, not the log file itself: no
+ * fd of a host file reaches the sandbox, and sbx-init closes its end before
+ * any process of the sandbox starts. */
 static void
 drain_stderr (struct mon *m)
 {
   char buf[8192];
   ssize_t n;
   while (m->stderr_r >= 0 && (n = read (m->stderr_r, buf, sizeof buf)) > 0)
-    write_all (m->log_fd, buf, (size_t) n);
+    sbx_log_feed (&m->slog, buf, (size_t) n);
   if (m->stderr_r >= 0 && n == 0)
     {
       close (m->stderr_r); /* every writer is gone */
@@ -1878,6 +1881,11 @@ wait_hello (struct mon *m, sbx_error **err)
             return sbx_error_set (err, SBX_E_INTERNAL, 0, "the sandbox's init did not load the seccomp profile");
           return 0;
         }
+      if (r == 1 && h.type == SBX_MSG_LOG)
+        {
+          sbx_log_line (&m->slog, SBX_LOG_SANDBOX, (const char *) p, h.len);
+          continue;
+        }
       if (r == 1 && m->sb->restore_from)
         {
           if (h.type == SBX_MSG_PONG)
@@ -2306,6 +2314,7 @@ finish (struct mon *m, sbx_state state, const char *reason, const char *error)
   m->sb->ended_at = now_unix ();
   save_state (m);
   mlog (m, "%s (%s)%s%s", sbx_state_name (state), reason, error ? ": " : "", error ? error : "");
+  sbx_log_finish (&m->slog);
   /* Everything is gone and recorded: whoever waits on the lock may go on
    * before this process has finished exiting. The lock goes first, so that
    * a client woken by its connection closing finds it free at once. */
@@ -2349,8 +2358,8 @@ monitor_main (const sbx_store *st, sbx_sandbox *sb, int lock_fd, int sync_fd)
   m->run_dir = sbx_sandbox_run_dir (st, sb->id);
   m->cgroup = sbx_store_cgroup_path (st, sb->id);
   _cleanup_free_ char *logp = xasprintf ("%s/log", m->dir);
-  m->log_fd = open (logp, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-  int keep[] = { lock_fd, sync_fd, m->log_fd };
+  sbx_log_init (&m->slog, open (logp, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
+  int keep[] = { lock_fd, sync_fd, m->slog.fd };
   close_fds_except (keep, ARRAY_SIZE (keep));
   int null = open ("/dev/null", O_RDWR);
   dup2 (null, 0);
