@@ -428,3 +428,94 @@ sbx_cgroup_create (const char *rel, const sbx_cgroup_limits *limits, sbx_error *
     }
   return 0;
 }
+
+/* The monitor's own cgroup. The memory and pids hierarchies on v1: what it
+ * is there to count. */
+static const char *const mon_ctrls[] = { "memory", "pids" };
+
+/* The cgroup.procs file of the caller's cgroup in CTRL's hierarchy (NULL:
+ * the unified one) as /proc/self/cgroup (S) says, or the hierarchy's root's. */
+static char *
+origin_of (const char *s, const char *ctrl)
+{
+  for (const char *line = s; line && *line; line = strchr (line, '\n') ? strchr (line, '\n') + 1 : NULL)
+    {
+      /* "4:memory:/path", "2:cpu,cpuacct:/", v2's "0::/path". */
+      const char *c1 = strchr (line, ':'), *c2 = c1 ? strchr (c1 + 1, ':') : NULL, *nl = strchr (line, '\n');
+      if (c2 == NULL || (nl && c2 > nl))
+        continue;
+      int plen = (int) (nl ? (size_t) (nl - c2 - 1) : strlen (c2 + 1));
+      if (ctrl == NULL && c2 == c1 + 1)
+        return xasprintf (CG_ROOT "%.*s/cgroup.procs", plen, c2 + 1);
+      if (ctrl == NULL)
+        continue;
+      _cleanup_free_ char *ctrls = xasprintf (",%.*s,", (int) (c2 - c1 - 1), c1 + 1);
+      _cleanup_free_ char *want = xasprintf (",%s,", ctrl);
+      if (strstr (ctrls, want))
+        return xasprintf (CG_ROOT "/%s%.*s/cgroup.procs", ctrl, plen, c2 + 1);
+    }
+  return ctrl ? xasprintf (CG_ROOT "/%s/cgroup.procs", ctrl) : xstrdup (CG_ROOT "/cgroup.procs");
+}
+
+/* Where the caller is now, in the hierarchies its own cgroup is made in
+ * (strv; on v1 in mon_ctrls' order). */
+static char **
+origin_procs (void)
+{
+  char **v = xmalloc0 (sizeof (char *));
+  _cleanup_free_ char *s = NULL;
+  if (read_file ("/proc/self/cgroup", 65536, &s, NULL, NULL) < 0)
+    s = xstrdup ("");
+  for (size_t i = 0; i < (sbx_cgroup_version () == 2 ? 1 : ARRAY_SIZE (mon_ctrls)); i++)
+    {
+      _cleanup_free_ char *p = origin_of (s, sbx_cgroup_version () == 2 ? NULL : mon_ctrls[i]);
+      strv_push (&v, p);
+    }
+  return v;
+}
+
+int
+sbx_cgroup_enter (const char *rel, char ***ret_back, sbx_error **err)
+{
+  _cleanup_strv_ char **back = origin_procs ();
+  _cleanup_strv_ char **join = xmalloc0 (sizeof (char *));
+  size_t n = sbx_cgroup_version () == 2 ? 1 : ARRAY_SIZE (mon_ctrls);
+  for (size_t i = 0; i < n; i++)
+    {
+      _cleanup_free_ char *dir = sbx_cgroup_version () == 2 ? xasprintf (CG_ROOT "%s", rel)
+                                                            : xasprintf (CG_ROOT "/%s%s", mon_ctrls[i], rel);
+      if (make_dir (dir, err) < 0)
+        {
+          sbx_cgroup_leave (rel, back);
+          return sbx_error_wrap (err, "cgroup %s", rel);
+        }
+      _cleanup_free_ char *f = xasprintf ("%s/%s", dir, sbx_cgroup_version () == 2 ? "cgroup.procs" : "tasks");
+      strv_push (&join, f);
+    }
+  int r = sbx_cgroup_join (join);
+  if (r < 0)
+    {
+      sbx_cgroup_leave (rel, back);
+      return sbx_error_errno (err, -r, "move into cgroup %s", rel);
+    }
+  *ret_back = steal_pointer (&back);
+  return 0;
+}
+
+void
+sbx_cgroup_leave (const char *rel, char *const *back)
+{
+  for (size_t i = 0; back && back[i]; i++)
+    {
+      _cleanup_close_ int fd = open (back[i], O_WRONLY | O_CLOEXEC);
+      if (fd >= 0 && write (fd, "0", 1) == 1)
+        continue;
+      /* Where it came from is gone: the hierarchy's root then. */
+      _cleanup_free_ char *root = sbx_cgroup_version () == 2 ? xstrdup (CG_ROOT "/cgroup.procs")
+                                                             : xasprintf (CG_ROOT "/%s/cgroup.procs", mon_ctrls[i]);
+      _cleanup_close_ int rfd = open (root, O_WRONLY | O_CLOEXEC);
+      if (rfd < 0 || write (rfd, "0", 1) != 1)
+        return; /* still in REL: not removed, `sbx gc` reaps it later */
+    }
+  sbx_cgroup_remove (rel, NULL);
+}
