@@ -26,6 +26,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -51,8 +52,11 @@
 #define AGENT_OUT_MAX (4u << 20)
 #define REQUEST_MAX 65536
 /* Background processes: the newest output kept of each, and how many ended
- * processes are remembered (with their output) once they are gone. */
+ * processes are remembered (with their output) once they are gone. All of
+ * a sandbox's logs share PROC_OUTPUT_BUDGET bytes of buffers (proc_log_push),
+ * so that the monitor's memory stays bounded however many processes print. */
 #define PROC_LOG_CAP (1u << 20)
+#define PROC_OUTPUT_BUDGET (16u << 20)
 #define PROCS_ENDED_MAX 64
 #define PROC_CMD_MAX 1024
 /* A follower is fed from the log while its socket buffer has room. */
@@ -84,6 +88,7 @@ struct proc {
   int32_t exit_code, signal;
   int64_t started_at, ended_at;
   uint64_t seq; /* order of creation */
+  uint64_t output_bytes; /* all it printed, kept or dropped */
   sbx_ring log;
 };
 
@@ -110,6 +115,10 @@ struct mon {
   sbx_sandbox *sb;
   sbx_runtime *rt;
   char *dir, *run_dir, *cgroup;
+  /* The monitor's own cgroup (cgroup.h), while it is in it, and where it
+   * came from. */
+  char *own_cgroup;
+  char **own_cgroup_back;
   int agent_fd, listen_fd, sig_fd;
   sbx_log slog; /* the sandbox's log, bounded (sblog.h) */
   struct sbx_frame_reader ard;
@@ -398,6 +407,40 @@ proc_by_pid (struct mon *m, int64_t pid)
   return best;
 }
 
+/* Keeps a background process's output within both bounds: its own log's
+ * cap, and the sandbox's budget, shared by every kept log (running and
+ * ended). A log that would grow past the budget first takes room from the
+ * largest other log larger than itself, which drops its oldest half; with
+ * none left, it keeps its size and drops its own oldest output. So the
+ * share of each comes to about the budget over the number of logs; what
+ * is dropped is counted in output_dropped. */
+static void
+proc_log_push (struct mon *m, struct proc *p, uint8_t type, const void *data, size_t len)
+{
+  size_t want = sbx_ring_want (&p->log, len);
+  p->log.limit = 0;
+  if (want > p->log.size)
+    {
+      size_t used = 0;
+      for (size_t i = 0; i < m->nprocs; i++)
+        used += m->procs[i]->log.size;
+      while (used + (want - p->log.size) > PROC_OUTPUT_BUDGET)
+        {
+          struct proc *big = NULL;
+          for (size_t i = 0; i < m->nprocs; i++)
+            if (m->procs[i] != p && (big == NULL || m->procs[i]->log.size > big->log.size))
+              big = m->procs[i];
+          if (big == NULL || big->log.size <= p->log.size || big->log.size <= 4096)
+            break;
+          used -= big->log.size / 2;
+          sbx_ring_shrink (&big->log, big->log.size / 2);
+        }
+      if (used + (want - p->log.size) > PROC_OUTPUT_BUDGET)
+        p->log.limit = p->log.size;
+    }
+  sbx_ring_push (&p->log, type, data, len);
+}
+
 static void
 proc_remove (struct mon *m, struct proc *p)
 {
@@ -481,7 +524,8 @@ proc_frame (struct mon *m, struct proc *p, const struct sbx_frame_hdr *h, const 
         {
           /* Kept, newest first: a background process never waits on a reader. */
           uint32_t n = h->len;
-          sbx_ring_push (&p->log, (uint8_t) h->type, data, h->len);
+          proc_log_push (m, p, (uint8_t) h->type, data, h->len);
+          p->output_bytes += h->len;
           to_agent (m, SBX_MSG_CREDIT, h->chan, &n, sizeof n);
         }
       break;
@@ -537,7 +581,10 @@ proc_json (yajl_gen g, const struct proc *p)
       j_null (g);
     }
   if (p->detached)
-    j_kint (g, "output_dropped", (long long) p->log.dropped);
+    {
+      j_kint (g, "output_bytes", (long long) p->output_bytes);
+      j_kint (g, "output_dropped", (long long) p->log.dropped);
+    }
   j_endmap (g);
 }
 
@@ -2227,9 +2274,32 @@ setup (struct mon *m, sbx_error **err)
 
 /* --- teardown ---------------------------------------------------------- */
 
+/* The monitor goes into a cgroup of its own once the sandbox runs (and it
+ * is single-threaded again): what it keeps of the sandbox's output counts
+ * under sbx's cgroup, not against the sandbox's limits. It leaves it first
+ * thing on the way out, so that whoever removes it never finds it there. */
+static int
+own_cgroup_enter (struct mon *m, sbx_error **err)
+{
+  m->own_cgroup = xasprintf ("%s" SBX_CGROUP_MONITOR_SUFFIX, m->cgroup);
+  if (sbx_cgroup_enter (m->own_cgroup, &m->own_cgroup_back, err) < 0)
+    return sbx_error_wrap (err, "the monitor's own cgroup");
+  return 0;
+}
+
+static void
+own_cgroup_leave (struct mon *m)
+{
+  if (m->own_cgroup_back)
+    sbx_cgroup_leave (m->own_cgroup, m->own_cgroup_back);
+  strv_free (m->own_cgroup_back);
+  m->own_cgroup_back = NULL;
+}
+
 static void
 teardown (struct mon *m)
 {
+  own_cgroup_leave (m);
   drain_stderr (m);
   if (m->cgroup_hold >= 0)
     close (m->cgroup_hold); /* setup failed half-way */
@@ -2368,6 +2438,11 @@ monitor_main (const sbx_store *st, sbx_sandbox *sb, int lock_fd, int sync_fd)
   if (null > 2)
     close (null);
   prctl (PR_SET_NAME, "sbx-monitor");
+  /* Buffers from 16 KiB up (the larger output logs) are mapped on their
+   * own, so that a log that shrinks or goes gives its memory back: glibc's
+   * sliding threshold would move them into the heap, where freed memory
+   * stays. */
+  mallopt (M_MMAP_THRESHOLD, 16 * 1024);
   /* Its clients, the resolver's and the proxy's sockets and pipes (four fds
    * per proxied connection) need more than the usual soft limit. */
   struct rlimit nofile;
@@ -2385,7 +2460,8 @@ monitor_main (const sbx_store *st, sbx_sandbox *sb, int lock_fd, int sync_fd)
   mlog (m, "monitor %d: starting %s on %s", getpid (), sb->id, sb->opts.runtime);
 
   _cleanup_error_ sbx_error *err = NULL;
-  if (sbx_runtime_find (st, sb->opts.runtime, &m->rt, &err) < 0 || setup (m, &err) < 0)
+  if (sbx_runtime_find (st, sb->opts.runtime, &m->rt, &err) < 0 || setup (m, &err) < 0
+      || own_cgroup_enter (m, &err) < 0)
     {
       _cleanup_free_ char *text = sbx_error_text (err);
       finish (m, SBX_STATE_FAILED, SBX_REASON_ERROR, text);
