@@ -433,8 +433,9 @@ sbx_cgroup_create (const char *rel, const sbx_cgroup_limits *limits, sbx_error *
  * is there to count. */
 static const char *const mon_ctrls[] = { "memory", "pids" };
 
-/* The cgroup.procs file of the caller's cgroup in CTRL's hierarchy (NULL:
- * the unified one) as /proc/self/cgroup (S) says, or the hierarchy's root's. */
+/* The file that moves the caller back to its cgroup in CTRL's hierarchy
+ * (`tasks`, as in sbx_cgroup_join; NULL: the unified one, cgroup.procs) as
+ * /proc/self/cgroup (S) says, or to the hierarchy's root. */
 static char *
 origin_of (const char *s, const char *ctrl)
 {
@@ -452,9 +453,9 @@ origin_of (const char *s, const char *ctrl)
       _cleanup_free_ char *ctrls = xasprintf (",%.*s,", (int) (c2 - c1 - 1), c1 + 1);
       _cleanup_free_ char *want = xasprintf (",%s,", ctrl);
       if (strstr (ctrls, want))
-        return xasprintf (CG_ROOT "/%s%.*s/cgroup.procs", ctrl, plen, c2 + 1);
+        return xasprintf (CG_ROOT "/%s%.*s/tasks", ctrl, plen, c2 + 1);
     }
-  return ctrl ? xasprintf (CG_ROOT "/%s/cgroup.procs", ctrl) : xstrdup (CG_ROOT "/cgroup.procs");
+  return ctrl ? xasprintf (CG_ROOT "/%s/tasks", ctrl) : xstrdup (CG_ROOT "/cgroup.procs");
 }
 
 /* Where the caller is now, in the hierarchies its own cgroup is made in
@@ -502,20 +503,43 @@ sbx_cgroup_enter (const char *rel, char ***ret_back, sbx_error **err)
   return 0;
 }
 
+/* Whether the calling process (any thread of it) is in the cgroup DIR. */
+static bool
+holds_self (const char *dir)
+{
+  _cleanup_free_ char *procs = xasprintf ("%s/cgroup.procs", dir);
+  _cleanup_free_ char *s = NULL;
+  if (read_file (procs, 1 << 20, &s, NULL, NULL) < 0)
+    return false;
+  char me[32];
+  snprintf (me, sizeof me, "%d", (int) getpid ());
+  for (char *line = strtok (s, "\n"); line; line = strtok (NULL, "\n"))
+    if (strcmp (line, me) == 0)
+      return true;
+  return false;
+}
+
 void
 sbx_cgroup_leave (const char *rel, char *const *back)
 {
   for (size_t i = 0; back && back[i]; i++)
     {
+      _cleanup_free_ char *dir = sbx_cgroup_version () == 2 ? xasprintf (CG_ROOT "%s", rel)
+                                                            : xasprintf (CG_ROOT "/%s%s", mon_ctrls[i], rel);
       _cleanup_close_ int fd = open (back[i], O_WRONLY | O_CLOEXEC);
-      if (fd >= 0 && write (fd, "0", 1) == 1)
-        continue;
-      /* Where it came from is gone: the hierarchy's root then. */
-      _cleanup_free_ char *root = sbx_cgroup_version () == 2 ? xstrdup (CG_ROOT "/cgroup.procs")
-                                                             : xasprintf (CG_ROOT "/%s/cgroup.procs", mon_ctrls[i]);
-      _cleanup_close_ int rfd = open (root, O_WRONLY | O_CLOEXEC);
-      if (rfd < 0 || write (rfd, "0", 1) != 1)
-        return; /* still in REL: not removed, `sbx gc` reaps it later */
+      if (fd < 0 || write (fd, "0", 1) != 1)
+        {
+          /* Where it came from is gone: the hierarchy's root then. */
+          char *const root[] = { sbx_cgroup_version () == 2 ? xstrdup (CG_ROOT "/cgroup.procs")
+                                                            : xasprintf (CG_ROOT "/%s/tasks", mon_ctrls[i]),
+                                 NULL };
+          sbx_cgroup_join (root);
+          free (root[0]);
+        }
+      /* Never remove a cgroup the caller is still in (a thread left
+       * behind): the removal kills what it finds there. gc does it later. */
+      if (holds_self (dir))
+        return;
     }
   sbx_cgroup_remove (rel, NULL);
 }

@@ -73,9 +73,10 @@ int sbx_cgroup_remove (const char *rel, sbx_error **err);
  * parent ("/sbx-TAG") exists. *RET_BACK: what sbx_cgroup_leave needs to
  * move it back to where it was. */
 int sbx_cgroup_enter (const char *rel, char ***ret_back, sbx_error **err);
-/* Moves the calling process (all its threads) back where it was, or else
- * to the hierarchy's root, and removes REL. A process left in REL (moving
- * failed) stays there: REL is then removed once it has exited (sbx gc). */
+/* Moves the calling process, single-threaded, back where it was, or else
+ * to the hierarchy's root, and removes REL. A process still in REL (moving
+ * failed, or a thread stayed) is left there, and REL with it, for sbx gc
+ * to remove once it has exited. */
 void sbx_cgroup_leave (const char *rel, char *const *back);
 /* Names of the children of "/sbx-TAG" in any hierarchy (strv). */
 char **sbx_cgroup_children (const char *parent_rel);
