@@ -44,7 +44,7 @@ reads_back (const sbx_ring *r, uint64_t off, int from, int to)
 int
 main (void)
 {
-  tap_plan (18);
+  tap_plan (19);
   sbx_ring r;
   sbx_ring_init (&r, 4096);
   uint8_t type;
