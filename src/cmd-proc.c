@@ -246,6 +246,12 @@ cmd_proc (sbx_cli *cli, int argc, char **argv, sbx_error **err)
     print_proc (v);
   else if (a == 1)
     printf ("%d\n", exit_code_of (v));
+  else if (a == 3 && jint (v, "output_dropped", 0) > 0)
+    /* On stderr, after the output: what was printed is not all there was. */
+    fprintf (stderr,
+             "sbx: %lld bytes of this process's output were dropped before what is shown (the newest 1 MiB of "
+             "each background process is kept, 16 MiB for all of a sandbox's)\n",
+             (long long) jint (v, "output_dropped", 0));
   /* wait exits with the process's status, as the shell's `wait` does. */
   return a == 1 ? exit_code_of (v) : 0;
 }

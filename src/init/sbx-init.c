@@ -180,24 +180,41 @@ set_nonblock (int fd)
   return 0;
 }
 
+static int bytes_reserve (struct bytes *b, size_t n, size_t max);
+
+/* A diagnostic for the sandbox's log. Until HELLO it goes to the stderr the
+ * runtime gave (nothing else runs in the sandbox yet); from then on only as
+ * a LOG frame on the control socket: a host fd kept here could be reopened
+ * by the sandbox's processes through /proc/1/fd (gVisor lets them, as root,
+ * whatever PR_SET_DUMPABLE says), and written to without bound. A frame
+ * that does not fit is dropped: diagnostics never end the agent. */
 static void __attribute__ ((format (printf, 2, 3)))
 log_msg (struct agent *a, const char *fmt, ...)
 {
-  char buf[512];
+  char buf[SBX_PROTO_LOG_MAX];
+  struct sbx_frame_hdr h = { .type = SBX_MSG_LOG };
   va_list ap;
   int n;
 
-  if (a->log_fd < 0)
-    return;
   n = snprintf (buf, sizeof buf, "sbx-init: ");
   va_start (ap, fmt);
   n += vsnprintf (buf + n, sizeof buf - (size_t) n - 1, fmt, ap);
   va_end (ap);
   if (n > (int) sizeof buf - 2)
     n = (int) sizeof buf - 2;
-  buf[n++] = '\n';
-  if (write (a->log_fd, buf, (size_t) n) < 0)
-    return; /* nowhere left to say it */
+  if (a->log_fd >= 0)
+    {
+      buf[n++] = '\n';
+      if (write (a->log_fd, buf, (size_t) n) < 0)
+        return; /* nowhere left to say it */
+      return;
+    }
+  if (a->ctl_out < 0 || bytes_reserve (&a->out, SBX_PROTO_HDR_SIZE + (size_t) n, OUT_MAX) < 0)
+    return;
+  h.len = (uint32_t) n;
+  sbx_frame_hdr_encode (a->out.data + a->out.tail, &h);
+  memcpy (a->out.data + a->out.tail + SBX_PROTO_HDR_SIZE, buf, (size_t) n);
+  a->out.tail += SBX_PROTO_HDR_SIZE + (size_t) n;
 }
 
 /* Byte queues */
@@ -257,6 +274,14 @@ bytes_free (struct bytes *b)
 static void __attribute__ ((noreturn))
 agent_exit (struct agent *a, int code)
 {
+  /* What is queued (a last LOG frame, say) goes if the socket takes it. */
+  while (a->ctl_out >= 0 && bytes_len (&a->out) > 0)
+    {
+      ssize_t n = write (a->ctl_out, a->out.data + a->out.head, bytes_len (&a->out));
+      if (n <= 0)
+        break;
+      bytes_consume (&a->out, (size_t) n);
+    }
   for (size_t i = 0; i < a->hi; i++)
     if (a->chans[i].state != CHAN_FREE && !a->chans[i].reaped && a->chans[i].pid > 0)
       {
@@ -1485,8 +1510,9 @@ dup_high (int fd)
 }
 
 /* The control channel moves to high CLOEXEC fds, stderr (if it is something
- * else) becomes the log, and 0-2 become /dev/null: what children inherit
- * when they are given nothing else. Everything else is closed. */
+ * else) becomes the log until HELLO (log_msg), and 0-2 become /dev/null:
+ * what children inherit when they are given nothing else. Everything else
+ * is closed. */
 static void
 setup_fds (struct agent *a)
 {
@@ -1557,6 +1583,8 @@ main (int argc, char **argv)
   struct agent *a = &agent_storage;
   uint32_t hello[3] = { SBX_PROTO_VERSION, (uint32_t) getpid (), SBX_HELLO_SECCOMP };
 
+  a->ctl_in = a->ctl_out = a->log_fd = -1;
+
   /* `/.sbx/init --sync`: flushes the sandbox's writes to its files (sbx
    * commit runs it; under gVisor written data may sit in the sandbox's own
    * page cache until then). Any other use is the agent, PID 1. */
@@ -1581,6 +1609,9 @@ main (int argc, char **argv)
   setup_signals (a);
   out_frame (a, SBX_MSG_HELLO, 0, hello, sizeof hello);
   out_flush (a);
+  /* The runtime's stderr reaches the host's log: no process of the
+   * sandbox, the first of which starts after HELLO, may find it here. */
+  close_fd (&a->log_fd);
   for (;;)
     loop_once (a);
 }

@@ -428,3 +428,118 @@ sbx_cgroup_create (const char *rel, const sbx_cgroup_limits *limits, sbx_error *
     }
   return 0;
 }
+
+/* The monitor's own cgroup. The memory and pids hierarchies on v1: what it
+ * is there to count. */
+static const char *const mon_ctrls[] = { "memory", "pids" };
+
+/* The file that moves the caller back to its cgroup in CTRL's hierarchy
+ * (`tasks`, as in sbx_cgroup_join; NULL: the unified one, cgroup.procs) as
+ * /proc/self/cgroup (S) says, or to the hierarchy's root. */
+static char *
+origin_of (const char *s, const char *ctrl)
+{
+  for (const char *line = s; line && *line; line = strchr (line, '\n') ? strchr (line, '\n') + 1 : NULL)
+    {
+      /* "4:memory:/path", "2:cpu,cpuacct:/", v2's "0::/path". */
+      const char *c1 = strchr (line, ':'), *c2 = c1 ? strchr (c1 + 1, ':') : NULL, *nl = strchr (line, '\n');
+      if (c2 == NULL || (nl && c2 > nl))
+        continue;
+      int plen = (int) (nl ? (size_t) (nl - c2 - 1) : strlen (c2 + 1));
+      if (ctrl == NULL && c2 == c1 + 1)
+        return xasprintf (CG_ROOT "%.*s/cgroup.procs", plen, c2 + 1);
+      if (ctrl == NULL)
+        continue;
+      _cleanup_free_ char *ctrls = xasprintf (",%.*s,", (int) (c2 - c1 - 1), c1 + 1);
+      _cleanup_free_ char *want = xasprintf (",%s,", ctrl);
+      if (strstr (ctrls, want))
+        return xasprintf (CG_ROOT "/%s%.*s/tasks", ctrl, plen, c2 + 1);
+    }
+  return ctrl ? xasprintf (CG_ROOT "/%s/tasks", ctrl) : xstrdup (CG_ROOT "/cgroup.procs");
+}
+
+/* Where the caller is now, in the hierarchies its own cgroup is made in
+ * (strv; on v1 in mon_ctrls' order). */
+static char **
+origin_procs (void)
+{
+  char **v = xmalloc0 (sizeof (char *));
+  _cleanup_free_ char *s = NULL;
+  if (read_file ("/proc/self/cgroup", 65536, &s, NULL, NULL) < 0)
+    s = xstrdup ("");
+  for (size_t i = 0; i < (sbx_cgroup_version () == 2 ? 1 : ARRAY_SIZE (mon_ctrls)); i++)
+    {
+      _cleanup_free_ char *p = origin_of (s, sbx_cgroup_version () == 2 ? NULL : mon_ctrls[i]);
+      strv_push (&v, p);
+    }
+  return v;
+}
+
+int
+sbx_cgroup_enter (const char *rel, char ***ret_back, sbx_error **err)
+{
+  _cleanup_strv_ char **back = origin_procs ();
+  _cleanup_strv_ char **join = xmalloc0 (sizeof (char *));
+  size_t n = sbx_cgroup_version () == 2 ? 1 : ARRAY_SIZE (mon_ctrls);
+  for (size_t i = 0; i < n; i++)
+    {
+      _cleanup_free_ char *dir = sbx_cgroup_version () == 2 ? xasprintf (CG_ROOT "%s", rel)
+                                                            : xasprintf (CG_ROOT "/%s%s", mon_ctrls[i], rel);
+      if (make_dir (dir, err) < 0)
+        {
+          sbx_cgroup_leave (rel, back);
+          return sbx_error_wrap (err, "cgroup %s", rel);
+        }
+      _cleanup_free_ char *f = xasprintf ("%s/%s", dir, sbx_cgroup_version () == 2 ? "cgroup.procs" : "tasks");
+      strv_push (&join, f);
+    }
+  int r = sbx_cgroup_join (join);
+  if (r < 0)
+    {
+      sbx_cgroup_leave (rel, back);
+      return sbx_error_errno (err, -r, "move into cgroup %s", rel);
+    }
+  *ret_back = steal_pointer (&back);
+  return 0;
+}
+
+/* Whether the calling process (any thread of it) is in the cgroup DIR. */
+static bool
+holds_self (const char *dir)
+{
+  _cleanup_free_ char *procs = xasprintf ("%s/cgroup.procs", dir);
+  _cleanup_free_ char *s = NULL;
+  if (read_file (procs, 1 << 20, &s, NULL, NULL) < 0)
+    return false;
+  char me[32];
+  snprintf (me, sizeof me, "%d", (int) getpid ());
+  for (char *line = strtok (s, "\n"); line; line = strtok (NULL, "\n"))
+    if (strcmp (line, me) == 0)
+      return true;
+  return false;
+}
+
+void
+sbx_cgroup_leave (const char *rel, char *const *back)
+{
+  for (size_t i = 0; back && back[i]; i++)
+    {
+      _cleanup_free_ char *dir = sbx_cgroup_version () == 2 ? xasprintf (CG_ROOT "%s", rel)
+                                                            : xasprintf (CG_ROOT "/%s%s", mon_ctrls[i], rel);
+      _cleanup_close_ int fd = open (back[i], O_WRONLY | O_CLOEXEC);
+      if (fd < 0 || write (fd, "0", 1) != 1)
+        {
+          /* Where it came from is gone: the hierarchy's root then. */
+          char *const root[] = { sbx_cgroup_version () == 2 ? xstrdup (CG_ROOT "/cgroup.procs")
+                                                            : xasprintf (CG_ROOT "/%s/tasks", mon_ctrls[i]),
+                                 NULL };
+          sbx_cgroup_join (root);
+          free (root[0]);
+        }
+      /* Never remove a cgroup the caller is still in (a thread left
+       * behind): the removal kills what it finds there. gc does it later. */
+      if (holds_self (dir))
+        return;
+    }
+  sbx_cgroup_remove (rel, NULL);
+}

@@ -65,6 +65,19 @@ void sbx_cgroup_stats_read (const char *rel, sbx_cgroup_stats *ret);
 /* Kills what is left in REL's cgroups and removes them, in every
  * hierarchy. Missing cgroups are not an error. */
 int sbx_cgroup_remove (const char *rel, sbx_error **err);
+/* The monitor's own cgroup is REL = "/sbx-TAG/ID" SBX_CGROUP_MONITOR_SUFFIX,
+ * beside its sandbox's (not in it: the sandbox's limits and counters are
+ * the sandbox's alone), in the memory and pids hierarchies on v1. */
+#define SBX_CGROUP_MONITOR_SUFFIX ".monitor"
+/* Makes REL and moves the calling process, single-threaded, into it; the
+ * parent ("/sbx-TAG") exists. *RET_BACK: what sbx_cgroup_leave needs to
+ * move it back to where it was. */
+int sbx_cgroup_enter (const char *rel, char ***ret_back, sbx_error **err);
+/* Moves the calling process, single-threaded, back where it was, or else
+ * to the hierarchy's root, and removes REL. A process still in REL (moving
+ * failed, or a thread stayed) is left there, and REL with it, for sbx gc
+ * to remove once it has exited. */
+void sbx_cgroup_leave (const char *rel, char *const *back);
 /* Names of the children of "/sbx-TAG" in any hierarchy (strv). */
 char **sbx_cgroup_children (const char *parent_rel);
 /* Removes "/sbx-TAG" itself when empty. */

@@ -227,7 +227,8 @@ sbx_sandbox_reap (const sbx_store *st, const char *id, sbx_error **err)
   if (sb->opts.runtime && sbx_runtime_find (st, sb->opts.runtime, &rt, NULL) == 0)
     sbx_runtime_destroy (rt, id, true, NULL);
   _cleanup_free_ char *cg = sbx_store_cgroup_path (st, id);
-  if (sbx_cgroup_remove (cg, err) < 0)
+  _cleanup_free_ char *own = xasprintf ("%s" SBX_CGROUP_MONITOR_SUFFIX, cg);
+  if (sbx_cgroup_remove (cg, err) < 0 || sbx_cgroup_remove (own, err) < 0)
     return -1;
   sbx_store_cgroup_release_parent (st);
   sbx_net_reap (id);
@@ -319,7 +320,12 @@ gc_orphan_cgroups (const sbx_store *st, sbx_gc_report *rep)
   _cleanup_strv_ char **kids = sbx_cgroup_children (parent);
   for (size_t i = 0; kids[i]; i++)
     {
-      if (name_is_valid (kids[i]) && sbx_sandbox_monitor_alive (st, kids[i]))
+      /* "ID" is the sandbox's, "ID.monitor" its monitor's own. */
+      _cleanup_free_ char *id = xstrdup (kids[i]);
+      size_t l = strlen (id), sl = strlen (SBX_CGROUP_MONITOR_SUFFIX);
+      if (l > sl && strcmp (id + l - sl, SBX_CGROUP_MONITOR_SUFFIX) == 0)
+        id[l - sl] = '\0';
+      if (name_is_valid (id) && sbx_sandbox_monitor_alive (st, id))
         continue;
       _cleanup_free_ char *cg = xasprintf ("%s/%s", parent, kids[i]);
       if (sbx_cgroup_remove (cg, NULL) == 0)

@@ -20,12 +20,14 @@
 #include "json.h"
 #include "proto.h"
 #include "ring.h"
+#include "sblog.h"
 #include "runtime.h"
 #include "spec.h"
 #include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -51,8 +53,11 @@
 #define AGENT_OUT_MAX (4u << 20)
 #define REQUEST_MAX 65536
 /* Background processes: the newest output kept of each, and how many ended
- * processes are remembered (with their output) once they are gone. */
+ * processes are remembered (with their output) once they are gone. All of
+ * a sandbox's logs share PROC_OUTPUT_BUDGET bytes of buffers (proc_log_push),
+ * so that the monitor's memory stays bounded however many processes print. */
 #define PROC_LOG_CAP (1u << 20)
+#define PROC_OUTPUT_BUDGET (16u << 20)
 #define PROCS_ENDED_MAX 64
 #define PROC_CMD_MAX 1024
 /* A follower is fed from the log while its socket buffer has room. */
@@ -84,6 +89,7 @@ struct proc {
   int32_t exit_code, signal;
   int64_t started_at, ended_at;
   uint64_t seq; /* order of creation */
+  uint64_t output_bytes; /* all it printed, kept or dropped */
   sbx_ring log;
 };
 
@@ -111,7 +117,12 @@ struct mon {
   sbx_disk_att disk_pre; /* the disk's loop device, bound by a thread during setup */
   sbx_runtime *rt;
   char *dir, *run_dir, *cgroup;
-  int log_fd, agent_fd, listen_fd, sig_fd;
+  /* The monitor's own cgroup (cgroup.h), while it is in it, and where it
+   * came from. */
+  char *own_cgroup;
+  char **own_cgroup_back;
+  int agent_fd, listen_fd, sig_fd;
+  sbx_log slog; /* the sandbox's log, bounded (sblog.h) */
   struct sbx_frame_reader ard;
   struct buf aout;
   struct client *clients[MAX_CLIENTS];
@@ -162,18 +173,12 @@ mlog (struct mon *m, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)
 static void
 mlog (struct mon *m, const char *fmt, ...)
 {
-  char ts[32], line[1024];
-  struct timespec now;
-  clock_gettime (CLOCK_REALTIME, &now);
-  struct tm tm;
-  gmtime_r (&now.tv_sec, &tm);
-  size_t n = strftime (ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
-  snprintf (ts + n, sizeof ts - n, ".%03ldZ", now.tv_nsec / 1000000);
+  char line[1024];
   va_list ap;
   va_start (ap, fmt);
-  vsnprintf (line, sizeof line, fmt, ap);
+  int n = vsnprintf (line, sizeof line, fmt, ap);
   va_end (ap);
-  dprintf (m->log_fd, "%s sbx: %s\n", ts, line);
+  sbx_log_line (&m->slog, SBX_LOG_MONITOR, line, n < 0 ? 0 : (size_t) n < sizeof line ? (size_t) n : sizeof line - 1);
 }
 
 /* --- buffers and frames ------------------------------------------------ */
@@ -404,6 +409,40 @@ proc_by_pid (struct mon *m, int64_t pid)
   return best;
 }
 
+/* Keeps a background process's output within both bounds: its own log's
+ * cap, and the sandbox's budget, shared by every kept log (running and
+ * ended). A log that would grow past the budget first takes room from the
+ * largest other log larger than itself, which drops its oldest half; with
+ * none left, it keeps its size and drops its own oldest output. So the
+ * share of each comes to about the budget over the number of logs; what
+ * is dropped is counted in output_dropped. */
+static void
+proc_log_push (struct mon *m, struct proc *p, uint8_t type, const void *data, size_t len)
+{
+  size_t want = sbx_ring_want (&p->log, len);
+  p->log.limit = 0;
+  if (want > p->log.size)
+    {
+      size_t used = 0;
+      for (size_t i = 0; i < m->nprocs; i++)
+        used += m->procs[i]->log.size;
+      while (used + (want - p->log.size) > PROC_OUTPUT_BUDGET)
+        {
+          struct proc *big = NULL;
+          for (size_t i = 0; i < m->nprocs; i++)
+            if (m->procs[i] != p && (big == NULL || m->procs[i]->log.size > big->log.size))
+              big = m->procs[i];
+          if (big == NULL || big->log.size <= p->log.size || big->log.size <= 4096)
+            break;
+          used -= big->log.size / 2;
+          sbx_ring_shrink (&big->log, big->log.size / 2);
+        }
+      if (used + (want - p->log.size) > PROC_OUTPUT_BUDGET)
+        p->log.limit = p->log.size;
+    }
+  sbx_ring_push (&p->log, type, data, len);
+}
+
 static void
 proc_remove (struct mon *m, struct proc *p)
 {
@@ -487,7 +526,8 @@ proc_frame (struct mon *m, struct proc *p, const struct sbx_frame_hdr *h, const 
         {
           /* Kept, newest first: a background process never waits on a reader. */
           uint32_t n = h->len;
-          sbx_ring_push (&p->log, (uint8_t) h->type, data, h->len);
+          proc_log_push (m, p, (uint8_t) h->type, data, h->len);
+          p->output_bytes += h->len;
           to_agent (m, SBX_MSG_CREDIT, h->chan, &n, sizeof n);
         }
       break;
@@ -543,7 +583,10 @@ proc_json (yajl_gen g, const struct proc *p)
       j_null (g);
     }
   if (p->detached)
-    j_kint (g, "output_dropped", (long long) p->log.dropped);
+    {
+      j_kint (g, "output_bytes", (long long) p->output_bytes);
+      j_kint (g, "output_dropped", (long long) p->log.dropped);
+    }
   j_endmap (g);
 }
 
@@ -1349,6 +1392,11 @@ agent_frame (struct mon *m, const struct sbx_frame_hdr *h, const unsigned char *
       to_agent (m, SBX_MSG_PONG, 0, p, h->len);
       return;
     }
+  if (h->type == SBX_MSG_LOG)
+    {
+      sbx_log_line (&m->slog, SBX_LOG_SANDBOX, (const char *) p, h->len);
+      return;
+    }
   if (h->chan == 0)
     return;
   struct relay *rl = relay_by_chan (m, h->chan);
@@ -1434,15 +1482,17 @@ agent_read (struct mon *m)
     }
 }
 
-/* Copies what the runtime and the init wrote on stderr into the log. A
- * pipe, not the log file itself: no fd of a host file reaches the sandbox. */
+/* Copies what the runtime (and sbx-init before its HELLO) wrote on stderr
+ * into the log, as the runtime's lines. A pipe, not the log file itself: no
+ * fd of a host file reaches the sandbox, and sbx-init closes its end before
+ * any process of the sandbox starts. */
 static void
 drain_stderr (struct mon *m)
 {
   char buf[8192];
   ssize_t n;
   while (m->stderr_r >= 0 && (n = read (m->stderr_r, buf, sizeof buf)) > 0)
-    write_all (m->log_fd, buf, (size_t) n);
+    sbx_log_feed (&m->slog, buf, (size_t) n);
   if (m->stderr_r >= 0 && n == 0)
     {
       close (m->stderr_r); /* every writer is gone */
@@ -1891,6 +1941,11 @@ wait_hello (struct mon *m, sbx_error **err)
             return sbx_error_set (err, SBX_E_INTERNAL, 0, "the sandbox's init did not load the seccomp profile");
           return 0;
         }
+      if (r == 1 && h.type == SBX_MSG_LOG)
+        {
+          sbx_log_line (&m->slog, SBX_LOG_SANDBOX, (const char *) p, h.len);
+          continue;
+        }
       if (r == 1 && m->sb->restore_from)
         {
           if (h.type == SBX_MSG_PONG)
@@ -2274,9 +2329,32 @@ setup (struct mon *m, sbx_error **err)
 
 /* --- teardown ---------------------------------------------------------- */
 
+/* The monitor goes into a cgroup of its own once the sandbox runs (and it
+ * is single-threaded again): what it keeps of the sandbox's output counts
+ * under sbx's cgroup, not against the sandbox's limits. It leaves it first
+ * thing on the way out, so that whoever removes it never finds it there. */
+static int
+own_cgroup_enter (struct mon *m, sbx_error **err)
+{
+  m->own_cgroup = xasprintf ("%s" SBX_CGROUP_MONITOR_SUFFIX, m->cgroup);
+  if (sbx_cgroup_enter (m->own_cgroup, &m->own_cgroup_back, err) < 0)
+    return sbx_error_wrap (err, "the monitor's own cgroup");
+  return 0;
+}
+
+static void
+own_cgroup_leave (struct mon *m)
+{
+  if (m->own_cgroup_back)
+    sbx_cgroup_leave (m->own_cgroup, m->own_cgroup_back);
+  strv_free (m->own_cgroup_back);
+  m->own_cgroup_back = NULL;
+}
+
 static void
 teardown (struct mon *m)
 {
+  own_cgroup_leave (m);
   drain_stderr (m);
   if (m->cgroup_hold >= 0)
     close (m->cgroup_hold); /* setup failed half-way */
@@ -2361,6 +2439,7 @@ finish (struct mon *m, sbx_state state, const char *reason, const char *error)
   m->sb->ended_at = now_unix ();
   save_state (m);
   mlog (m, "%s (%s)%s%s", sbx_state_name (state), reason, error ? ": " : "", error ? error : "");
+  sbx_log_finish (&m->slog);
   /* Everything is gone and recorded: whoever waits on the lock may go on
    * before this process has finished exiting. The lock goes first, so that
    * a client woken by its connection closing finds it free at once. */
@@ -2404,8 +2483,8 @@ monitor_main (const sbx_store *st, sbx_sandbox *sb, int lock_fd, int sync_fd)
   m->run_dir = sbx_sandbox_run_dir (st, sb->id);
   m->cgroup = sbx_store_cgroup_path (st, sb->id);
   _cleanup_free_ char *logp = xasprintf ("%s/log", m->dir);
-  m->log_fd = open (logp, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-  int keep[] = { lock_fd, sync_fd, m->log_fd };
+  sbx_log_init (&m->slog, open (logp, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
+  int keep[] = { lock_fd, sync_fd, m->slog.fd };
   close_fds_except (keep, ARRAY_SIZE (keep));
   int null = open ("/dev/null", O_RDWR);
   dup2 (null, 0);
@@ -2414,6 +2493,11 @@ monitor_main (const sbx_store *st, sbx_sandbox *sb, int lock_fd, int sync_fd)
   if (null > 2)
     close (null);
   prctl (PR_SET_NAME, "sbx-monitor");
+  /* Buffers from 16 KiB up (the larger output logs) are mapped on their
+   * own, so that a log that shrinks or goes gives its memory back: glibc's
+   * sliding threshold would move them into the heap, where freed memory
+   * stays. */
+  mallopt (M_MMAP_THRESHOLD, 16 * 1024);
   /* Its clients, the resolver's and the proxy's sockets and pipes (four fds
    * per proxied connection) need more than the usual soft limit. */
   struct rlimit nofile;
@@ -2431,7 +2515,8 @@ monitor_main (const sbx_store *st, sbx_sandbox *sb, int lock_fd, int sync_fd)
   mlog (m, "monitor %d: starting %s on %s", getpid (), sb->id, sb->opts.runtime);
 
   _cleanup_error_ sbx_error *err = NULL;
-  if (sbx_runtime_find (st, sb->opts.runtime, &m->rt, &err) < 0 || setup (m, &err) < 0)
+  if (sbx_runtime_find (st, sb->opts.runtime, &m->rt, &err) < 0 || setup (m, &err) < 0
+      || own_cgroup_enter (m, &err) < 0)
     {
       _cleanup_free_ char *text = sbx_error_text (err);
       finish (m, SBX_STATE_FAILED, SBX_REASON_ERROR, text);

@@ -106,7 +106,7 @@ fixed_payload_size (uint16_t type)
 static bool
 type_is_known (uint16_t type)
 {
-  return (type >= SBX_MSG_HELLO && type <= SBX_MSG_CONNECT) || type == SBX_MSG_REQUEST
+  return (type >= SBX_MSG_HELLO && type <= SBX_MSG_LOG) || type == SBX_MSG_REQUEST
          || type == SBX_MSG_REPLY;
 }
 
@@ -129,6 +129,8 @@ sbx_frame_hdr_decode (const unsigned char in[SBX_PROTO_HDR_SIZE], struct sbx_fra
   if (fixed >= 0 && d.len != (uint32_t) fixed)
     return -EPROTO;
   if (d.type == SBX_MSG_ERROR && d.len < 8)
+    return -EPROTO;
+  if (d.type == SBX_MSG_LOG && (d.len > SBX_PROTO_LOG_MAX || d.chan != 0))
     return -EPROTO;
   *h = d;
   return 0;

@@ -20,6 +20,7 @@
 /* Output bytes the agent may send on one channel before it needs CREDIT. */
 #define SBX_PROTO_WINDOW (4 * 1024 * 1024)
 #define SBX_PROTO_MAX_ARGS 4096
+#define SBX_PROTO_LOG_MAX 1024
 #define SBX_PROTO_MAX_ENV 4096
 /* HELLO flags: what sbx-init did before saying hello. The monitor refuses an
  * init that did not load the seccomp profile. */
@@ -47,6 +48,11 @@ enum sbx_msg_type {
    * both ways as for an exec), SIGNAL aborts it, EXIT (status 0) or ERROR
    * ends the channel. */
   SBX_MSG_CONNECT = 16,
+  /* a->m chan 0: one diagnostic of sbx-init's, text of at most
+   * SBX_PROTO_LOG_MAX bytes. The agent's only way into the sandbox's log
+   * once it said HELLO: it keeps no host fd that the sandbox's processes
+   * could reopen through /proc/1/fd. The monitor marks it as the sandbox's. */
+  SBX_MSG_LOG = 17,
   /* CLI <-> monitor only */
   SBX_MSG_REQUEST = 32,  /* c->m chan 0: JSON request {"op": ...} */
   SBX_MSG_REPLY = 33,    /* m->c chan 0: JSON reply, or {"error": {code, message}} */

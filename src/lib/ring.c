@@ -47,13 +47,32 @@ rec_len (const sbx_ring *r, uint64_t off)
   return len;
 }
 
-/* Grows the buffer to hold NEED bytes, up to the cap, keeping offsets. */
-static void
-grow (sbx_ring *r, size_t need)
+/* What the buffer may grow to now: the cap, or the lower limit its owner
+ * set, but never below what it has. */
+static size_t
+max_size (const sbx_ring *r)
+{
+  size_t max = r->limit && r->limit < r->cap ? r->limit : r->cap;
+  if (max < 4096)
+    max = 4096;
+  return max > r->size ? max : r->size;
+}
+
+/* The buffer size for NEED bytes: a power of two from 4096, up to MAX. */
+static size_t
+size_for (const sbx_ring *r, size_t need, size_t max)
 {
   size_t size = r->size ? r->size : 4096;
-  while (size < need && size < r->cap)
+  while (size < need && size < max)
     size *= 2;
+  return size;
+}
+
+/* Moves the kept bytes into a buffer of SIZE (>= what is kept), keeping
+ * offsets. */
+static void
+relayout (sbx_ring *r, size_t size)
+{
   if (size == r->size)
     return;
   unsigned char *d = xmalloc (size);
@@ -75,24 +94,53 @@ grow (sbx_ring *r, size_t need)
   r->size = size;
 }
 
-void
-sbx_ring_push (sbx_ring *r, uint8_t type, const void *data, size_t len)
+/* Evicts the oldest records until NEED more bytes fit in SIZE. */
+static void
+evict (sbx_ring *r, size_t need, size_t size)
 {
-  if (len > r->cap - SBX_RING_REC_HDR)
-    {
-      r->dropped += len - (r->cap - SBX_RING_REC_HDR);
-      data = (const unsigned char *) data + (len - (r->cap - SBX_RING_REC_HDR));
-      len = r->cap - SBX_RING_REC_HDR;
-    }
-  size_t need = SBX_RING_REC_HDR + len;
-  if ((size_t) (r->end - r->start) + need > r->size)
-    grow (r, (size_t) (r->end - r->start) + need);
-  while ((size_t) (r->end - r->start) + need > r->size)
+  while (r->end > r->start && (size_t) (r->end - r->start) + need > size)
     {
       uint32_t l = rec_len (r, r->start);
       r->dropped += l;
       r->start += SBX_RING_REC_HDR + l;
     }
+}
+
+size_t
+sbx_ring_want (const sbx_ring *r, size_t len)
+{
+  size_t max = r->cap;
+  if (len > max - SBX_RING_REC_HDR)
+    len = max - SBX_RING_REC_HDR;
+  size_t need = (size_t) (r->end - r->start) + SBX_RING_REC_HDR + len;
+  return need > r->size ? size_for (r, need, max) : r->size;
+}
+
+void
+sbx_ring_shrink (sbx_ring *r, size_t size)
+{
+  if (size >= r->size)
+    return;
+  if (size < 4096)
+    size = 4096;
+  evict (r, 0, size);
+  relayout (r, size);
+}
+
+void
+sbx_ring_push (sbx_ring *r, uint8_t type, const void *data, size_t len)
+{
+  size_t max = max_size (r);
+  if (len > max - SBX_RING_REC_HDR)
+    {
+      r->dropped += len - (max - SBX_RING_REC_HDR);
+      data = (const unsigned char *) data + (len - (max - SBX_RING_REC_HDR));
+      len = max - SBX_RING_REC_HDR;
+    }
+  size_t need = SBX_RING_REC_HDR + len;
+  if ((size_t) (r->end - r->start) + need > r->size)
+    relayout (r, size_for (r, (size_t) (r->end - r->start) + need, max));
+  evict (r, need, r->size);
   unsigned char h[SBX_RING_REC_HDR];
   uint32_t l32 = (uint32_t) len;
   h[0] = type;

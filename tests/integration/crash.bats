@@ -42,6 +42,9 @@ monitor_killed () {
   [ -n "$mp" ] && [ "$mp" -gt 1 ] || fail "no monitor_pid for $id"
   expect_eq "$(cat "/proc/$mp/comm")" sbx-monitor "monitor's name"
   expect_eq "$(readlink "/proc/$mp/cwd")" "$(realpath "$SBX_ROOT")" "monitor's cwd"
+  # It runs in a cgroup of its own, which its death leaves for gc.
+  grep -qx "$mp" "/sys/fs/cgroup/memory/sbx-$SBX_TAG/$id.monitor/cgroup.procs" \
+    || fail "the monitor is not in its own cgroup: $(cat "/proc/$mp/cgroup")"
   kill -9 "$mp"
   local i
   for i in $(seq 50); do pid_alive "$mp" || break; sleep 0.1; done

@@ -285,12 +285,55 @@ check_fds () {
   for fd in /proc/"$pid"/fd/*; do
     target=$(readlink "$fd") || continue
     case $target in
-      /dev/null | socket:* | pipe:* | anon_inode:*) ;;
+      # No pipe either: the runtime's stderr (into the host's log) is closed
+      # before any process of the sandbox starts.
+      /dev/null | socket:* | anon_inode:*) ;;
       *) bad="$bad fd ${fd##*/} -> $target;" ;;
     esac
   done
   sbx terminate "$id" >/dev/null
   [ -z "$bad" ] || fail "the sandbox's PID 1 holds host files:$bad"
+}
+
+# check_pid1_fds RT: a process of the sandbox writes to every fd of PID 1
+# it can open through /proc/1/fd (gVisor lets root reopen them, whatever
+# PR_SET_DUMPABLE says; runc's kernel does not): nothing reaches the host,
+# not the sandbox's log (once a pipe into it: 300 MB went there), not any
+# file of the test's directory, and the log keeps its bound and its form.
+check_pid1_fds () {
+  local rt=$1 id log mark
+  require_runtime "$rt"
+  id=$(sbx create --runtime "$rt" --image payload)
+  mark="forged-$RANDOM$RANDOM"
+  log=$SBX_ROOT/sandboxes/$id/log
+  run --separate-stderr sbx exec "$id" -- sh -c '
+    for n in $(seq 0 1100); do
+      [ -e /proc/1/fd/$n ] || [ $n -lt 3 ] || continue
+      (printf "%s\n2026-01-01T00:00:00.000Z sbx: terminated (exit)\n" "$1-$n" >>/proc/1/fd/$n) 2>/dev/null
+    done
+    echo checked' sh "$mark"
+  expect_status 0
+  expect_contains "$output" checked
+  # The sandbox's log and every other file of the test's root are clean.
+  if grep -rlF "$mark" "$SBX_TEST_DIR" 2>/dev/null | grep .; then
+    fail "a write to /proc/1/fd reached a host file ($output)"
+  fi
+  [ "$(stat -c %s "$log")" -lt $((1 << 20)) ] || fail "the log grew to $(stat -c %s "$log") bytes"
+  grep -q "sbx: running" "$log" || fail "the log lost its own lines: $(head -c 2000 "$log")"
+  sbx terminate "$id" >/dev/null
+  [ "$(stat -c %s "$log")" -le $((1 << 20)) ] || fail "the log grew to $(stat -c %s "$log") bytes"
+  # Every line says which side wrote it.
+  if grep -vE '^[0-9T:.-]+Z (sbx|runtime|sandbox): |^[0-9T:.-]+Z \[sbx: log truncated' "$log" | grep .; then
+    fail "unmarked lines in the log"
+  fi
+}
+
+@test "hardening: writes to PID 1's fds from inside reach no host file; the log stays bounded [runc]" {
+  check_pid1_fds runc
+}
+
+@test "hardening: writes to PID 1's fds from inside reach no host file; the log stays bounded [runsc]" {
+  check_pid1_fds runsc
 }
 
 check_nofile () {

@@ -110,6 +110,10 @@ bounded_case () {
   [ "$n" -le 1048576 ] && [ "$n" -gt 900000 ] || fail "the log kept $n bytes, not about 1 MiB"
   expect_eq "$(tail -n 1 "$BATS_TEST_TMPDIR/log")" last-line "the newest output is kept"
   [ "$(proc_field "$id" "$pid" 'd["output_dropped"]')" -gt 7000000 ] || fail "output_dropped does not count the oldest"
+  # `logs` says so, on stderr after the output.
+  run --separate-stderr sbx proc "$id" "$pid" logs
+  expect_status 0
+  expect_contains "$stderr" "bytes of this process's output were dropped"
   # No line is torn in the middle except perhaps the first kept one.
   [ "$(tail -n +2 "$BATS_TEST_TMPDIR/log" | grep -cvE '^([0-9]+|last-line)$')" = 0 ] || fail "torn lines in the log"
   # A follower that comes late gets what is kept, then the end.
@@ -120,6 +124,57 @@ bounded_case () {
 
 @test "proc: a background process's log keeps the newest 1 MiB [runc]" { bounded_case runc; }
 @test "proc: a background process's log keeps the newest 1 MiB [runsc]" { bounded_case runsc; }
+
+# budget_case RT N: N background processes print 1.2 MB each (more than
+# each one's 1 MiB), and stay. Their logs share the sandbox's 16 MiB: the
+# monitor's peak memory stays far below N MiB, each log says it dropped
+# output, the newest output is there, and the monitor counts in a cgroup of
+# its own under sbx's, which goes with the sandbox.
+budget_case () {
+  local rt=$1 n=$2 id mp hwm i k pid
+  require_runtime "$rt"
+  sbx_import_payload
+  id=$(sbx create --runtime "$rt" --image payload)
+  mp=$(monitor_pid "$id")
+  [ -n "$mp" ] && [ "$mp" -gt 1 ] || fail "no monitor_pid for $id"
+  seq "$n" | xargs -P 8 -I{} "$SBX_BIN" exec -d "$id" -- /bin/sbx-testpayload spew 1200000 600 >/dev/null \
+    || fail "exec -d failed"
+  # Every one has printed all within a minute (and each dropped some).
+  for i in $(seq 120); do
+    k=$("$SBX_BIN" --json ps "$id" \
+      | jpipe 'sum(1 for p in d if p["output_bytes"] == 1200000 and p["output_dropped"] >= 1200000 - 1048576)')
+    [ "$k" -ge "$n" ] && break
+    sleep 0.5
+  done
+  [ "$k" -ge "$n" ] || fail "only $k of $n processes printed all their output"
+  hwm=$(awk '$1 == "VmHWM:" { print $2 }' "/proc/$mp/status")
+  # 16 MiB of logs, the monitor's own few MiB, and slack; without the
+  # budget it would pass $n MiB.
+  [ "$hwm" -le $((40 * 1024)) ] || fail "the monitor's peak RSS is $hwm kB with $n printers"
+  pid=$("$SBX_BIN" --json ps "$id" | jpipe 'd[-1]["pid"]')
+  run --separate-stderr sbx proc "$id" "$pid" logs
+  expect_status 0
+  expect_eq "$(printf '%s\n' "$output" | tail -n 1)" "$(printf '%063d' 18749)" "the newest line of the last printer"
+  expect_contains "$stderr" "output were dropped"
+  # The monitor's own cgroup, beside the sandbox's.
+  local cg=/sys/fs/cgroup/memory/sbx-$SBX_TAG/$id.monitor
+  [ -d "$cg" ] || fail "no cgroup $cg"
+  grep -qx "$mp" "$cg/cgroup.procs" || fail "the monitor $mp is not in $cg: $(cat "/proc/$mp/cgroup")"
+  grep -qx "$mp" "/sys/fs/cgroup/pids/sbx-$SBX_TAG/$id.monitor/cgroup.procs" || fail "the monitor is not in its pids cgroup"
+  [ "$(cat "$cg/memory.max_usage_in_bytes")" -gt $((8 << 20)) ] || fail "the monitor's memory is not counted in $cg"
+  sbx terminate --rm "$id" >/dev/null
+  [ ! -e "$cg" ] || fail "$cg is left after the sandbox ended"
+  grep -q "sbx-$SBX_TAG" "/proc/self/cgroup" && fail "the test's shell moved?"
+  return 0
+}
+
+@test "proc: 200 background printers share the sandbox's output budget; the monitor's memory is bounded [runc]" {
+  budget_case runc 200
+}
+
+@test "proc: 100 background printers share the sandbox's output budget; the monitor's memory is bounded [runsc]" {
+  budget_case runsc 100
+}
 
 @test "proc: a background process never waits for a reader; followers see the live stream [runc]" {
   require_runtime runc

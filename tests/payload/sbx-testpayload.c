@@ -598,6 +598,33 @@ act_memhog (char **argv)
 
 /* ---- plumbing ---- */
 
+static int act_sleep (char **argv);
+
+/* spew BYTES SECONDS: BYTES of numbered 64-byte lines on stdout, then a
+ * sleep (a background printer whose log stays in the table). */
+static int
+act_spew (char **argv)
+{
+  char *end;
+  long long n = strtoll (argv[0], &end, 10);
+  if (end == argv[0] || *end || n < 0)
+    return 2;
+  static char buf[65536];
+  long long line = 0;
+  while (n > 0)
+    {
+      size_t len = 0;
+      while (len + 64 <= sizeof buf && (long long) len < n)
+        len += (size_t) snprintf (buf + len, 65, "%063lld\n", line++);
+      if ((long long) len > n)
+        len = (size_t) n;
+      if (write_all (1, buf, len) < 0)
+        return failed (errno);
+      n -= (long long) len;
+    }
+  return act_sleep (argv + 1);
+}
+
 static int
 act_sleep (char **argv)
 {
@@ -841,6 +868,7 @@ static const action actions[] = {
   { "forkbomb", "N", 1, 1, act_forkbomb },
   { "memhog", "MB", 1, 1, act_memhog },
   { "sleep", "SECONDS", 1, 1, act_sleep },
+  { "spew", "BYTES SECONDS", 2, 2, act_spew },
   { "exit", "N", 1, 1, act_exit },
   { "echo", "ARGS...", 0, -1, act_echo },
   { "cat", "", 0, 0, act_cat },

@@ -72,9 +72,19 @@ test_header (void)
   h.type = 0;
   sbx_frame_hdr_encode (b, &h);
   tap_ok (sbx_frame_hdr_decode (b, &d) == -EPROTO, "header: type 0 rejected");
-  h.type = 17;
+  h.type = 18;
   sbx_frame_hdr_encode (b, &h);
-  tap_ok (sbx_frame_hdr_decode (b, &d) == -EPROTO, "header: unknown type 17 rejected");
+  tap_ok (sbx_frame_hdr_decode (b, &d) == -EPROTO, "header: unknown type 18 rejected");
+  h = (struct sbx_frame_hdr) { .len = SBX_PROTO_LOG_MAX, .type = SBX_MSG_LOG };
+  sbx_frame_hdr_encode (b, &h);
+  tap_ok (sbx_frame_hdr_decode (b, &d) == 0 && d.type == SBX_MSG_LOG, "header: LOG of the largest size accepted");
+  h.len = SBX_PROTO_LOG_MAX + 1;
+  sbx_frame_hdr_encode (b, &h);
+  tap_ok (sbx_frame_hdr_decode (b, &d) == -EPROTO, "header: oversized LOG rejected");
+  h = (struct sbx_frame_hdr) { .len = 4, .type = SBX_MSG_LOG, .chan = 3 };
+  sbx_frame_hdr_encode (b, &h);
+  tap_ok (sbx_frame_hdr_decode (b, &d) == -EPROTO, "header: LOG on a process's channel rejected");
+  h = (struct sbx_frame_hdr) { .len = 5, .type = SBX_MSG_STDOUT, .chan = 0xdeadbeef };
   h.type = SBX_MSG_CONNECT;
   h.len = 4;
   sbx_frame_hdr_encode (b, &h);
@@ -361,7 +371,7 @@ test_exit (void)
 int
 main (void)
 {
-  tap_plan (50);
+  tap_plan (53);
   test_header ();
   test_feed ();
   test_fd_io ();

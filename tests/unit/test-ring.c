@@ -44,7 +44,7 @@ reads_back (const sbx_ring *r, uint64_t off, int from, int to)
 int
 main (void)
 {
-  tap_plan (12);
+  tap_plan (19);
   sbx_ring r;
   sbx_ring_init (&r, 4096);
   uint8_t type;
@@ -101,7 +101,44 @@ main (void)
           "an oversized record keeps its last bytes");
   tap_ok (r.dropped > before + sizeof big - 4096, "and counts the cut bytes as dropped");
   tap_ok (sbx_ring_read (&r, &o, &t, buf, sizeof buf) == -1, "nothing follows it");
+
+  /* A limit below the cap (a shared budget): growth stops there, the
+   * oldest records go instead; want says what the cap alone would give. */
+  sbx_ring lim;
+  sbx_ring_init (&lim, 1 << 16);
+  lim.limit = 8192;
+  push_n (&lim, 0, 3000);
+  tap_ok (lim.size == 8192 && lim.end - lim.start <= 8192 && lim.dropped > 0, "a ring stays within its limit");
+  tap_ok (sbx_ring_want (&lim, 100) == 16384, "want: the size the cap alone would allow next");
+  o = lim.start;
+  gfirst = -1;
+  n = sbx_ring_read (&lim, &o, &t, buf, sizeof buf);
+  if (n > 4)
+    {
+      buf[n] = '\0';
+      sscanf ((char *) buf + 4, "%d", &gfirst);
+    }
+  tap_ok (gfirst > 0 && reads_back (&lim, lim.start, gfirst, 3000), "the newest records kept under the limit");
+
+  /* Shrinking keeps the newest records that fit, counts the rest. */
+  before = g.dropped;
+  uint64_t kept = g.end - g.start;
+  sbx_ring_shrink (&g, 4096);
+  o = g.start;
+  gfirst = -1;
+  n = sbx_ring_read (&g, &o, &t, buf, sizeof buf);
+  if (n > 4)
+    {
+      buf[n] = '\0';
+      sscanf ((char *) buf + 4, "%d", &gfirst);
+    }
+  tap_ok (g.size == 4096 && g.end - g.start <= 4096, "shrink: the buffer is smaller");
+  tap_ok (gfirst > 0 && reads_back (&g, g.start, gfirst, 3010), "shrink: the newest records kept, in order");
+  tap_ok (g.dropped > before && g.dropped - before < kept - (g.end - g.start), "shrink: what went is counted");
+  push_n (&g, 3010, 10);
+  tap_ok (g.size == 4096 * 2 && reads_back (&g, g.start, gfirst, 3020), "a shrunk ring grows again");
   sbx_ring_free (&r);
   sbx_ring_free (&g);
+  sbx_ring_free (&lim);
   return tap_done ();
 }
