@@ -239,6 +239,8 @@ cmd_tag (sbx_cli *cli, int argc, char **argv, sbx_error **err)
       j_endmap (g);
       cli_json_end (g);
     }
+  else
+    printf ("tagged %s as %s\n", img->id, name);
   return 0;
 }
 

@@ -10,8 +10,12 @@ layer_count () {
 
 @test "images: tag names an image, rmi of one of several tags only untags" {
   local id
-  sbx tag busybox mine
+  run --separate-stderr sbx tag busybox mine
+  expect_status 0
   id=$(sbx --json images | jpipe '[i["id"] for i in d if "busybox" in i["tags"]][0]')
+  expect_eq "$output" "tagged $id as mine" "what tag says"
+  run --separate-stderr sbx --json tag busybox mine
+  expect_eq "$(jget 'd["id"] + " " + d["tag"]')" "$id mine" "tag --json"
   sbx tag "$id" other
   run --separate-stderr sbx --json images
   expect_eq "$(jget '[sorted(i["tags"]) for i in d if i["id"] == "'"$id"'"][0]')" '["busybox", "mine", "other"]' "tags"
