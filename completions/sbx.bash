@@ -5,7 +5,7 @@
 # The option lists mirror `sbx COMMAND --help`; tests/integration/docs.bats
 # checks them against it.
 
-_sbx_commands='create run exec run-code ps proc fs cp ls status wait terminate rm logs pause resume commit snapshot restore snapshots rmsnap net expose urls ttl stats images import export build tag rmi info gc version'
+_sbx_commands='create run exec run-code ps proc fs cp ls status wait terminate rm logs pause resume commit snapshot restore snapshots rmsnap net expose urls ttl stats images import export build tag rmi info gc version help'
 _sbx_global_opts='--root --run-root --json --version -h --help'
 _sbx_fs_verbs='read write upload download ls stat mkdir rm rmdir find replace watch'
 
@@ -246,6 +246,10 @@ _sbx() {
 	fi
 	if [[ $cmd == export ]] && ((nargs == 0)); then
 		mapfile -t COMPREPLY < <(compgen -W "$(_sbx_images)" -- "$cur")
+	fi
+	# help: a command.
+	if [[ $cmd == help ]] && ((nargs == 0)); then
+		mapfile -t COMPREPLY < <(compgen -W "$_sbx_commands" -- "$cur")
 	fi
 	# build: the context, a host directory.
 	if [[ $cmd == build ]] && ((nargs == 0)); then

@@ -43,6 +43,7 @@ int cmd_export (sbx_cli *, int, char **, sbx_error **);
 int cmd_info (sbx_cli *, int, char **, sbx_error **);
 int cmd_gc (sbx_cli *, int, char **, sbx_error **);
 int cmd_version (sbx_cli *, int, char **, sbx_error **);
+static int cmd_help (sbx_cli *, int, char **, sbx_error **);
 
 extern const cli_opt sbx_run_code_cli_opts[], sbx_ps_cli_opts[], sbx_proc_cli_opts[], sbx_fs_cli_opts[],
     sbx_cp_cli_opts[], sbx_rmi_opts[], sbx_build_cli_opts[], sbx_commit_cli_opts[],
@@ -106,6 +107,7 @@ const sbx_command sbx_commands[] = {
   { "gc", cmd_gc, NULL, "Reap lost sandboxes; remove ended ones and orphaned host resources.",
     sbx_none_opts },
   { "version", cmd_version, NULL, "Print the version.", sbx_none_opts },
+  { "help", cmd_help, "[COMMAND]", "Show this help, or COMMAND's (as `sbx COMMAND --help`).", sbx_none_opts },
   { NULL },
 };
 
@@ -122,7 +124,26 @@ usage (FILE *f)
               "  --json           print one JSON document on stdout\n"
               "  --version        print the version\n"
               "  -h, --help       show this help\n\n"
-              "Run `sbx COMMAND --help` for a command's options.\n");
+              "Run `sbx COMMAND --help` or `sbx help COMMAND` for a command's options.\n");
+}
+
+/* sbx help [COMMAND]: what --help prints, as podman help does. */
+static int
+cmd_help (sbx_cli *cli, int argc, char **argv, sbx_error **err)
+{
+  int first, r = cli_simple_parse (cli, "help", argc, argv, 0, 1, &first, NULL, NULL, err);
+  if (r != 0)
+    return r < 0 ? -1 : 0;
+  if (first == argc)
+    {
+      usage (stdout);
+      return 0;
+    }
+  const sbx_command *cmd = cli_find (argv[first]);
+  if (cmd == NULL)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "help: unknown command `%s` (see `sbx help`)", argv[first]);
+  cli_print_help (stdout, cmd);
+  return 0;
 }
 
 static int

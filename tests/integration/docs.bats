@@ -199,6 +199,11 @@ man_text_of() {
 	[ "$fail" -eq 0 ]
 }
 
+@test "docs: bash completes the command names after sbx help" {
+	diff -u <(help_commands | LC_ALL=C sort) <(bash_complete "$SBX_BIN" help "")
+	[ -z "$(bash_complete "$SBX_BIN" help ls "")" ]
+}
+
 # --- zsh ----------------------------------------------------------------
 
 @test "docs: zsh completion is a #compdef file for sbx (zsh -n where zsh is installed)" {
