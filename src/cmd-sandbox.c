@@ -270,6 +270,16 @@ human_time (int64_t t, char *buf, size_t len)
     format_time (t, buf, len);
 }
 
+/* The reason as people read it: "exited, code 3" for sbx run's command. */
+static void
+reason_text (const sbx_sandbox *sb, char *buf, size_t len)
+{
+  if (sb->reason && sb->has_exit_code)
+    snprintf (buf, len, "%s, code %lld", sb->reason, (long long) sb->exit_code);
+  else
+    snprintf (buf, len, "%s", sb->reason ? sb->reason : "");
+}
+
 static void
 print_network_human (const sbx_sandbox *sb)
 {
@@ -300,8 +310,10 @@ print_status_human (const sbx_sandbox *sb)
   printf ("id:         %s\n", sb->id);
   if (sb->opts.name)
     printf ("name:       %s\n", sb->opts.name);
+  char why[96];
+  reason_text (sb, why, sizeof why);
   printf ("state:      %s%s%s%s%s\n", sbx_state_name (sb->state), sb->paused ? " (paused)" : "",
-          sb->reason ? " (" : "", sb->reason ? sb->reason : "", sb->reason ? ")" : "");
+          sb->reason ? " (" : "", why, sb->reason ? ")" : "");
   if (sb->error)
     printf ("error:      %s\n", sb->error);
   printf ("image:      %s\nruntime:    %s\n", sb->image_id ? sb->image_id : "-", sb->opts.runtime);
@@ -388,15 +400,16 @@ cmd_ls (sbx_cli *cli, int argc, char **argv, sbx_error **err)
       _cleanup_sandbox_ sbx_sandbox *sb = NULL;
       if (sbx_sandbox_get (st, ids[i], &sb, NULL) < 0)
         continue;
-      char c[32];
+      char c[32], why[96];
       human_time (sb->created_at, c, sizeof c);
+      reason_text (sb, why, sizeof why);
       if (g)
         sbx_sandbox_gen (g, sb);
       else if (quiet)
         printf ("%s\n", sb->id);
       else
         printf ("%-16s %-16s %-12s %-18s %-7s %s\n", sb->id, sb->opts.name ? sb->opts.name : "-",
-                sbx_state_name (sb->state), sb->reason ? sb->reason : "-", sb->opts.runtime ? sb->opts.runtime : "-", c);
+                sbx_state_name (sb->state), why[0] ? why : "-", sb->opts.runtime ? sb->opts.runtime : "-", c);
     }
   if (g)
     {
@@ -448,8 +461,11 @@ cmd_wait (sbx_cli *cli, int argc, char **argv, sbx_error **err)
       cli_json_end (g);
     }
   else
-    printf ("%s%s%s%s\n", sbx_state_name (sb->state), sb->reason ? " (" : "", sb->reason ? sb->reason : "",
-            sb->reason ? ")" : "");
+    {
+      char why[96];
+      reason_text (sb, why, sizeof why);
+      printf ("%s%s%s%s\n", sbx_state_name (sb->state), sb->reason ? " (" : "", why, sb->reason ? ")" : "");
+    }
   return 0;
 }
 

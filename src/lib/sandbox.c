@@ -132,6 +132,11 @@ gen_record (yajl_gen g, const sbx_sandbox *sb, bool full)
   j_kstr (g, "state", sbx_state_name (sb->state));
   j_kstr (g, "reason", sb->reason);
   j_kstr (g, "error", sb->error);
+  j_str (g, "exit_code");
+  if (sb->has_exit_code)
+    j_int (g, sb->exit_code);
+  else
+    j_null (g);
   j_kstr (g, "image", sb->image_id);
   j_kint (g, "created_at", sb->created_at);
   j_kint (g, "started_at", sb->started_at);
@@ -249,6 +254,12 @@ parse_record (yajl_val v, sbx_sandbox *sb, sbx_error **err)
       || j_get_int (v, "chan_base", false, &sb->chan_base, err) < 0)
     return -1;
   sb->monitor_pid = (pid_t) pid;
+  yajl_val code = j_get (v, "exit_code");
+  if (code && YAJL_IS_INTEGER (code))
+    {
+      sb->has_exit_code = true;
+      sb->exit_code = YAJL_GET_INTEGER (code);
+    }
   yajl_val net = j_get (v, "network");
   if (net && YAJL_IS_OBJECT (net)
       && (dup_str (net, "mode", &sb->net_mode, err) < 0 || j_get_strv (net, "allow", false, &sb->net_allow, err) < 0

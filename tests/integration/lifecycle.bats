@@ -137,6 +137,20 @@ run_status () {
   run --separate-stderr sbx --json ls
   expect_eq "$(jget 'len(d)')" 5 "sandboxes left by run"
   expect_eq "$(jget 'sorted(set(s["state"] for s in d))')" '["terminated"]' "their states"
+  # They ended because their command exited, and say with what.
+  expect_eq "$(jget 'sorted(set(s["reason"] for s in d))')" '["exited"]' "their reasons"
+  expect_eq "$(jget 'sorted(s["exit_code"] for s in d)')" '[0, 3, 137, 143, 255]' "their exit codes"
+  local id
+  id=$(jget '[s["id"] for s in d if s["exit_code"] == 3][0]')
+  run --separate-stderr sbx status "$id"
+  expect_contains "$output" "state:      terminated (exited, code 3)"
+  expect_eq "$(sbx wait "$id")" "terminated (exited, code 3)" "wait"
+  expect_contains "$(sbx ls)" "exited, code 3"
+  # A sandbox ended by terminate has no exit code.
+  id=$(sbx create --runtime "$rt" --image payload)
+  sbx terminate "$id" >/dev/null
+  run --separate-stderr sbx --json status "$id"
+  expect_eq "$(jget '[d["reason"], d["exit_code"]]')" '["killed", null]' "reason and exit code after terminate"
 }
 
 @test "lifecycle: run's exit status is the command's (0, 3, 255, 128+N) [runc]" {
