@@ -4,6 +4,7 @@
 #include "cgroup.h"
 #include "cli.h"
 #include "client.h"
+#include "image.h"
 #include "json.h"
 #include "lifecycle.h"
 #include "runtime.h"
@@ -217,11 +218,29 @@ run_in (sbx_cli *cli, sbx_store *st, const sbx_sandbox *sb, char **cmd, int *sta
   return cli_exec (cli, st, sb->id, &eo, status, err);
 }
 
+/* Without a command, sbx run runs the image's cmd (docker's and podman's
+ * Entrypoint + Cmd, a blueprint's cmd), resolved once, before anything is
+ * made, so that the sandbox is made from the image whose cmd it runs. */
+static int
+run_image_cmd (sbx_store *st, const sbx_sandbox_opts *o, sbx_image **ret, sbx_error **err)
+{
+  _cleanup_image_ sbx_image *img = NULL;
+  if (sbx_image_resolve (st, o->image_ref, &img, err) < 0)
+    return -1;
+  if (img->cmd == NULL || img->cmd[0] == NULL)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
+                          "run: no command given and image `%s` has no cmd (usage: sbx run [OPTIONS] [--] CMD...)",
+                          o->image_ref);
+  *ret = steal_pointer (&img);
+  return 0;
+}
+
 int
 cmd_run (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
   /* Before any goto: the cleanup runs on every way out. */
   _cleanup_sandbox_ sbx_sandbox *sb = NULL;
+  _cleanup_image_ sbx_image *img = NULL;
   sbx_sandbox_opts o;
   opts_defaults (&o);
   bool rm = false;
@@ -240,15 +259,21 @@ cmd_run (sbx_cli *cli, int argc, char **argv, sbx_error **err)
     }
   if (ret == 0 && key < 0)
     ret = -1;
-  if (ret == 0 && optind >= argc)
-    ret = sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "run: no command (usage: sbx run [OPTIONS] -- CMD...)");
+  if (ret == 0 && optind >= argc && o.image_ref == NULL)
+    ret = sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
+                         "run: no command and no --image whose cmd to run (usage: sbx run [OPTIONS] [--] CMD..., "
+                         "or sbx run --image IMAGE)");
   sbx_store *st;
-  if (ret == 0 && (cli_store (cli, &st, err) < 0 || sbx_sandbox_create (st, &o, &sb, err) < 0))
+  if (ret == 0 && cli_store (cli, &st, err) < 0)
+    ret = -1;
+  if (ret == 0 && optind >= argc && run_image_cmd (st, &o, &img, err) < 0)
+    ret = -1;
+  if (ret == 0 && sbx_sandbox_create_from (st, &o, img, &sb, err) < 0)
     ret = -1;
   if (ret == 0)
     {
       _cleanup_error_ sbx_error *e2 = NULL;
-      ret = run_in (cli, st, sb, argv + optind, &status, err);
+      ret = run_in (cli, st, sb, img ? img->cmd : argv + optind, &status, err);
       sbx_sandbox_terminate (st, sb->id, -1, ret < 0 ? &e2 : err);
       if (rm)
         sbx_sandbox_remove (st, sb->id, NULL);

@@ -54,8 +54,9 @@ extern const cli_opt sbx_export_opts[], sbx_net_cli_opts[];
 
 const sbx_command sbx_commands[] = {
   { "create", cmd_create, NULL, "Create a sandbox and print its id.", sbx_create_opts },
-  { "run", cmd_run, "[--] CMD [ARG...]",
-    "Create a sandbox, run CMD in it, terminate it; the exit status is CMD's.", sbx_run_opts },
+  { "run", cmd_run, "[[--] CMD [ARG...]]",
+    "Create a sandbox, run CMD (default: the --image's cmd) in it, terminate it; the exit status is CMD's.",
+    sbx_run_opts },
   { "exec", cmd_exec, "ID [--] CMD [ARG...]", "Run CMD in a running sandbox; the exit status is CMD's.", sbx_exec_cli_opts },
   { "run-code", cmd_run_code, "ID (CODE | -)",
     "Run a code snippet with the image's interpreter; the exit status is the snippet's.", sbx_run_code_cli_opts },

@@ -51,6 +51,10 @@ no-hostname
 hello" "the built image"
   expect_eq "$(sbx --json images | jpipe '[i["layers"] for i in d if "app" in i["tags"]][0].__len__()')" 3 \
     "layers: base, run, files"
+  # Without a command, run runs the blueprint's cmd, in its workdir.
+  run --separate-stderr sbx run --rm --runtime runc --image app
+  expect_status 0
+  expect_eq "$output" hello "the image's cmd"
 }
 
 @test "build: a five-step blueprint (env, workdir, run, files, cmd) [runc]" { build_case runc; }

@@ -161,6 +161,21 @@ run_status () {
   run_status runsc
 }
 
+@test "lifecycle: run --image without a command runs the image's cmd; none is INVALID_ARGUMENT, nothing made" {
+  require_runtime runc
+  # busybox's cmd is /bin/sh, which reads an empty stdin and exits 0.
+  run --separate-stderr sbx run --runtime runc --image busybox
+  expect_status 0
+  expect_eq "$(sbx --json ls | jpipe '[s["reason"] for s in d]')" '["exited"]' "the sandbox of busybox's cmd"
+  # A rootfs tarball has no config: no cmd.
+  sbx_import_payload
+  expect_error INVALID_ARGUMENT run --runtime runc --image payload
+  expect_contains "$stderr" "no command given and image \`payload\` has no cmd"
+  expect_error INVALID_ARGUMENT run --runtime runc
+  expect_contains "$stderr" "no command and no --image"
+  expect_eq "$(sbx ls -q | wc -l)" 1 "sandboxes after the refused runs"
+}
+
 streams () {
   local rt=$1
   require_runtime "$rt"
