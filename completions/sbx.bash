@@ -19,7 +19,8 @@ _sbx_opts() {
 	run-code) echo '-l --lang -e --env --cwd --timeout' ;;
 	proc) echo '--timeout -s --signal -f --follow' ;;
 	fs) echo '--limit --cursor -p --parents -r --recursive --name' ;;
-	ls) echo '-q --quiet' ;;
+	ls) echo '-q --quiet --sort' ;;
+	images | snapshots | ps) echo '-q --quiet' ;;
 	wait) echo '--timeout' ;;
 	terminate) echo '--rm' ;;
 	rm) echo '-f --force' ;;
@@ -40,6 +41,7 @@ _sbx_opts_with_arg() {
 	proc) echo '--timeout -s --signal' ;;
 	fs) echo '--limit --cursor --name' ;;
 	wait) echo '--timeout' ;;
+	ls) echo '--sort' ;;
 	import | commit) echo '-t --tag' ;;
 	export) echo '--compression' ;;
 	build) echo '-f --file -t --tag --runtime' ;;
@@ -167,6 +169,7 @@ _sbx() {
 		--keep-warm) mapfile -t COMPREPLY < <(compgen -W '-1 60 600 3600' -- "$cur") ;;
 		--on-idle) mapfile -t COMPREPLY < <(compgen -W 'pause terminate' -- "$cur") ;;
 		--compression) mapfile -t COMPREPLY < <(compgen -W 'gzip none' -- "$cur") ;;
+		--sort) mapfile -t COMPREPLY < <(compgen -W 'created id name state runtime image' -- "$cur") ;;
 		-s | --signal) mapfile -t COMPREPLY < <(compgen -W 'HUP INT QUIT KILL USR1 USR2 ALRM TERM CONT STOP' -- "$cur") ;;
 		--limit) mapfile -t COMPREPLY < <(compgen -W '200 1000 10000' -- "$cur") ;;
 		-n | --count) mapfile -t COMPREPLY < <(compgen -W '1 2 4 8' -- "$cur") ;;

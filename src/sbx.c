@@ -50,7 +50,7 @@ extern const cli_opt sbx_run_code_cli_opts[], sbx_ps_cli_opts[], sbx_proc_cli_op
     sbx_snapshot_cli_opts[], sbx_restore_cli_opts[];
 extern const cli_opt sbx_create_opts[], sbx_run_opts[], sbx_exec_cli_opts[], sbx_ls_opts[], sbx_wait_opts[],
     sbx_rm_opts[], sbx_terminate_opts[], sbx_import_opts[], sbx_none_opts[], sbx_logs_opts[];
-extern const cli_opt sbx_export_opts[], sbx_net_cli_opts[];
+extern const cli_opt sbx_export_opts[], sbx_net_cli_opts[], sbx_images_opts[], sbx_snapshots_cli_opts[];
 
 const sbx_command sbx_commands[] = {
   { "create", cmd_create, NULL, "Create a sandbox and print its id.", sbx_create_opts },
@@ -84,7 +84,7 @@ const sbx_command sbx_commands[] = {
     sbx_snapshot_cli_opts },
   { "restore", cmd_restore, "SNAPSHOT", "Start new running sandboxes from a snapshot, each as it was.",
     sbx_restore_cli_opts },
-  { "snapshots", cmd_snapshots, NULL, "List snapshots.", sbx_none_opts },
+  { "snapshots", cmd_snapshots, NULL, "List snapshots.", sbx_snapshots_cli_opts },
   { "rmsnap", cmd_rmsnap, "SNAPSHOT...", "Remove snapshots.", sbx_none_opts },
   { "net", cmd_net, "ID", "Change a running sandbox's egress: --block, --allow CIDR..., or --open.", sbx_net_cli_opts },
   { "expose", cmd_expose, "ID PORT", "Publish a sandbox's port as a URL on the host (a token is required unless --public).",
@@ -92,7 +92,7 @@ const sbx_command sbx_commands[] = {
   { "urls", cmd_urls, "ID", "List a sandbox's exposed ports and their URLs.", sbx_none_opts },
   { "ttl", cmd_ttl, "ID SECONDS", "Set a running sandbox's hard lifetime to SECONDS from now.", sbx_none_opts },
   { "stats", cmd_stats, "[ID]", "Count sandboxes by state; with ID, what that sandbox uses now.", sbx_none_opts },
-  { "images", cmd_images, NULL, "List images.", sbx_none_opts },
+  { "images", cmd_images, NULL, "List images.", sbx_images_opts },
   { "import", cmd_import, "FILE|DIR",
     "Import an image: a rootfs tarball (tar, .gz, .xz, .zst), an OCI layout or archive, or a docker save archive.",
     sbx_import_opts },

@@ -139,6 +139,8 @@ gen_record (yajl_gen g, const sbx_sandbox *sb, bool full)
     j_null (g);
   j_kstr (g, "image", sb->image_id);
   j_kint (g, "created_at", sb->created_at);
+  if (full)
+    j_kint (g, "created_ns", sb->created_ns);
   j_kint (g, "started_at", sb->started_at);
   j_kint (g, "ended_at", sb->ended_at);
   j_kint (g, "deadline", sb->deadline);
@@ -241,6 +243,7 @@ parse_record (yajl_val v, sbx_sandbox *sb, sbx_error **err)
       || j_get_strv (v, "layers", false, &sb->layers, err) < 0
       || j_get_strv (v, "image_env", false, &sb->image_env, err) < 0
       || j_get_int (v, "created_at", false, &sb->created_at, err) < 0
+      || j_get_int (v, "created_ns", false, &sb->created_ns, err) < 0
       || j_get_int (v, "started_at", false, &sb->started_at, err) < 0
       || j_get_int (v, "ended_at", false, &sb->ended_at, err) < 0
       || j_get_int (v, "deadline", false, &sb->deadline, err) < 0

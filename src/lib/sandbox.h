@@ -66,6 +66,7 @@ typedef struct sbx_sandbox {
   bool has_exit_code; /* reason exited: the exit status of sbx run's command */
   int64_t exit_code;
   int64_t created_at, started_at, ended_at;
+  int64_t created_ns; /* the creation time in ns, which orders sandboxes made in one second */
   int64_t deadline; /* unix time of the hard timeout */
   int64_t keep_warm_until; /* informational, written on activity */
   pid_t monitor_pid;

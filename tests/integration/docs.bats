@@ -204,6 +204,11 @@ man_text_of() {
 	[ -z "$(bash_complete "$SBX_BIN" help ls "")" ]
 }
 
+@test "docs: bash completes the keys of sbx ls --sort" {
+	[ "$(bash_complete "$SBX_BIN" ls --sort "")" = "$(printf '%s\n' created id image name runtime state)" ]
+	"$SBX_BIN" ls --help | grep -qE -- '--sort KEY +order by created \(default: oldest first\), id, name, state, runtime or image'
+}
+
 # --- zsh ----------------------------------------------------------------
 
 @test "docs: zsh completion is a #compdef file for sbx (zsh -n where zsh is installed)" {

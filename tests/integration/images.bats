@@ -29,6 +29,12 @@ layer_count () {
   sbx tag payload other
   expect_eq "$(sbx --json images | jpipe '[i["id"] for i in d if "other" in i["tags"]][0]')" \
     "$(sbx --json images | jpipe '[i["id"] for i in d if "payload" in i["tags"]][0]')" "moved tag"
+  # -q: the full ids, which rmi and --image take.
+  run --separate-stderr sbx images -q
+  expect_status 0
+  expect_eq "$output" "$(sbx --json images | jpipe '"\n".join(i["id"] for i in d)')" "images -q"
+  expect_contains "$output" "$id"
+  expect_error INVALID_ARGUMENT images -q extra
   expect_error INVALID_ARGUMENT tag busybox 'bad name!'
   expect_error NOT_FOUND tag no-such-image x
   expect_error INVALID_ARGUMENT tag busybox

@@ -448,6 +448,27 @@ ttl_shortens () {
   [ ! -e "$SBX_ROOT/sandboxes/$a" ] || fail "terminate --rm left the sandbox"
 }
 
+@test "lifecycle: ls lists oldest first, --sort orders by another key, -q prints ids" {
+  require_runtime runc
+  local a b c
+  # Made within a second or so: the order is still theirs.
+  a=$(sbx create --runtime runc --name zed)
+  b=$(sbx create --runtime runc --name alpha)
+  c=$(sbx create --runtime runc --name mid)
+  sbx terminate "$b" >/dev/null
+  expect_eq "$(sbx ls -q | tr '\n' ' ')" "$a $b $c " "ls -q: creation order"
+  expect_eq "$(sbx ls | awk 'NR > 1 { printf "%s ", $1 }')" "$a $b $c " "ls: creation order"
+  expect_eq "$(sbx --json ls | jpipe '" ".join(s["id"] for s in d)')" "$a $b $c" "ls --json: creation order"
+  expect_eq "$(sbx ls -q --sort name | tr '\n' ' ')" "$b $c $a " "--sort name"
+  expect_eq "$(sbx ls -q --sort=id | tr '\n' ' ')" "$(printf '%s\n' "$a" "$b" "$c" | sort | tr '\n' ' ')" "--sort id"
+  expect_eq "$(sbx ls -q --sort state | tr '\n' ' ')" "$a $c $b " "--sort state: running, then terminated"
+  expect_eq "$(sbx ls -q --sort created | tr '\n' ' ')" "$a $b $c " "--sort created"
+  expect_error INVALID_ARGUMENT ls --sort size
+  expect_contains "$stderr" "size"
+  expect_error INVALID_ARGUMENT ls --sort
+  sbx terminate "$a" "$c" >/dev/null
+}
+
 # --- names, images ------------------------------------------------------------
 
 @test "lifecycle: names resolve like ids" {
