@@ -27,8 +27,8 @@ enum {
 #define CREATE_OPTS                                                                                             \
   { "image", O_IMAGE, required_argument, "IMAGE", "image tag or id (default: busybox, built in)" },             \
   { "name", O_NAME, required_argument, "NAME", "a unique name usable in place of the id" },                     \
-  { "cpu", O_CPU, required_argument, "CORES", "CPU limit in cores, fractional (e.g. 0.5)" },                    \
-  { "memory", O_MEMORY, required_argument, "SIZE", "memory limit: MiB, or with a unit (512Mi, 1Gi, 1G)" },          \
+  { "cpu", O_CPU, required_argument, "CORES", "CPU limit in cores, fractional (e.g. 0.5); 0: none (default 1, sbx.conf)" }, \
+  { "memory", O_MEMORY, required_argument, "SIZE", "memory limit: MiB, or with a unit (512Mi, 1Gi, 1G); 0: none (default 1Gi, sbx.conf)" }, \
   { "pids", O_PIDS, required_argument, "N", "process limit (default 1024)" },                                   \
   { "runtime", O_RUNTIME, required_argument, "RUNTIME", "runsc (default) or runc" },                            \
   { "block-network", O_BLOCK_NET, no_argument, NULL, "no network interface: loopback only, no DNS" },          \
@@ -76,6 +76,7 @@ opts_defaults (sbx_sandbox_opts *o)
   o->keep_warm = SBX_KEEP_WARM_DEFAULT;
   o->timeout = SBX_TIMEOUT_DEFAULT;
   o->pids = SBX_PIDS_DEFAULT;
+  o->cpu_default = o->memory_default = true;
   o->env = xmalloc0 (sizeof (char *));
   o->allow = xmalloc0 (sizeof (char *));
   o->ports = xmalloc0 (sizeof (char *));
@@ -133,13 +134,21 @@ create_opt (sbx_sandbox_opts *o, int key, const char *arg, sbx_error **err)
       strv_push (&o->env, arg);
       return 1;
     case O_CPU:
-      if (parse_double (arg, 0.01, 1024, &o->cpu) < 0)
-        return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "--cpu: `%s` is not a number of cores in 0.01..1024", arg);
+      o->cpu_default = false;
+      if (strcmp (arg, "0") == 0)
+        o->cpu = 0;
+      else if (parse_double (arg, 0.01, 1024, &o->cpu) < 0)
+        return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
+                              "--cpu: `%s` is not 0 (no limit) or a number of cores in 0.01..1024", arg);
       return 1;
     case O_MEMORY:
-      if (parse_memory (arg, &mem) < 0 || mem < (6u << 20) || mem > (1ULL << 42))
+      o->memory_default = false;
+      if (strcmp (arg, "0") == 0)
+        mem = 0;
+      else if (parse_memory (arg, &mem) < 0 || mem < SBX_MEMORY_MIN || mem > SBX_MEMORY_MAX)
         return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
-                              "--memory: `%s` is not a size between 6Mi and 4Ti (MiB, or 512Mi, 1Gi, 2G)", arg);
+                              "--memory: `%s` is not 0 (no limit) or a size between 6Mi and 4Ti (MiB, or 512Mi, 1Gi, 2G)",
+                              arg);
       o->memory = mem;
       return 1;
     case O_PIDS:
@@ -351,9 +360,16 @@ print_status_human (const sbx_sandbox *sb)
     snprintf (cpu, sizeof cpu, "%g cores", sb->opts.cpu);
   if (sb->opts.memory > 0)
     snprintf (mem, sizeof mem, "%llu MiB", (unsigned long long) (sb->opts.memory >> 20));
-  printf ("cpu:        %s\nmemory:     %s\npids:       %lld\n", cpu, mem, (long long) sb->opts.pids);
+  /* Where the limit came from: sbx.conf's default, or create's option. */
+  printf ("cpu:        %s%s\nmemory:     %s%s\npids:       %lld\n", cpu,
+          sb->opts.cpu_default ? " (default)" : sb->opts.cpu > 0 ? "" : " (--cpu 0)", mem,
+          sb->opts.memory_default ? " (default)" : sb->opts.memory > 0 ? "" : " (--memory 0)", (long long) sb->opts.pids);
   print_network_human (sb);
-  printf ("oom kills:  %lld\npid limit:  %lld hits\n", (long long) sb->oom_kills, (long long) sb->pids_limit_hits);
+  printf ("oom kills:  %lld\n", (long long) sb->oom_kills);
+  if (sbx_sandbox_pids_hits_known (sb))
+    printf ("pid limit:  %lld hits\n", (long long) sb->pids_limit_hits);
+  else
+    printf ("pid limit:  not counted (gVisor refuses forks past --pids inside the sandbox, unseen by the host)\n");
 }
 
 static int

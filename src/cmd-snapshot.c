@@ -77,7 +77,9 @@ snapshot_doc (yajl_gen g, const char *snap, const sbx_sandbox *sb, char *const *
   j_map (g);
   j_str (g, "cpu");
   j_double (g, o->cpu);
+  j_kbool (g, "cpu_default", o->cpu_default);
   j_kint (g, "memory", (long long) o->memory);
+  j_kbool (g, "memory_default", o->memory_default);
   j_kint (g, "pids", o->pids);
   j_kint (g, "keep_warm", o->keep_warm);
   j_kint (g, "timeout", o->timeout);
@@ -235,7 +237,9 @@ restore_opts (yajl_val v, sbx_sandbox_opts *o, sbx_error **err)
       || j_get_bool (opts, "block_network", false, &o->block_network, err) < 0
       || j_get_strv (opts, "ports", false, &o->ports, err) < 0 || j_get_bool (opts, "public", false, &o->public_ports, err) < 0
       || j_get_strv (opts, "env", false, &o->env, err) < 0 || j_get_str (opts, "cwd", false, &cwd, err) < 0
-      || j_get_str (opts, "on_idle", false, &on_idle, err) < 0)
+      || j_get_str (opts, "on_idle", false, &on_idle, err) < 0
+      || j_get_bool (opts, "cpu_default", false, &o->cpu_default, err) < 0
+      || j_get_bool (opts, "memory_default", false, &o->memory_default, err) < 0)
     {
       sbx_sandbox_opts_clear (o);
       return opts == NULL ? sbx_error_set (err, SBX_E_INTERNAL, 0, "snapshot without options") : -1;

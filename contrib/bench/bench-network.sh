@@ -148,6 +148,10 @@ done
 # The system python, as the tests use it (a pyenv shim would cost a shell
 # per start and could pick another python).
 if [[ -x /usr/bin/python3 ]]; then PY=/usr/bin/python3; else PY=$(command -v python3) || die "python3 is needed"; fi
+# The pool's gateways go on this host's links: no host route or address may
+# cover it (the tests' check, tests/helpers/netpick.py).
+"$PY" -I -S "$SRC_TOP/tests/helpers/netpick.py" "pool4=fixed:$POOL4" >/dev/null ||
+  die "pool4 $POOL4 overlaps a route or address of this host: nothing done"
 "$PY" -I -S -c 'import hashlib, socket, threading' 2>/dev/null || die "$PY -I -S cannot import hashlib, socket, threading"
 HAVE_PODMAN=false PODMAN_WHY=
 if ((PODMAN_RUNS == 0)); then

@@ -1,8 +1,8 @@
 /* Cgroups sbx's sandboxes live in: "sbx-TAG/ID" under every v1 controller
  * (or the unified tree on v2). The runtime's own cgroup is a child of it,
- * REL/ctr: made by the runtime from the spec's cgroupsPath, or by sbx when
- * sbx places the runtime's processes itself (runsc without a memory limit,
- * monitor.c). sbx reads their counters and reaps what a crash left. */
+ * REL/ctr: made by the runtime from the spec's cgroupsPath (runc), or by
+ * sbx when sbx places the runtime's processes itself (runsc, monitor.c).
+ * sbx reads their counters and reaps what a crash left. */
 #ifndef SBX_CGROUP_H
 #define SBX_CGROUP_H
 

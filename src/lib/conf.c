@@ -3,6 +3,7 @@
  * per key, and the checks that make each value safe to build rules from. */
 #include "config.h"
 #include "conf.h"
+#include "sandbox.h"
 #include "util.h"
 
 #include <errno.h>
@@ -180,6 +181,9 @@ typedef enum conf_key {
   KEY_PRIVATE_POLICY,
   KEY_EXPOSE_ADDRESS,
   KEY_EXPOSE_HOST,
+  KEY_EXPOSE_HEAD_TIMEOUT,
+  KEY_DEFAULT_MEMORY,
+  KEY_DEFAULT_CPU,
   KEY__MAX
 } conf_key;
 
@@ -400,6 +404,60 @@ set_expose_host (parser *p, const char *key, const char *v, sbx_error **err)
   return 0;
 }
 
+/* Seconds, 1 to SBX_CONF_HEAD_TIMEOUT_MAX, or milliseconds with `ms`
+ * (100 ms to the same): decimal digits only. */
+static int
+set_expose_head_timeout (parser *p, const char *key, const char *v, sbx_error **err)
+{
+  size_t n = strspn (v, "0123456789");
+  bool ms = strcmp (v + n, "ms") == 0;
+  unsigned long x = 0;
+  for (size_t i = 0; i < n && i < 7; i++)
+    x = x * 10 + (unsigned long) (v[i] - '0');
+  if (n == 0 || n > 6 || (v[n] != '\0' && !ms))
+    {
+      _cleanup_free_ char *q = printable (v);
+      return perr (p, key, err, "expected seconds (such as `10`) or milliseconds (`500ms`), not `%s`", q);
+    }
+  unsigned long msec = ms ? x : x * 1000;
+  if (msec < 100 || msec > SBX_CONF_HEAD_TIMEOUT_MAX * 1000UL)
+    return perr (p, key, err, "must be 100ms to %d seconds", SBX_CONF_HEAD_TIMEOUT_MAX);
+  p->conf->expose_head_timeout_ms = (unsigned) msec;
+  return 0;
+}
+
+/* The same grammar and range as --memory, or 0: no limit. */
+static int
+set_default_memory (parser *p, const char *key, const char *v, sbx_error **err)
+{
+  uint64_t mem;
+  if (strcmp (v, "0") == 0)
+    mem = 0;
+  else if (parse_memory (v, &mem) < 0 || mem < SBX_MEMORY_MIN || mem > SBX_MEMORY_MAX)
+    {
+      _cleanup_free_ char *q = printable (v);
+      return perr (p, key, err, "`%s` is not 0 (no limit) or a size between 6Mi and 4Ti (MiB, or 512Mi, 1Gi, 2G)", q);
+    }
+  p->conf->default_memory = mem;
+  return 0;
+}
+
+/* The same range as --cpu, or 0: no limit. */
+static int
+set_default_cpu (parser *p, const char *key, const char *v, sbx_error **err)
+{
+  double cpu;
+  if (strcmp (v, "0") == 0)
+    cpu = 0;
+  else if (parse_double (v, 0.01, 1024, &cpu) < 0)
+    {
+      _cleanup_free_ char *q = printable (v);
+      return perr (p, key, err, "`%s` is not 0 (no limit) or a number of cores in 0.01..1024", q);
+    }
+  p->conf->default_cpu = cpu;
+  return 0;
+}
+
 typedef int (*key_setter) (parser *p, const char *key, const char *value, sbx_error **err);
 
 static const struct {
@@ -414,6 +472,9 @@ static const struct {
   [KEY_PRIVATE_POLICY] = { "private_policy", set_private_policy, false },
   [KEY_EXPOSE_ADDRESS] = { "expose_address", set_expose_address, false },
   [KEY_EXPOSE_HOST] = { "expose_host", set_expose_host, false },
+  [KEY_EXPOSE_HEAD_TIMEOUT] = { "expose_head_timeout", set_expose_head_timeout, false },
+  [KEY_DEFAULT_MEMORY] = { "default_memory", set_default_memory, false },
+  [KEY_DEFAULT_CPU] = { "default_cpu", set_default_cpu, false },
 };
 
 /* One line of N bytes (no newline, no NUL): `key = value`, a comment or blank. */
@@ -470,6 +531,9 @@ conf_defaults (void)
   sbx_conf *c = xmalloc0 (sizeof *c);
   c->pool4 = cidr_const ("10.200.0.0/16");
   c->expose_address = xstrdup ("127.0.0.1");
+  c->expose_head_timeout_ms = 10000;
+  c->default_memory = SBX_CONF_DEFAULT_MEMORY;
+  c->default_cpu = SBX_CONF_DEFAULT_CPU;
   return c;
 }
 

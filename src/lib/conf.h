@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "egress.h" /* sbx_cidr, sbx_cidr_parse */
 #include "error.h"
@@ -27,6 +28,13 @@
 #define SBX_CONF_OPEN_NAME_MAX 63
 #define SBX_CONF_HOST_MAX 253
 #define SBX_RESOLV_MAX 8
+#define SBX_CONF_HEAD_TIMEOUT_MAX 300 /* seconds, expose_head_timeout */
+
+/* The limits of a sandbox created without --memory or --cpu, unless the
+ * file says otherwise (default_memory, default_cpu): what a hosted sandbox
+ * gets, rather than the whole host. */
+#define SBX_CONF_DEFAULT_MEMORY (1ULL << 30)
+#define SBX_CONF_DEFAULT_CPU 1.0
 
 typedef struct sbx_conf_open {
   char *name;    /* 1-63 of [a-z0-9_-], unique in the file */
@@ -44,6 +52,9 @@ typedef struct sbx_conf {
   bool observe;          /* private_policy = observe (default: drop) */
   char *expose_address;  /* address exposed ports listen on; default "127.0.0.1"; an IPv4 or IPv6 literal */
   char *expose_host;     /* host name printed in URLs; default: expose_address (IPv6 in brackets) */
+  unsigned expose_head_timeout_ms; /* a new connection's first request head, within; default 10000 */
+  uint64_t default_memory; /* bytes, 0 = no limit; default SBX_CONF_DEFAULT_MEMORY */
+  double default_cpu;      /* cores, 0 = no limit; default SBX_CONF_DEFAULT_CPU */
 } sbx_conf;
 
 /* PATH NULL: $SBX_CONF if set and not empty, else SBX_CONF_PATH_DEFAULT

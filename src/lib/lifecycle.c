@@ -3,6 +3,7 @@
 #include "lifecycle.h"
 #include "net.h"
 #include "cgroup.h"
+#include "conf.h"
 #include "image.h"
 #include "json.h"
 #include "layer.h"
@@ -122,10 +123,30 @@ sbx_sandbox_restore (const sbx_store *st, sbx_sandbox_opts *opts, const sbx_imag
   return create_common (st, opts, image, checkpoint, chan_base, ret, err);
 }
 
+/* The limits not given at create are sbx.conf's defaults (sbx.conf(5)),
+ * fixed in the record from here on. */
+static int
+apply_default_limits (sbx_sandbox_opts *o, sbx_error **err)
+{
+  if (!o->cpu_default && !o->memory_default)
+    return 0;
+  _cleanup_conf_ sbx_conf *conf = NULL;
+  if (sbx_conf_load (NULL, &conf, err) < 0)
+    return -1;
+  if (o->cpu_default)
+    o->cpu = conf->default_cpu;
+  if (o->memory_default)
+    o->memory = conf->default_memory;
+  return 0;
+}
+
 static int
 create_common (const sbx_store *st, sbx_sandbox_opts *opts, const sbx_image *image, const char *restore_from,
                int64_t chan_base, sbx_sandbox **ret, sbx_error **err)
 {
+  /* A restore keeps its snapshot's values, defaults included. */
+  if (restore_from == NULL && apply_default_limits (opts, err) < 0)
+    return -1;
   if (validate_opts (opts, err) < 0)
     return -1;
   /* Its layers stay referenced from here on: by this resolution until the

@@ -953,6 +953,7 @@ expose_port (struct mon *m, int64_t port, char **ret_url, sbx_error **err)
       if (!m->sb->opts.public_ports && sbx_token_load (tpath, &token, err) < 0)
         return -1;
       m->proxy = sbx_proxy_new (token, proxy_connect, m);
+      sbx_proxy_set_head_timeout (m->proxy, m->conf->expose_head_timeout_ms);
     }
   size_t have = strv_len (m->sb->urls);
   uint16_t hport = 0;
@@ -2110,6 +2111,39 @@ restore_procs (struct mon *m)
   mlog (m, "restored a table of %zu processes", m->nprocs);
 }
 
+/* gVisor's memory (its MemTotal, what its kernel sizes itself by) is what
+ * `runsc run` passes `runsc boot` as --total-memory: the host's MemTotal,
+ * read from /proc/meminfo, or the limit of a cgroup runsc made itself,
+ * which costs a cold start ~40 ms (runtime_fork). sbx places runsc in
+ * its cgroup itself, so it shows runsc, in the monitor's private mount
+ * namespace alone, a /proc/meminfo whose MemTotal is the sandbox's limit
+ * (where that is below the host's). Nothing else in that namespace reads
+ * it; it goes with the namespace. */
+static int
+show_runsc_memory (struct mon *m, uint64_t limit, sbx_error **err)
+{
+  _cleanup_free_ char *host = NULL;
+  size_t len;
+  if (read_file ("/proc/meminfo", 1 << 20, &host, &len, err) < 0)
+    return -1;
+  char *line = strncmp (host, "MemTotal:", 9) == 0 ? host : strstr (host, "\nMemTotal:");
+  if (line == NULL)
+    return sbx_error_set (err, SBX_E_INTERNAL, 0, "/proc/meminfo: no MemTotal");
+  line += *line == '\n';
+  unsigned long long kb = strtoull (line + 9, NULL, 10);
+  if (limit >> 10 >= kb)
+    return 0;
+  char *end = strchr (line, '\n');
+  _cleanup_free_ char *text = xasprintf ("%.*sMemTotal:       %llu kB%s", (int) (line - host), host,
+                                         (unsigned long long) (limit >> 10), end ? end : "\n");
+  _cleanup_free_ char *path = xasprintf ("%s/meminfo", m->run_dir);
+  if (write_file_atomic (path, text, strlen (text), 0444, err) < 0)
+    return -1;
+  if (mount (path, "/proc/meminfo", NULL, MS_BIND, NULL) < 0)
+    return sbx_error_errno (err, errno, "bind mount over /proc/meminfo");
+  return 0;
+}
+
 /* The sandbox's cgroup, the agent's socket, the runtime's stderr pipe, and
  * the runtime's process (runtime_fork): what the runtime's start needs
  * besides the root and the bundle. */
@@ -2121,14 +2155,16 @@ prepare_runtime (struct mon *m, sbx_error **err)
    * platform's stubs): the process limit proper is gVisor's RLIMIT_NPROC
    * (spec.c) and the host's pids limit a backstop. */
   int64_t pids = m->sb->opts.pids > 0 ? m->sb->opts.pids : SBX_PIDS_DEFAULT;
-  /* runsc sizes the memory gVisor shows from a cgroup of its own making:
-   * with a memory limit it gets one (REL/ctr, from the spec). Without, sbx
-   * places runsc's processes in REL/ctr itself and runsc leaves cgroups
-   * alone (--ignore-cgroups): gVisor shows the host's memory either way,
-   * the limits and the device list are REL's, and sbx skips runsc's two
-   * slow moves of itself (runtime_fork) and its removal of a cgroup its
-   * exiting processes may still hold (retried every 100 ms). */
-  m->rt->own_cgroups = runsc && m->sb->opts.memory == 0;
+  /* sbx places runsc's processes in REL/ctr itself and runsc leaves
+   * cgroups alone (--ignore-cgroups): the limits and the device list are
+   * REL's, gVisor's memory is shown to runsc (show_runsc_memory), and sbx
+   * skips runsc's two slow moves of itself (runtime_fork) and its removal
+   * of a cgroup its exiting processes may still hold (retried every 100
+   * ms): a memory limit, the default one included, costs a cold start
+   * nothing. */
+  m->rt->own_cgroups = runsc;
+  if (runsc && m->sb->opts.memory > 0 && show_runsc_memory (m, m->sb->opts.memory, err) < 0)
+    return sbx_error_wrap (err, "gVisor's memory");
   sbx_cgroup_limits lim = { .memory = m->sb->opts.memory, .cpu = m->sb->opts.cpu,
                             .pids = runsc ? pids * 8 + 1024 : pids, .devices = runsc, .leaf = m->rt->own_cgroups };
   m->pids_host_limit = lim.pids;

@@ -6,9 +6,12 @@
  * the sandbox) or REPLY (an error answer of our own) -> LINGER (draining
  * what the client still sends, so that closing does not reset the answer
  * away) -> closed. Nothing reaches the sandbox, not even a connection, before
- * the head has parsed and authorized. Memory per connection is bounded: the
- * head buffer, then two relay buffers whose fullness stops reading the side
- * that fills them. */
+ * the head has parsed and authorized. In RELAY the client's bytes still go
+ * through the head buffer and are framed request by request (up_process):
+ * each later head is checked and rewritten like the first, each body passed
+ * on as its framing says. Memory per connection is bounded: the head
+ * buffer, then two relay buffers whose fullness stops reading the side that
+ * fills them. */
 #include "config.h"
 #include "proxy.h"
 #include "util.h"
@@ -23,7 +26,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
-#define HANDSHAKE_MS 10000 /* accept to head read and sandbox connected */
+#define CONNECT_MS 10000   /* first head read to sandbox connected */
 #define IDLE_MS 300000     /* relaying, without a byte either way */
 #define LINGER_MS 2000     /* an answer of ours written and drained */
 #define RELAY_BUF (128 * 1024) /* each direction */
@@ -258,7 +261,6 @@ sbx_http_rewrite_head (const char *head, size_t len, const char *client_addr, si
   ssize_t hl = sbx_http_head_len (head, len);
   if (hl <= 0 || hl != (ssize_t) len || (client_addr && !printable (client_addr)))
     return NULL;
-  bool upgrade = is_upgrade (head, len);
   size_t cap = len + 128 + (client_addr ? strlen (client_addr) : 0), olen = 0;
   _cleanup_free_ char *out = xmalloc (cap);
   size_t rl = (size_t) ((const char *) memchr (head, '\n', len) - head) + 1;
@@ -268,12 +270,10 @@ sbx_http_rewrite_head (const char *head, size_t len, const char *client_addr, si
   while (next_header (head, len, &pos, &h))
     {
       if (hdr_is (&h, "Authorization") || hdr_is (&h, "Proxy-Authorization") || hdr_is (&h, "X-Forwarded-For")
-          || hdr_is (&h, "X-Forwarded-Proto") || (!upgrade && hdr_is (&h, "Connection")))
+          || hdr_is (&h, "X-Forwarded-Proto"))
         continue;
       append (out, &olen, h.line, h.line_len);
     }
-  if (!upgrade)
-    append (out, &olen, "Connection: close\r\n", 19);
   if (client_addr)
     olen += (size_t) snprintf (out + olen, cap - olen, "X-Forwarded-For: %s\r\n", client_addr);
   append (out, &olen, "X-Forwarded-Proto: http\r\n\r\n", 27);
@@ -283,6 +283,158 @@ sbx_http_rewrite_head (const char *head, size_t len, const char *client_addr, si
   out[olen] = '\0';
   *ret_len = olen;
   return steal_pointer (&out);
+}
+
+/* --- request bodies ---------------------------------------------------- */
+
+/* 1 to 18 decimal digits: below 10^18, far from overflow. */
+static bool
+parse_length (const char *v, size_t n, uint64_t *ret)
+{
+  if (n == 0 || n > 18)
+    return false;
+  uint64_t x = 0;
+  for (size_t i = 0; i < n; i++)
+    {
+      if (v[i] < '0' || v[i] > '9')
+        return false;
+      x = x * 10 + (uint64_t) (v[i] - '0');
+    }
+  *ret = x;
+  return true;
+}
+
+int
+sbx_http_request_framing (const char *head, size_t len, sbx_http_framing *f)
+{
+  ssize_t hl = sbx_http_head_len (head, len);
+  if (hl <= 0)
+    return -1;
+  len = (size_t) hl;
+  struct hdr h, cl = { 0 }, te = { 0 };
+  size_t pos = 0, ncl = 0, nte = 0;
+  while (next_header (head, len, &pos, &h))
+    if (hdr_is (&h, "Content-Length"))
+      cl = h, ncl++;
+    else if (hdr_is (&h, "Transfer-Encoding"))
+      te = h, nte++;
+  size_t rl = (size_t) ((const char *) memchr (head, '\n', len) - head) - 1;
+  bool http10 = head[rl - 1] == '0'; /* HTTP/1.0 */
+  uint64_t length = 0;
+  if (ncl > 1 || nte > 1 || (ncl && nte) || (ncl && !parse_length (cl.value, cl.value_len, &length)))
+    return -1;
+  if (nte && (http10 || te.value_len != 7 || strncasecmp (te.value, "chunked", 7) != 0))
+    return -1;
+  sbx_http_framing r = { .next = SBX_HTTP_NEXT_HEAD };
+  if (strncmp (head, "CONNECT ", 8) == 0 || is_upgrade (head, len))
+    r.next = SBX_HTTP_NEXT_OPAQUE;
+  else if (nte)
+    r.next = SBX_HTTP_NEXT_CHUNK_SIZE;
+  else if (length > 0)
+    r = (sbx_http_framing){ .next = SBX_HTTP_NEXT_BODY, .left = length };
+  *f = r;
+  return 0;
+}
+
+static int
+hex_value (char ch)
+{
+  if (ch >= '0' && ch <= '9')
+    return ch - '0';
+  if (ch >= 'a' && ch <= 'f')
+    return ch - 'a' + 10;
+  if (ch >= 'A' && ch <= 'F')
+    return ch - 'A' + 10;
+  return -1;
+}
+
+/* One byte of chunk framing (not data): false if it is wrong there. */
+static bool
+chunk_byte (sbx_http_framing *f, char ch)
+{
+  switch (f->next)
+    {
+    case SBX_HTTP_NEXT_CHUNK_SIZE:
+      if (hex_value (ch) >= 0)
+        {
+          if (++f->line > 15)
+            return false; /* keeps LEFT far from overflow */
+          f->left = f->left * 16 + (uint64_t) hex_value (ch);
+          return true;
+        }
+      if (f->line == 0)
+        return false;
+      if (ch == '\r')
+        f->next = SBX_HTTP_NEXT_CHUNK_LF;
+      else if (ch == ';' || ch == ' ' || ch == '\t')
+        f->next = SBX_HTTP_NEXT_CHUNK_EXT;
+      else
+        return false;
+      return ++f->line <= SBX_HTTP_CHUNK_LINE_MAX;
+    case SBX_HTTP_NEXT_CHUNK_EXT:
+      if (ch == '\r')
+        f->next = SBX_HTTP_NEXT_CHUNK_LF;
+      else if (((unsigned char) ch < 0x20 && ch != '\t') || (unsigned char) ch >= 0x7f)
+        return false;
+      return ++f->line <= SBX_HTTP_CHUNK_LINE_MAX;
+    case SBX_HTTP_NEXT_CHUNK_LF:
+      if (ch != '\n')
+        return false;
+      f->line = 0;
+      f->next = f->left > 0 ? SBX_HTTP_NEXT_CHUNK_DATA : SBX_HTTP_NEXT_TRAILER_CR;
+      return true;
+    case SBX_HTTP_NEXT_DATA_CR:
+    case SBX_HTTP_NEXT_TRAILER_CR:
+      if (ch != '\r')
+        return false; /* after the last chunk: a trailer field, refused */
+      f->next = f->next == SBX_HTTP_NEXT_DATA_CR ? SBX_HTTP_NEXT_DATA_LF : SBX_HTTP_NEXT_TRAILER_LF;
+      return true;
+    case SBX_HTTP_NEXT_DATA_LF:
+    case SBX_HTTP_NEXT_TRAILER_LF:
+      if (ch != '\n')
+        return false;
+      f->next = f->next == SBX_HTTP_NEXT_DATA_LF ? SBX_HTTP_NEXT_CHUNK_SIZE : SBX_HTTP_NEXT_HEAD;
+      f->left = 0;
+      return true;
+    default:
+      return false;
+    }
+}
+
+ssize_t
+sbx_http_body (sbx_http_framing *f, const char *p, size_t n)
+{
+  size_t i = 0;
+  while (i < n)
+    {
+      size_t k;
+      switch (f->next)
+        {
+        case SBX_HTTP_NEXT_HEAD:
+          return (ssize_t) i;
+        case SBX_HTTP_NEXT_FAILED:
+          return -1;
+        case SBX_HTTP_NEXT_OPAQUE:
+          return (ssize_t) n;
+        case SBX_HTTP_NEXT_BODY:
+        case SBX_HTTP_NEXT_CHUNK_DATA:
+          k = n - i < f->left ? n - i : (size_t) f->left;
+          i += k;
+          f->left -= k;
+          if (f->left == 0)
+            f->next = f->next == SBX_HTTP_NEXT_BODY ? SBX_HTTP_NEXT_HEAD : SBX_HTTP_NEXT_DATA_CR;
+          break;
+        default:
+          if (!chunk_byte (f, p[i]))
+            {
+              f->next = SBX_HTTP_NEXT_FAILED;
+              return -1;
+            }
+          i++;
+          break;
+        }
+    }
+  return (ssize_t) i;
 }
 
 /* --- the host token ---------------------------------------------------- */
@@ -389,9 +541,16 @@ struct conn {
   int cfd, bfd;
   uint16_t sandbox_port;
   char addr[INET6_ADDRSTRLEN];
+  char key[INET6_ADDRSTRLEN]; /* ADDR, or its /64 for IPv6: what the slot caps count by */
+  uint64_t seq;               /* the order of accepting */
   uint64_t deadline;
-  char *head; /* ST_HEAD: SBX_HTTP_HEAD_MAX */
+  /* SBX_HTTP_HEAD_MAX: the client's bytes not yet passed on; in ST_HEAD
+   * the first head, in ST_RELAY those that FR frames next. */
+  char *head;
   size_t head_len;
+  sbx_http_framing fr;
+  bool client_eof; /* the client sent its end; HEAD may still hold bytes */
+  int fail_status; /* a later request failed: answered once the sandbox is through */
   char *out; /* ST_REPLY */
   size_t out_off, out_len;
   struct pipe up;   /* client to sandbox */
@@ -423,6 +582,8 @@ struct sbx_proxy {
   struct slot slots[SBX_PROXY_POLLFDS_MAX];
   size_t nslots;
   uint64_t last_activity;
+  uint64_t next_seq;
+  unsigned head_timeout_ms;
 };
 
 static void
@@ -545,37 +706,172 @@ conn_drain (sbx_proxy *p, struct conn *c)
     conn_close (p, c);
 }
 
+/* The client's address, and the key its connections are counted by: the
+ * address itself, or for IPv6 its /64, which one host usually has whole. */
 static void
-client_address (int fd, char addr[INET6_ADDRSTRLEN])
+client_address (int fd, char addr[INET6_ADDRSTRLEN], char key[INET6_ADDRSTRLEN])
 {
   struct sockaddr_storage ss;
   socklen_t sl = sizeof ss;
   strcpy (addr, "unknown");
+  strcpy (key, "unknown");
   if (getpeername (fd, (struct sockaddr *) &ss, &sl) < 0)
     return;
   if (ss.ss_family == AF_INET)
     inet_ntop (AF_INET, &((struct sockaddr_in *) &ss)->sin_addr, addr, INET6_ADDRSTRLEN);
   else if (ss.ss_family == AF_INET6)
     {
-      const struct in6_addr *a = &((struct sockaddr_in6 *) &ss)->sin6_addr;
-      if (IN6_IS_ADDR_V4MAPPED (a))
-        inet_ntop (AF_INET, &a->s6_addr[12], addr, INET6_ADDRSTRLEN);
+      struct in6_addr a = ((struct sockaddr_in6 *) &ss)->sin6_addr;
+      if (IN6_IS_ADDR_V4MAPPED (&a))
+        inet_ntop (AF_INET, &a.s6_addr[12], addr, INET6_ADDRSTRLEN);
       else
-        inet_ntop (AF_INET6, a, addr, INET6_ADDRSTRLEN);
+        {
+          inet_ntop (AF_INET6, &a, addr, INET6_ADDRSTRLEN);
+          memset (&a.s6_addr[8], 0, 8);
+          inet_ntop (AF_INET6, &a, key, INET6_ADDRSTRLEN);
+          return;
+        }
     }
+  strcpy (key, addr);
 }
 
-/* The head parsed and authorized: only now is the sandbox connected to.
- * Returns the status to answer instead, or 0. */
+/* Checks the head at the start of C->head (HLEN bytes) and rewrites it:
+ * *RET the head for the sandbox and *RET_FR the framing of its body; else
+ * the status to answer. */
 static int
-conn_start_relay (sbx_proxy *p, struct conn *c, size_t hlen)
+request_check (sbx_proxy *p, struct conn *c, size_t hlen, char **ret, size_t *ret_len, sbx_http_framing *ret_fr)
 {
   if (!sbx_http_authorized (c->head, hlen, p->token))
     return 401;
-  size_t rlen;
-  _cleanup_free_ char *rw = sbx_http_rewrite_head (c->head, hlen, c->addr, &rlen);
-  if (rw == NULL)
-    return 431;
+  if (sbx_http_request_framing (c->head, hlen, ret_fr) < 0)
+    return 400;
+  *ret = sbx_http_rewrite_head (c->head, hlen, c->addr, ret_len);
+  return *ret == NULL ? 431 : 0;
+}
+
+/* Drops the first N bytes of C->head. */
+static void
+head_consume (struct conn *c, size_t n)
+{
+  memmove (c->head, c->head + n, c->head_len - n);
+  c->head_len -= n;
+}
+
+/* Room at the end of the buffer toward the sandbox, made by moving what
+ * waits in it to the front when that gives NEED bytes. */
+static size_t
+up_room (struct conn *c, size_t need)
+{
+  struct pipe *pp = &c->up;
+  if (pp->off > 0 && RELAY_BUF - pp->off - pp->len < need)
+    {
+      memmove (pp->data, pp->data + pp->off, pp->len);
+      pp->off = 0;
+    }
+  return RELAY_BUF - pp->off - pp->len;
+}
+
+static void
+up_append (struct conn *c, const char *s, size_t n)
+{
+  memcpy (c->up.data + c->up.off + c->up.len, s, n);
+  c->up.len += n;
+  c->up.total += n;
+}
+
+/* A later request failed: nothing more of the client's goes through; the
+ * sandbox is told the end and answers what it got, then the client gets
+ * STATUS (relay_settle). */
+static void
+conn_fail_later (struct conn *c, int status)
+{
+  c->fail_status = status;
+  c->head_len = 0;
+  c->up.eof = true;
+}
+
+/* One step of moving the client's bytes toward the sandbox: a whole head,
+ * checked and rewritten, or body bytes as the framing allows. False when
+ * nothing more can move now. */
+static bool
+up_step (sbx_proxy *p, struct conn *c)
+{
+  if (c->fr.next != SBX_HTTP_NEXT_HEAD)
+    {
+      size_t n = up_room (c, c->head_len);
+      n = n < c->head_len ? n : c->head_len;
+      ssize_t k = n > 0 ? sbx_http_body (&c->fr, c->head, n) : 0;
+      if (k < 0)
+        conn_fail_later (c, 400);
+      if (k <= 0)
+        return false;
+      up_append (c, c->head, (size_t) k);
+      head_consume (c, (size_t) k);
+      return true;
+    }
+  ssize_t hl = sbx_http_head_len (c->head, c->head_len);
+  if (hl <= 0)
+    {
+      if (hl < 0)
+        conn_fail_later (c, 400);
+      return false;
+    }
+  _cleanup_free_ char *rw = NULL;
+  size_t rlen = 0;
+  sbx_http_framing fr;
+  int status = request_check (p, c, (size_t) hl, &rw, &rlen, &fr);
+  if (status != 0)
+    {
+      conn_fail_later (c, status);
+      return false;
+    }
+  if (up_room (c, rlen) < rlen)
+    return false; /* again once the sandbox has read */
+  up_append (c, rw, rlen);
+  head_consume (c, (size_t) hl);
+  c->fr = fr;
+  return true;
+}
+
+static void
+up_process (sbx_proxy *p, struct conn *c)
+{
+  if (c->fail_status != 0 || c->up.broken)
+    return;
+  while (c->head_len > 0 && up_step (p, c))
+    ;
+  /* The client's end goes on once what it sent before has; an unfinished
+   * head is dropped, never passed on. */
+  if (c->client_eof && !c->up.eof
+      && (c->head_len == 0 || (c->fr.next == SBX_HTTP_NEXT_HEAD && sbx_http_head_len (c->head, c->head_len) == 0)))
+    {
+      c->head_len = 0;
+      c->up.eof = true;
+    }
+}
+
+static size_t
+count_relaying (const sbx_proxy *p)
+{
+  size_t n = 0;
+  for (size_t i = 0; i < p->nconns; i++)
+    n += !p->conns[i]->dead && p->conns[i]->state == ST_RELAY;
+  return n;
+}
+
+/* The first head parsed: checked, and only then is the sandbox connected
+ * to. Returns the status to answer instead, or 0. */
+static int
+conn_start_relay (sbx_proxy *p, struct conn *c, size_t hlen)
+{
+  _cleanup_free_ char *rw = NULL;
+  size_t rlen = 0;
+  sbx_http_framing fr;
+  int status = request_check (p, c, hlen, &rw, &rlen, &fr);
+  if (status != 0)
+    return status;
+  if (count_relaying (p) >= SBX_PROXY_MAX_CONNS)
+    return 503;
   _cleanup_error_ sbx_error *err = NULL;
   c->bfd = p->connect_fn (p->data, c->sandbox_port, &err);
   if (c->bfd < 0 || set_nonblock (c->bfd, true) < 0)
@@ -596,12 +892,14 @@ conn_start_relay (sbx_proxy *p, struct conn *c, size_t hlen)
       c->down.data = xmalloc (RELAY_BUF);
       c->down.cap = RELAY_BUF;
     }
-  memcpy (c->up.data, rw, rlen);
-  memcpy (c->up.data + rlen, c->head + hlen, c->head_len - hlen);
-  c->up.len = rlen + c->head_len - hlen;
-  free (c->head);
-  c->head = NULL;
+  up_append (c, rw, rlen);
+  head_consume (c, hlen);
+  c->fr = fr;
   c->state = ST_RELAY;
+  c->deadline = now_ms_monotonic () + CONNECT_MS;
+  /* What the client sent along (a body, pipelined requests) goes the
+   * same way as what it sends later. */
+  up_process (p, c);
   return 0;
 }
 
@@ -672,6 +970,26 @@ pipe_fill (sbx_proxy *p, struct conn *c, struct pipe *pp, int fd)
     }
   pp->len += (size_t) r;
   pp->total += (uint64_t) r;
+  note_activity (p, c);
+  return 1;
+}
+
+/* Like pipe_fill, for the client's side: into HEAD, framed from there by
+ * up_process. */
+static int
+client_fill (sbx_proxy *p, struct conn *c)
+{
+  if (c->client_eof || c->head_len >= SBX_HTTP_HEAD_MAX)
+    return -1;
+  ssize_t r = read (c->cfd, c->head + c->head_len, SBX_HTTP_HEAD_MAX - c->head_len);
+  if (r < 0)
+    return errno == EAGAIN || errno == EINTR ? -1 : -2;
+  if (r == 0)
+    {
+      c->client_eof = true;
+      return 0;
+    }
+  c->head_len += (size_t) r;
   note_activity (p, c);
   return 1;
 }
@@ -761,10 +1079,14 @@ backend_check_connect (sbx_proxy *p, struct conn *c, short br)
 static void
 relay_settle (sbx_proxy *p, struct conn *c)
 {
-  if (c->connected && pipe_flush (p, c, &c->up, c->bfd) < 0)
+  for (int i = 0; i < 2 && c->connected; i++)
     {
-      c->up.broken = true; /* the sandbox stopped reading; its answer may still come */
-      c->up.len = 0;
+      if (pipe_flush (p, c, &c->up, c->bfd) < 0)
+        {
+          c->up.broken = true; /* the sandbox stopped reading; its answer may still come */
+          c->up.len = 0;
+        }
+      up_process (p, c); /* into the room the flush made */
     }
   if (pipe_flush (p, c, &c->down, c->cfd) < 0)
     {
@@ -773,6 +1095,12 @@ relay_settle (sbx_proxy *p, struct conn *c)
     }
   if (c->connected)
     pipe_end (&c->up, c->bfd);
+  if (c->fail_status != 0 && c->down.eof && c->down.len == 0)
+    {
+      /* The sandbox answered what came before the failed request. */
+      conn_reply (p, c, c->fail_status);
+      return;
+    }
   pipe_end (&c->down, c->cfd);
   if (!pipe_done (&c->up) || !pipe_done (&c->down))
     return;
@@ -788,8 +1116,13 @@ conn_relay (sbx_proxy *p, struct conn *c, short cr, short br)
   const short in = POLLIN | POLLHUP | POLLERR;
   if (br && !c->connected)
     backend_check_connect (p, c, br);
-  if (relaying (c) && (cr & in) && pipe_fill (p, c, &c->up, c->cfd) == -2)
-    conn_close (p, c); /* the client reset */
+  if (relaying (c) && (cr & in))
+    {
+      if (client_fill (p, c) == -2)
+        conn_close (p, c); /* the client reset */
+      else
+        up_process (p, c);
+    }
   /* The answer (the bulk of the bytes): read and pass on in a loop while
    * the sandbox has more and the client takes it all, not one buffer per
    * round of the owner's poll. */
@@ -839,6 +1172,8 @@ conn_expire (sbx_proxy *p, struct conn *c)
     conn_reply (p, c, 408);
   else if (c->state == ST_RELAY && !c->connected)
     conn_reply (p, c, 502);
+  else if (c->state == ST_RELAY && c->fail_status != 0)
+    conn_reply (p, c, c->fail_status);
   else
     conn_close (p, c);
 }
@@ -855,26 +1190,103 @@ refuse_busy (int fd)
   (void) !read (cfd, buf, sizeof buf);
 }
 
-/* 0 accepted (or refused), else -errno. */
+/* Not (yet) authorized: holds a slot of the pending pool. */
+static bool
+pending (const struct conn *c)
+{
+  return !c->dead && c->state != ST_RELAY;
+}
+
+static size_t
+count_pending (const sbx_proxy *p, const char *key)
+{
+  size_t n = 0;
+  for (size_t i = 0; i < p->nconns; i++)
+    n += pending (p->conns[i]) && (key == NULL || strcmp (p->conns[i]->key, key) == 0);
+  return n;
+}
+
+/* The oldest pending connection of KEY. */
+static struct conn *
+oldest_pending (const sbx_proxy *p, const char *key)
+{
+  struct conn *o = NULL;
+  for (size_t i = 0; i < p->nconns; i++)
+    {
+      struct conn *c = p->conns[i];
+      if (pending (c) && strcmp (c->key, key) == 0 && (o == NULL || c->seq < o->seq))
+        o = c;
+    }
+  return o;
+}
+
+/* The key with the most pending connections (the pool is full: rare). */
+static const char *
+busiest_key (const sbx_proxy *p)
+{
+  const char *best = NULL;
+  size_t most = 0;
+  for (size_t i = 0; i < p->nconns; i++)
+    if (pending (p->conns[i]))
+      {
+        size_t n = count_pending (p, p->conns[i]->key);
+        if (n > most)
+          most = n, best = p->conns[i]->key;
+      }
+  return best;
+}
+
+/* Room for one more pending connection from KEY: over the cap of its
+ * address, that address's oldest goes; over the cap of the pool, the
+ * oldest of the address that holds the most. A client that holds slots
+ * idle thus pushes out its own, not the others'. One whose head is waiting
+ * unread (a burst of connections accepted before their heads were read) is
+ * read first, and goes on if it passes. */
+static void
+make_pending_room (sbx_proxy *p, const char *key)
+{
+  for (int tries = 0; tries < 8; tries++)
+    {
+      struct conn *victim = NULL;
+      if (count_pending (p, key) >= SBX_PROXY_MAX_PENDING_ADDR)
+        victim = oldest_pending (p, key);
+      else if (count_pending (p, NULL) >= SBX_PROXY_MAX_PENDING)
+        victim = oldest_pending (p, busiest_key (p));
+      if (victim == NULL)
+        return;
+      if (victim->state == ST_HEAD && tries < 7)
+        {
+          conn_read_head (p, victim);
+          if (!pending (victim))
+            continue; /* authorized (or gone) */
+        }
+      if (victim->state == ST_HEAD)
+        {
+          refuse_busy (victim->cfd);
+          victim->cfd = -1;
+        }
+      conn_close (p, victim);
+      return;
+    }
+}
+
+/* 0 accepted, else -errno. */
 static int
 accept_one (sbx_proxy *p, struct listener *l)
 {
   int fd = accept4 (l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
   if (fd < 0)
     return -errno;
-  if (p->nlive >= SBX_PROXY_MAX_CONNS)
-    {
-      refuse_busy (fd);
-      return 0;
-    }
   struct conn *c = xmalloc0 (sizeof *c);
   c->state = ST_HEAD;
   c->cfd = fd;
   c->bfd = -1;
   c->up.sp[0] = c->up.sp[1] = c->down.sp[0] = c->down.sp[1] = -1;
   c->sandbox_port = l->sandbox_port;
-  client_address (fd, c->addr);
-  c->deadline = now_ms_monotonic () + HANDSHAKE_MS;
+  client_address (fd, c->addr, c->key);
+  make_pending_room (p, c->key);
+  c->seq = p->next_seq++;
+  c->deadline = now_ms_monotonic () + p->head_timeout_ms;
   c->head = xmalloc (SBX_HTTP_HEAD_MAX);
   if (p->nconns == p->aconns)
     {
@@ -913,7 +1325,14 @@ sbx_proxy_new (const char *token, sbx_proxy_connect_fn connect_fn, void *data)
   p->token = token ? xstrdup (token) : NULL;
   p->connect_fn = connect_fn;
   p->data = data;
+  p->head_timeout_ms = SBX_PROXY_HEAD_TIMEOUT_MS;
   return p;
+}
+
+void
+sbx_proxy_set_head_timeout (sbx_proxy *p, unsigned ms)
+{
+  p->head_timeout_ms = ms > 0 ? ms : SBX_PROXY_HEAD_TIMEOUT_MS;
 }
 
 static int
@@ -1010,7 +1429,7 @@ static void
 relay_events (const struct conn *c, short *ce, short *be)
 {
   *ce = *be = 0;
-  if (!c->up.eof && !c->up.broken && c->up.len < c->up.cap)
+  if (!c->client_eof && c->fail_status == 0 && !c->up.broken && c->head_len < SBX_HTTP_HEAD_MAX)
     *ce |= POLLIN;
   if (c->down.len > 0)
     *ce |= POLLOUT;

@@ -6,13 +6,26 @@
  * from sbx_proxy_timeout_ms, and hands every poll result back, even a timeout
  * with no events, to sbx_proxy_dispatch, which also expires deadlines.
  *
- * Per connection: the request head is read (at most 16 KiB, within 10 s) and
- * checked before anything reaches the sandbox: malformed is 400, a missing or
- * wrong `Authorization: Bearer TOKEN` is 401. Only then is the sandbox
- * connected to; it receives the head without any Authorization header and
- * with `Connection: close` (one request per connection, so nothing follows
- * unchecked), then both directions are relayed through bounded buffers with
- * backpressure and half-close. The backend's bytes are never interpreted.
+ * Per connection: the first request head is read (at most 16 KiB, within
+ * a head deadline, 10 s by default) and checked before anything reaches the
+ * sandbox: malformed is 400, a missing or wrong `Authorization: Bearer
+ * TOKEN` is 401. Only then is the sandbox connected to. The connection then
+ * stays open for more requests (keep-alive, pipelining), and every request
+ * on it is framed, checked and rewritten the same way: the client's bytes
+ * are never relayed as a raw stream but as a head (checked, without any
+ * Authorization header), then its body as its framing says
+ * (Content-Length, or chunked, parsed chunk by chunk), then the next head.
+ * Only after an Upgrade request (websocket) or a CONNECT does the stream
+ * become opaque, since no further HTTP heads follow. A later request that
+ * fails a check stops the client's direction there: the sandbox answers
+ * what came before, then the client gets our 400 or 401 and the end.
+ * The backend's bytes are never interpreted.
+ *
+ * Connections that have not yet sent an authorized head hold slots of
+ * their own, capped per client address (an IPv6 /64 is one address) and in
+ * all, apart from the authorized ones: a new connection over a cap pushes
+ * out the oldest unauthorized one of the address that holds the most, so
+ * idle connections from one place cannot lock everyone else out.
  * Both the sandbox and the clients are untrusted. */
 #ifndef SBX_PROXY_H
 #define SBX_PROXY_H
@@ -25,10 +38,13 @@
 
 #include "error.h"
 
-#define SBX_PROXY_MAX_CONNS 256      /* per proxy; more are answered 503 */
+#define SBX_PROXY_MAX_CONNS 256      /* authorized, per proxy; more are answered 503 */
+#define SBX_PROXY_MAX_PENDING 256    /* not (yet) authorized, per proxy */
+#define SBX_PROXY_MAX_PENDING_ADDR 16 /* not (yet) authorized, per client address */
+#define SBX_PROXY_HEAD_TIMEOUT_MS 10000 /* accept to first head read, by default */
 #define SBX_PROXY_MAX_LISTENERS 64   /* exposed ports per proxy */
 /* The most entries sbx_proxy_pollfds fills. */
-#define SBX_PROXY_POLLFDS_MAX (SBX_PROXY_MAX_LISTENERS + 2 * SBX_PROXY_MAX_CONNS)
+#define SBX_PROXY_POLLFDS_MAX (SBX_PROXY_MAX_LISTENERS + 2 * SBX_PROXY_MAX_CONNS + SBX_PROXY_MAX_PENDING)
 #define SBX_HTTP_HEAD_MAX 16384      /* bytes, request line to CRLFCRLF */
 #define SBX_HTTP_HEADERS_MAX 100
 
@@ -41,6 +57,10 @@ typedef int (*sbx_proxy_connect_fn) (void *data, uint16_t port, sbx_error **err)
 /* TOKEN: required bearer token (copied), or NULL for public. An empty token
  * matches nothing. */
 sbx_proxy *sbx_proxy_new (const char *token, sbx_proxy_connect_fn connect_fn, void *data);
+/* How long a new connection has to send its first complete head
+ * (SBX_PROXY_HEAD_TIMEOUT_MS unless set; 0 keeps the default). For
+ * connections accepted from now on. */
+void sbx_proxy_set_head_timeout (sbx_proxy *p, unsigned ms);
 /* Listens on ADDR (IPv4/IPv6 literal) port HOST_PORT (0: ephemeral) for the
  * sandbox's SANDBOX_PORT; *ret_port the bound port. Exposing the same
  * SANDBOX_PORT twice returns the existing listener's port. A port in use is
@@ -58,7 +78,8 @@ void sbx_proxy_dispatch (sbx_proxy *p, const struct pollfd *pf, size_t n);
 /* Milliseconds to the next idle/handshake deadline, -1 if none. */
 int sbx_proxy_timeout_ms (const sbx_proxy *p);
 /* CLOCK_MONOTONIC ms of the last byte relayed (keep-warm); 0 if none yet.
- * Bytes from clients that were not let through do not count. */
+ * Bytes on connections whose first request was not let through do not
+ * count. */
 uint64_t sbx_proxy_last_activity_ms (const sbx_proxy *p);
 size_t sbx_proxy_connections (const sbx_proxy *p);
 void sbx_proxy_free (sbx_proxy *p);
@@ -85,13 +106,53 @@ ssize_t sbx_http_head_len (const char *p, size_t n);
 int sbx_http_authorized (const char *head, size_t len, const char *token);
 /* The head as it goes to the sandbox (malloc'd): every Authorization and
  * Proxy-Authorization header removed (the host token never reaches the
- * sandbox), and unless it is an Upgrade request (websocket), any Connection
- * header replaced by `Connection: close` so that each connection carries one
- * request; the client's X-Forwarded-For/Proto dropped and ours appended
- * (CLIENT_ADDR; none when NULL). NUL-terminated too. NULL when HEAD[0..LEN) is not exactly one
- * valid head, CLIENT_ADDR is not printable, or the result would exceed the
- * limits of sbx_http_head_len. */
+ * sandbox), the client's X-Forwarded-For/Proto dropped and ours appended
+ * (CLIENT_ADDR; none when NULL); Connection and everything else as the
+ * client sent them. NUL-terminated too. NULL when HEAD[0..LEN) is not
+ * exactly one valid head, CLIENT_ADDR is not printable, or the result would
+ * exceed the limits of sbx_http_head_len. */
 char *sbx_http_rewrite_head (const char *head, size_t len, const char *client_addr, size_t *ret_len);
+
+/* What follows a request head on the client's side of a connection, and
+ * where the parser is inside it. Zeroed: a head is next. */
+typedef enum sbx_http_next {
+  SBX_HTTP_NEXT_HEAD = 0,
+  SBX_HTTP_NEXT_BODY,       /* Content-Length: LEFT bytes */
+  SBX_HTTP_NEXT_CHUNK_SIZE, /* chunked: in a chunk-size line */
+  SBX_HTTP_NEXT_CHUNK_EXT,  /*   after the size, up to its CR */
+  SBX_HTTP_NEXT_CHUNK_LF,   /*   the LF of the size line */
+  SBX_HTTP_NEXT_CHUNK_DATA, /*   LEFT bytes of chunk data */
+  SBX_HTTP_NEXT_DATA_CR,    /*   the CRLF after the data */
+  SBX_HTTP_NEXT_DATA_LF,
+  SBX_HTTP_NEXT_TRAILER_CR, /*   the empty line after the last chunk */
+  SBX_HTTP_NEXT_TRAILER_LF,
+  SBX_HTTP_NEXT_OPAQUE,     /* after Upgrade or CONNECT: raw bytes, no more heads */
+  SBX_HTTP_NEXT_FAILED,
+} sbx_http_next;
+
+#define SBX_HTTP_CHUNK_LINE_MAX 4096 /* a chunk-size line with its extensions */
+
+typedef struct sbx_http_framing {
+  sbx_http_next next;
+  uint64_t left;
+  size_t line; /* bytes of the chunk-size line so far */
+} sbx_http_framing;
+
+/* The framing of the body that follows the valid head HEAD[0..LEN) into *F:
+ * Content-Length (1 to 18 digits, given once), Transfer-Encoding exactly
+ * `chunked` (given once, HTTP/1.1), none (no body), or opaque after an
+ * Upgrade request or CONNECT. 0, or -1 (*F untouched) for what a request
+ * cannot say unambiguously: both, either twice, a list, a bad length,
+ * another transfer coding. */
+int sbx_http_request_framing (const char *head, size_t len, sbx_http_framing *f);
+/* How many of P[0..N) belong to the current body (its chunk framing
+ * included), passed on as they are; when the body ends there, F->next is
+ * SBX_HTTP_NEXT_HEAD and the bytes after it are the next head's. N when
+ * opaque; 0 when a head is next. -1 (and FAILED) for bad chunk framing: a
+ * size that is not hex or over 15 digits, a line over
+ * SBX_HTTP_CHUNK_LINE_MAX or with a control character, a bare CR or LF,
+ * data not followed by CRLF, or trailer fields (refused). */
+ssize_t sbx_http_body (sbx_http_framing *f, const char *p, size_t n);
 
 /* The host token at PATH: created (32 random bytes, hex, 0600, atomically:
  * temp file + link so concurrent first callers agree on one token) if

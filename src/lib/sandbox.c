@@ -109,7 +109,9 @@ gen_opts (yajl_gen g, const sbx_sandbox_opts *o)
   j_kstr (g, "runtime", o->runtime);
   j_str (g, "cpu");
   j_double (g, o->cpu);
+  j_kbool (g, "cpu_default", o->cpu_default);
   j_kint (g, "memory", (long long) o->memory);
+  j_kbool (g, "memory_default", o->memory_default);
   j_kint (g, "pids", o->pids);
   j_kbool (g, "block_network", o->block_network);
   j_kstrv (g, "allow", o->allow);
@@ -149,7 +151,13 @@ gen_record (yajl_gen g, const sbx_sandbox *sb, bool full)
   j_kstr (g, "restored_from", sb->restore_from);
   j_kint (g, "chan_base", sb->chan_base);
   j_kint (g, "oom_kills", sb->oom_kills);
-  j_kint (g, "pids_limit_hits", sb->pids_limit_hits);
+  if (full || sbx_sandbox_pids_hits_known (sb))
+    j_kint (g, "pids_limit_hits", sb->pids_limit_hits);
+  else
+    {
+      j_str (g, "pids_limit_hits");
+      j_null (g);
+    }
   j_kint (g, "memory_peak", sb->memory_peak);
   gen_opts (g, &sb->opts);
   j_str (g, "network");
@@ -172,6 +180,12 @@ gen_record (yajl_gen g, const sbx_sandbox *sb, bool full)
       j_kstr (g, "image_workdir", sb->image_workdir);
     }
   j_endmap (g);
+}
+
+bool
+sbx_sandbox_pids_hits_known (const sbx_sandbox *sb)
+{
+  return sb->pids_limit_hits > 0 || sb->opts.runtime == NULL || strcmp (sb->opts.runtime, "runsc") != 0;
 }
 
 void
@@ -215,6 +229,9 @@ parse_opts (yajl_val o, sbx_sandbox_opts *opts, sbx_error **err)
   if ((n = 0, j_get_int (o, "memory", false, &n, err)) < 0)
     return -1;
   opts->memory = (uint64_t) n;
+  if (j_get_bool (o, "cpu_default", false, &opts->cpu_default, err) < 0
+      || j_get_bool (o, "memory_default", false, &opts->memory_default, err) < 0)
+    return -1;
   if (j_get_int (o, "pids", false, &opts->pids, err) < 0 || j_get_int (o, "keep_warm", false, &opts->keep_warm, err) < 0
       || j_get_int (o, "timeout", false, &opts->timeout, err) < 0
       || j_get_bool (o, "block_network", false, &opts->block_network, err) < 0

@@ -34,6 +34,9 @@ typedef enum sbx_state {
 #define SBX_TIMEOUT_DEFAULT 3600
 #define SBX_TIMEOUT_MAX 86400
 #define SBX_PIDS_DEFAULT 1024
+/* --memory's range (0 aside: no limit). */
+#define SBX_MEMORY_MIN (6ULL << 20)
+#define SBX_MEMORY_MAX (1ULL << 42)
 
 typedef struct sbx_sandbox_opts {
   char *name;
@@ -41,6 +44,9 @@ typedef struct sbx_sandbox_opts {
   char *runtime; /* "runsc" or "runc" */
   double cpu;    /* cores, 0 = unlimited */
   uint64_t memory; /* bytes, 0 = unlimited */
+  /* The value is sbx.conf's default_cpu / default_memory: not given at
+   * create. Set on the way in, it asks create for the default. */
+  bool cpu_default, memory_default;
   int64_t pids;
   bool block_network;
   char **allow;      /* --allow CIDRs at create (empty: the internet) */
@@ -115,6 +121,12 @@ bool sbx_sandbox_monitor_alive (const sbx_store *st, const char *id);
  * private mount namespace of its own; the working directory becomes ROOT.
  * READONLY: a read-only view (no upper or work dir in use). */
 int sbx_sandbox_mount_root (const sbx_store *st, const sbx_sandbox *sb, bool readonly, sbx_error **err);
+/* Whether SB's pids_limit_hits counts the forks its pids limit refused.
+ * Under runsc it cannot: gVisor refuses them inside (its RLIMIT_NPROC,
+ * spec.c) and the host's pids cgroup, a backstop well above, sees nothing;
+ * only a hit of that backstop is counted there. The JSON view shows null
+ * for a count that is not known. */
+bool sbx_sandbox_pids_hits_known (const sbx_sandbox *sb);
 /* The JSON view used by status/ls --json. */
 void sbx_sandbox_gen (void *yajl_gen_g, const sbx_sandbox *sb);
 

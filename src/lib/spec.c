@@ -197,22 +197,13 @@ gen_devices (yajl_gen g)
 }
 
 static void
-gen_resources (yajl_gen g, const sbx_spec_params *p)
+gen_resources (yajl_gen g)
 {
-  const sbx_sandbox_opts *o = &p->sb->opts;
   j_str (g, "resources");
   j_map (g);
   gen_devices (g);
-  /* The limits themselves are on sbx's own parent cgroup (cgroup.h). gVisor
-   * sizes the memory it shows from the spec: it gets the limit plus a
-   * little, so that the parent's limit, not its own, is the one hit. */
-  if (o->memory > 0 && strcmp (p->runtime, "runsc") == 0)
-    {
-      j_str (g, "memory");
-      j_map (g);
-      j_kint (g, "limit", (long long) (o->memory + (16u << 20)));
-      j_endmap (g);
-    }
+  /* The limits themselves are on sbx's own parent cgroup (cgroup.h); runsc
+   * leaves cgroups to sbx (--ignore-cgroups, monitor.c). */
   j_endmap (g);
 }
 
@@ -240,7 +231,7 @@ gen_linux (yajl_gen g, const sbx_spec_params *p)
   j_map (g);
   gen_namespaces (g, p);
   gen_masked (g);
-  gen_resources (g, p);
+  gen_resources (g);
   j_kstr (g, "cgroupsPath", p->cgroup_path);
   j_endmap (g);
 }

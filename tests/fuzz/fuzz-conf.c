@@ -99,6 +99,7 @@ check_conf (const sbx_conf *c)
         CHECK (strcmp (c->open[i].name, c->open[j].name) != 0);
     }
   CHECK (c->expose_address && is_address (c->expose_address, 0));
+  CHECK (c->expose_head_timeout_ms >= 100 && c->expose_head_timeout_ms <= SBX_CONF_HEAD_TIMEOUT_MAX * 1000);
   const char *h = c->expose_host;
   size_t hl = h ? strlen (h) : 0;
   CHECK (h && hl >= 1 && hl <= SBX_CONF_HOST_MAX);
@@ -140,8 +141,8 @@ conf_text (const sbx_conf *c, size_t *ret_len)
       sbx_cidr_format (&c->open[i].cidr, a);
       fprintf (f, "open = %s %s\n", c->open[i].name, a);
     }
-  fprintf (f, "private_policy = %s\nexpose_address = %s\nexpose_host = %s\n", c->observe ? "observe" : "drop",
-           c->expose_address, c->expose_host);
+  fprintf (f, "private_policy = %s\nexpose_address = %s\nexpose_host = %s\nexpose_head_timeout = %ums\n",
+           c->observe ? "observe" : "drop", c->expose_address, c->expose_host, c->expose_head_timeout_ms);
   CHECK (fclose (f) == 0);
   *ret_len = len;
   return buf;
@@ -163,6 +164,7 @@ check_round_trip (const sbx_conf *c)
   for (size_t i = 0; i < c->nopen; i++)
     CHECK (strcmp (c->open[i].name, d->open[i].name) == 0 && sbx_cidr_equal (&c->open[i].cidr, &d->open[i].cidr));
   CHECK (strcmp (c->expose_address, d->expose_address) == 0 && strcmp (c->expose_host, d->expose_host) == 0);
+  CHECK (c->expose_head_timeout_ms == d->expose_head_timeout_ms);
   sbx_conf_free (d);
   free (text);
 }
@@ -218,7 +220,7 @@ static const char *const seeds[] = {
   "# defaults\n\n",
   "pool4 = 10.77.0.0/20\npool6 = fd00:5b78::/64\ndns = 1.1.1.1\ndns = 2606:4700:4700::1111\n"
   "open = lab 10.1.0.0/16\nopen = printer 192.168.1.10\nopen = v6-lab fd12:3456::/32\n"
-  "private_policy = observe\nexpose_address = 0.0.0.0\nexpose_host = sbx.example.com\n",
+  "private_policy = observe\nexpose_address = 0.0.0.0\nexpose_host = sbx.example.com\nexpose_head_timeout = 30\n",
   "  pool4=172.20.0.0/16  \r\n\t# comment\npool6 = off\nprivate_policy = drop\n",
   "expose_address = ::1\nexpose_host = [fd00::1]\ndns = 9.9.9.9\nopen = cgnat 100.64.0.0/10\n",
   "open =\tk8s_pods\t10.244.0.0/16\nopen = ula fc00::/7\ndns = 192.0.2.53\nexpose_host = 192.0.2.7",
@@ -228,7 +230,8 @@ static const char *const tokens[] = { "=",  " = ", " ",   "\t",      "\n",     "
                                       ":",  "::",  ".",   "[",       "]",      "%eth0",   "\r",   "off", "observe",
                                       "0",  "00",  "255", "fd00::",  "10.",    "169.254", "127.", "-",   "_",
                                       "\n", "dns = 10.0.0.1\n",      "open = a 10.0.0.0/8\n", "pool4 = 10.0.0.0/8\n",
-                                      "pool6 = fd00::/64\n", "expose_host = ", "\xc3\xa9" };
+                                      "pool6 = fd00::/64\n", "expose_host = ", "\xc3\xa9", "expose_head_timeout = ",
+                                      "ms",   "300", "100" };
 
 int
 main (void)

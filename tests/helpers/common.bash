@@ -23,6 +23,30 @@ if [ -x /usr/bin/python3 ]; then
 else
   PYTHON=python3
 fi
+
+# --- tools --------------------------------------------------------------------
+
+# What the helpers below run. A missing one must not weaken a check quietly
+# (`for p in $(pgrep ...)` over nothing, `pgrep ... || return 0` taken as "no
+# such process"), so a file that loads this one refuses to run without them.
+SBX_TEST_TOOLS="$PYTHON pgrep pkill ip ss nft flock awk sed grep find tar comm sort cut tr seq sha256sum realpath mktemp
+readlink stat umount"
+
+# require_tools TOOL...: fails, naming each missing one (never a skip: a
+# test's tools are installed by contrib/setup-debian.sh).
+require_tools () {
+  local t missing=
+  for t in "$@"; do
+    command -v "$t" >/dev/null 2>&1 || missing="$missing $t"
+  done
+  [ -z "$missing" ] && return 0
+  printf 'missing tools:%s (contrib/setup-debian.sh installs them): refusing to run\n' "$missing" >&2
+  return 1
+}
+
+# At load time: `load` ends the file's run with this failure.
+# shellcheck disable=SC2086
+require_tools $SBX_TEST_TOOLS || return 1
 # The standard library only: no site packages, no environment.
 py () {
   "$PYTHON" -I -S "$@"
@@ -188,12 +212,31 @@ sbx_build_payload_tar () {
 # on the disk: the process an import leaves behind (an `sbx` of its own,
 # see layer.c) has ended. Before a test writes a layer's pending mark.
 sbx_wait_settled () {
-  local i
+  local i rc
   for i in $(seq 500); do
-    pgrep -x sbx >/dev/null || return 0
+    pgrep -x sbx >/dev/null
+    rc=$?
+    case $rc in
+      0) ;;
+      1) return 0 ;;
+      *) fail "pgrep -x sbx failed (status $rc)" || return ;;
+    esac
     sleep 0.01
   done
   fail "a layer is still being settled after 5 s"
+}
+
+# sbx_pids NAME: the pids of processes named exactly NAME, one a line. Fails
+# when pgrep does, rather than answering "none".
+sbx_pids () {
+  local out rc
+  out=$(pgrep -x "$1")
+  rc=$?
+  case $rc in
+    0) printf '%s\n' "$out" ;;
+    1) ;;
+    *) fail "pgrep -x $1 failed (status $rc)" ;;
+  esac
 }
 
 # Imports the payload tarball into this test's root as image `payload`.
@@ -256,6 +299,192 @@ container_pid () {
   "$rt" --root "$SBX_RUN_ROOT/runtime/$rt" state "$2" | jpipe 'd["pid"]'
 }
 
+# --- test networks ---------------------------------------------------------------
+
+# Every network a test puts on a link or routes to is picked here at run
+# time, never written into a test: a fixed range can be this host's own
+# (on some hosts the uplink is 192.0.2.0/24, which once made network.bats
+# take the route to the host's gateway). tests/helpers/netpick.py takes the
+# first candidate that no host route (but the default and sbx's sandbox
+# links), address, resolver or gateway covers and that `ip route get` sends
+# to the default route; none free is a failure, never a host route touched.
+# The picks are made once per file (BATS_FILE_TMPDIR) and exported:
+#   SBX_NET_POOL4  sbx.conf's pool4 (sandboxes' gateways go on host links)
+#   SBX_NET_POOL6  pool6, for the files that turn IPv6 on
+#   SBX_NET_PRIV4  a private /16 "inside the company": its x.x.1.0/24 is the
+#                  operator-opened range (sbx.conf `open = testsvc`)
+#   SBX_NET_INET4, SBX_NET_INET6  "the internet": public to sbx's egress
+#   SBX_NET_LINK4, SBX_NET_LINK6  the veth between the host and a test namespace
+# The resolver every test's sbx.conf names is a loopback address nothing
+# answers on (SBX_NET_DNS): a sandbox's lookup stays on this host.
+SBX_NET_CANDIDATES=(
+  SBX_NET_POOL4=16:10.201.0.0/16,10.204.0.0/14
+  SBX_NET_POOL6=64:fd5b:5b::/64,fd5b:5c::/56
+  SBX_NET_PRIV4=16:10.99.0.0/16,10.96.0.0/14
+  SBX_NET_INET4=24:198.51.100.0/24,203.0.113.0/24,198.18.100.0/22
+  SBX_NET_INET6=64:2001:db8:100::/56
+  SBX_NET_LINK4=30:198.19.255.0/24
+  SBX_NET_LINK6=64:2001:db8:ffff::/64,2001:db8:fff0::/60
+)
+SBX_NET_DNS=127.0.53.53
+
+sbx_pick_test_nets () {
+  local f=$BATS_FILE_TMPDIR/test-nets out k v
+  if [ ! -s "$f" ]; then
+    out=$(ss -Hlntu 'sport = :53' | awk -v d="$SBX_NET_DNS:53" '$5 == "0.0.0.0:53" || $5 == "*:53" || $5 == "[::]:53" || $5 == d { print $5 }')
+    [ -z "$out" ] || fail "something listens on port 53 for $SBX_NET_DNS here ($out): the tests' resolver would not stay on this host" || return
+    out=$(py "$SBX_TESTS_DIR/helpers/netpick.py" "${SBX_NET_CANDIDATES[@]}") \
+      || fail "no test networks clear of this host's routes and addresses" || return
+    printf '%s\n' "$out" >"$f.new" && mv "$f.new" "$f"
+  fi
+  while IFS='=' read -r k v; do
+    case $k in
+      SBX_NET_*) export "$k=$v" ;;
+    esac
+  done <"$f"
+  export SBX_NET_DNS
+}
+
+# net_host NET N: the Nth address of network NET (IPv4 or IPv6).
+net_host () {
+  py -c 'import ipaddress, sys; print(ipaddress.ip_network(sys.argv[1])[int(sys.argv[2])])' "$1" "$2"
+}
+
+# sbx_check_test_addr CIDR...: addresses a test must use as they are (the
+# metadata address, say) are clear of this host's routes, or it fails.
+sbx_check_test_addr () {
+  local a args=()
+  for a in "$@"; do
+    args+=("fixed=fixed:$a")
+  done
+  py "$SBX_TESTS_DIR/helpers/netpick.py" "${args[@]}" >/dev/null
+}
+
+# Serialises picking networks and putting them on links between concurrent
+# runs on one host: hold it from sbx_pick_test_nets until the routes exist.
+sbx_net_lock () {
+  exec {_sbx_net_lock_fd}>/run/sbx-tests-net.lock
+  flock -w 60 "$_sbx_net_lock_fd" || fail "could not take /run/sbx-tests-net.lock in 60 s"
+}
+
+sbx_net_unlock () {
+  [ -n "${_sbx_net_lock_fd-}" ] && exec {_sbx_net_lock_fd}>&-
+  _sbx_net_lock_fd=
+  return 0
+}
+
+# --- the resolver guard ------------------------------------------------------------
+
+# Test traffic goes to loopback and to test hosts in namespaces the tests
+# made, nowhere else; a DNS query is the easy one to send by accident (a
+# library's reverse lookup, a sandbox resolver whose upstream is routed out).
+# Each test runs in a cgroup of its own (cgroup v2; the `unified` one of a
+# hybrid host), and table inet sxt-guard-PID counts and drops every packet to
+# port 53 that a process of that cgroup sends out of any link but loopback,
+# the test namespaces' (sx*) and sbx's sandboxes' (sbx*): the test itself,
+# what it runs, and the monitors of its sandboxes, whose resolvers forward
+# from this namespace. It also counts and drops queries forwarded from a
+# test namespace or a sandbox to such a link (these carry no cgroup: on a
+# shared host another run's may show here). sbx_teardown fails the test
+# when a counter moved.
+
+_sbx_cg2_root () {
+  if [ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ]; then
+    echo /sys/fs/cgroup
+  elif [ -d /sys/fs/cgroup/unified ] && [ "$(stat -fc %T /sys/fs/cgroup/unified)" = cgroup2fs ]; then
+    echo /sys/fs/cgroup/unified
+  else
+    return 1
+  fi
+}
+
+sbx_guard_start () {
+  local root rel
+  root=$(_sbx_cg2_root) || fail "no cgroup v2 hierarchy: the resolver guard cannot tell a test's processes" || return
+  SBX_GUARD=sxt-guard-$BASHPID
+  _sbx_guard_cg=$root/$SBX_GUARD
+  rel=${_sbx_guard_cg#/sys/fs/cgroup/}
+  _sbx_guard_prev=$(awk -F: '$1 == "0" { print $3 }' "/proc/$BASHPID/cgroup")
+  mkdir -p "$_sbx_guard_cg" && echo "$BASHPID" >"$_sbx_guard_cg/cgroup.procs" \
+    || fail "could not move the test into cgroup $_sbx_guard_cg" || return
+  nft -f - <<-EOF || fail "could not install table inet $SBX_GUARD" || return
+	table inet $SBX_GUARD {
+	  counter sent {}
+	  counter forwarded {}
+	  chain out {
+	    type filter hook output priority 100; policy accept;
+	    socket cgroupv2 level 1 "$rel" oifname != "lo" oifname != "sx*" oifname != "sbx*" meta l4proto { tcp, udp } th dport 53 counter name sent log prefix "$SBX_GUARD sent: " drop
+	  }
+	  chain relayed {
+	    type filter hook forward priority 100; policy accept;
+	    iifname "sx*" oifname != "sx*" oifname != "sbx*" meta l4proto { tcp, udp } th dport 53 counter name forwarded log prefix "$SBX_GUARD forwarded: " drop
+	    iifname "sbx*" oifname != "sx*" oifname != "sbx*" meta l4proto { tcp, udp } th dport 53 counter name forwarded log prefix "$SBX_GUARD forwarded: " drop
+	  }
+	}
+	EOF
+  export SBX_GUARD
+}
+
+# _sbx_guard_count NAME: packets counted by the guard's counter NAME.
+_sbx_guard_count () {
+  local out
+  out=$(nft list counter inet "$SBX_GUARD" "$1") || return
+  out=$(printf '%s\n' "$out" | awk '$1 == "packets" { print $2 }')
+  [ -n "$out" ] || return 1
+  echo "$out"
+}
+
+# sbx_guard_check: fails, saying what moved, when a test process sent a DNS
+# query out of this host (or one was forwarded out of a test namespace).
+sbx_guard_check () {
+  [ -n "${SBX_GUARD-}" ] || return 0
+  local sent fwd
+  sent=$(_sbx_guard_count sent) && fwd=$(_sbx_guard_count forwarded) \
+    || fail "cannot read the counters of table inet $SBX_GUARD" || return
+  [ "$sent" = 0 ] && [ "$fwd" = 0 ] && return 0
+  printf 'DNS QUERY LEFT THE TEST NAMESPACES: %s packet(s) to port 53 sent by this test, %s forwarded from a test namespace or sandbox (dropped by table inet %s; dmesg names them under "%s")\n' \
+    "$sent" "$fwd" "$SBX_GUARD" "$SBX_GUARD" >&2
+  return 1
+}
+
+sbx_guard_reset () {
+  nft reset counters table inet "$SBX_GUARD" >/dev/null
+}
+
+# sbx_guard_off REASON: the one test that must reach the world (debian.bats:
+# debootstrap and apt from the distribution's mirror) says why, visibly.
+sbx_guard_off () {
+  echo "# the resolver guard is off for this test: $*" >&3
+  _sbx_guard_stop
+}
+
+# Removes the table and the cgroup; processes the test left in it (it had
+# started them, they outlived sbx_teardown) are reported and killed.
+_sbx_guard_stop () {
+  [ -n "${SBX_GUARD-}" ] || return 0
+  local rc=0 p
+  nft delete table inet "$SBX_GUARD" 2>/dev/null
+  echo "$BASHPID" >"$(_sbx_cg2_root)${_sbx_guard_prev%/}/cgroup.procs" || rc=1
+  local i
+  # A process killed just now (teardown's kill of a listener) takes a moment.
+  for i in $(seq 40); do
+    [ -n "$(cat "$_sbx_guard_cg/cgroup.procs" 2>/dev/null)" ] || break
+    sleep 0.05
+  done
+  for p in $(cat "$_sbx_guard_cg/cgroup.procs" 2>/dev/null); do
+    echo "LEAK: process $p ($(cat "/proc/$p/comm" 2>/dev/null)) the test started is still running" >&2
+    kill -9 "$p" 2>/dev/null
+    rc=1
+  done
+  for i in $(seq 50); do
+    rmdir "$_sbx_guard_cg" 2>/dev/null && break
+    sleep 0.1
+  done
+  [ ! -d "$_sbx_guard_cg" ] || { echo "cgroup $_sbx_guard_cg is left" >&2; rc=1; }
+  SBX_GUARD=
+  return $rc
+}
+
 # --- per-test root and leak check ---------------------------------------------
 
 # Network objects of any sbx root, by name: namespaces (ip's and sbx's),
@@ -273,11 +502,15 @@ _sbx_net_names () {
 # The sbx.conf of every test: resolvers and an opened private range that
 # only the network tests' own hosts answer (network.bats), never a real one.
 sbx_write_conf () {
+  sbx_pick_test_nets || return
+  local opened
+  opened=$(py -c 'import ipaddress, sys; print(list(ipaddress.ip_network(sys.argv[1]).subnets(new_prefix=24))[1])' \
+    "$SBX_NET_PRIV4")
   cat >"$SBX_TEST_DIR/sbx.conf" <<-EOF2
 	# written by tests/helpers/common.bash
-	pool4 = 10.201.0.0/16
-	dns = 198.51.100.53
-	open = testsvc 10.99.1.0/24
+	pool4 = $SBX_NET_POOL4
+	dns = ${SBX_TEST_DNS:-$SBX_NET_DNS}
+	open = testsvc $opened
 	${1-}
 	EOF2
   export SBX_CONF=$SBX_TEST_DIR/sbx.conf
@@ -291,8 +524,9 @@ sbx_setup () {
   # Everything sbx makes outside ROOT carries this tag (DESIGN.md section 3).
   SBX_TAG=$(printf '%s' "$(realpath -m "$SBX_ROOT")" | sha256sum | cut -c1-8)
   export SBX_TAG
-  sbx_write_conf
+  sbx_write_conf || return
   _sbx_net_before=$(_sbx_net_names)
+  sbx_guard_start
 }
 
 # Everything of this root that survived, one line each.
@@ -311,19 +545,25 @@ sbx_leaks () {
   done
   find /proc/[0-9]*/cwd /proc/[0-9]*/root -maxdepth 0 \( -lname "$d" -o -lname "$d/*" \) -printf '%p -> %l\n' \
     2>/dev/null | sed 's/^/process /'
-  for p in $(pgrep -x sbx-monitor); do
+  local monitors
+  monitors=$(sbx_pids sbx-monitor 2>&1) || echo "cannot look for this root's monitors: $monitors"
+  for p in $monitors; do
     if tr '\0' '\n' 2>/dev/null <"/proc/$p/environ" | grep -qxF "SBX_ROOT=$SBX_ROOT" \
       || tr '\0' '\n' 2>/dev/null <"/proc/$p/cmdline" | grep -qF "$d"; then
       echo "sbx-monitor $p of this root is alive"
     fi
   done
   # Runtime containers (only where the state root exists: listing creates it).
-  if [ -d "$SBX_RUN_ROOT/runtime/runc" ]; then
-    runc --root "$SBX_RUN_ROOT/runtime/runc" list -q 2>/dev/null | sed 's/^/runc container: /'
-  fi
-  if [ -d "$SBX_RUN_ROOT/runtime/runsc" ]; then
-    runsc --root "$SBX_RUN_ROOT/runtime/runsc" list -quiet 2>/dev/null | sed 's/^/runsc container: /'
-  fi
+  for r in runc runsc; do
+    [ -d "$SBX_RUN_ROOT/runtime/$r" ] || continue
+    if ! command -v "$r" >/dev/null; then
+      echo "cannot list $r containers: no $r on PATH"
+    elif [ "$r" = runc ]; then
+      runc --root "$SBX_RUN_ROOT/runtime/runc" list -q 2>/dev/null | sed 's/^/runc container: /'
+    else
+      runsc --root "$SBX_RUN_ROOT/runtime/runsc" list -quiet 2>/dev/null | sed 's/^/runsc container: /'
+    fi
+  done
   # Cgroups, in every v1 controller, the unified hierarchy, or v2's root.
   for c in /sys/fs/cgroup/sbx-"$SBX_TAG" /sys/fs/cgroup/*/sbx-"$SBX_TAG"; do
     [ -e "$c" ] && echo "cgroup: $c"
@@ -351,7 +591,7 @@ _sbx_force_cleanup () {
     p=${p#/proc/}
     kill -9 "${p%%/*}" 2>/dev/null
   done
-  for p in $(pgrep -x sbx-monitor); do
+  for p in $(sbx_pids sbx-monitor); do
     tr '\0' '\n' 2>/dev/null <"/proc/$p/environ" | grep -qxF "SBX_ROOT=$SBX_ROOT" && kill -9 "$p" 2>/dev/null
   done
   if [ -d "$SBX_RUN_ROOT/runtime/runc" ]; then
@@ -373,7 +613,7 @@ _sbx_force_cleanup () {
 }
 
 sbx_teardown () {
-  [ -n "${SBX_TEST_DIR-}" ] && [ -d "$SBX_TEST_DIR" ] || return 0
+  [ -n "${SBX_TEST_DIR-}" ] && [ -d "$SBX_TEST_DIR" ] || { _sbx_guard_stop; return; }
   local out rc=0 id leaks
   # A test that failed half-way may leave sandboxes running: end them the
   # way a user would, then let gc do the rest.
@@ -394,6 +634,8 @@ sbx_teardown () {
     rc=1
     _sbx_force_cleanup
   fi
+  sbx_guard_check || rc=1
+  _sbx_guard_stop || rc=1
   if grep -qF "$SBX_TEST_DIR" /proc/mounts; then
     echo "leaving $SBX_TEST_DIR in place: still mounted" >&2
     return 1

@@ -5,18 +5,16 @@ answers one line, "hello from ADDR", and closes; one on port 81 that says
 the same and then echoes what the client sends, for as long as it sends (a
 long-lived connection `sbx net` must cut); a UDP echo on
 port 7 ("echo from ADDR: DATA"), and with --dns ADDR a DNS server on ADDR:53
-(UDP and TCP) that knows one name, inet.test: A 198.51.100.10, AAAA
-2001:db8:100::10; anything else is NXDOMAIN. Standard library only.
+(UDP and TCP) that knows the names given with --name NAME=ADDR[,ADDR] (an A
+record for each IPv4 address, AAAA for each IPv6 one); anything else is
+NXDOMAIN. It looks nothing up itself. Standard library only.
 """
 import selectors
 import socket
 import struct
 import sys
 
-NAMES = {
-    (b"inet.test", 1): socket.inet_pton(socket.AF_INET, "198.51.100.10"),
-    (b"inet.test", 28): socket.inet_pton(socket.AF_INET6, "2001:db8:100::10"),
-}
+NAMES = {}
 
 
 def family(addr):
@@ -55,6 +53,12 @@ def main():
     if "--dns" in args:
         i = args.index("--dns")
         dns = args[i + 1]
+        del args[i:i + 2]
+    while "--name" in args:
+        i = args.index("--name")
+        name, _, addrs = args[i + 1].partition("=")
+        for a in addrs.split(","):
+            NAMES[(name.lower().encode(), 28 if ":" in a else 1)] = socket.inet_pton(family(a), a)
         del args[i:i + 2]
     sel = selectors.DefaultSelector()
     for a in args:

@@ -69,6 +69,26 @@ forkbomb () {
   [ "$live" -gt 0 ] || fail "pids_limit_hits while running, after the fork bomb: $live (after the end: $final)"
 }
 
+# gVisor refuses the forks itself (RLIMIT_NPROC): the host sees none, and
+# status says so rather than count 0.
+@test "limits: status says pid limit hits are not counted under runsc [runsc]" {
+  require_runtime runsc
+  local id
+  id=$(sbx create --image payload --block-network --pids 32)
+  run --separate-stderr sbx exec "$id" -- /bin/sbx-testpayload forkbomb 100
+  expect_status 1
+  expect_contains "$output" "forkbomb: denied"
+  run --separate-stderr sbx status "$id"
+  expect_contains "$output" "pid limit:  not counted"
+  expect_not_contains "$output" "pid limit:  0 hits"
+  run --separate-stderr sbx --json status "$id"
+  expect_eq "$(jget 'd["pids_limit_hits"]')" null "pids_limit_hits while running"
+  sbx terminate "$id" >/dev/null
+  run --separate-stderr sbx --json status "$id"
+  expect_eq "$(jget 'd["pids_limit_hits"]')" null "pids_limit_hits after the end"
+  expect_eq "$(jget 'd["state"]')" terminated "state"
+}
+
 @test "limits: the default pids limit is in the spec" {
   require_runtime runc
   local id
@@ -80,10 +100,13 @@ forkbomb () {
 
 # --- memory ---------------------------------------------------------------------
 
+# memhog RUNTIME [CREATE ARGS...]: a 64 MiB limit (--memory 64Mi, or the
+# default of the test's sbx.conf) stops a 512 MiB memory hog.
 memhog () {
   local rt=$1 id
+  shift
   require_runtime "$rt"
-  id=$(sbx create --runtime "$rt" --image payload --memory 64Mi)
+  id=$(sbx create --runtime "$rt" --image payload "$@")
   local f
   f=$(cgroup_file memory "$id" memory.limit_in_bytes)
   [ -f "$f" ] || f=$(cgroup_file memory "$id" memory.max)
@@ -115,8 +138,16 @@ memhog () {
   [ "$(jget 'd["memory_peak"]')" -le 67108864 ] || fail "memory_peak above the limit: $output"
 }
 
-@test "limits: --memory 64Mi stops a 512 MiB memory hog [runc]" { memhog runc; }
-@test "limits: --memory 64Mi stops a 512 MiB memory hog [runsc]" { memhog runsc; }
+@test "limits: --memory 64Mi stops a 512 MiB memory hog [runc]" { memhog runc --memory 64Mi; }
+@test "limits: --memory 64Mi stops a 512 MiB memory hog [runsc]" { memhog runsc --memory 64Mi; }
+@test "limits: the default memory limit stops a memory hog [runc]" {
+  sbx_write_conf "default_memory = 64Mi"
+  memhog runc
+}
+@test "limits: the default memory limit stops a memory hog [runsc]" {
+  sbx_write_conf "default_memory = 64Mi"
+  memhog runsc
+}
 
 @test "limits: status counts OOM kills while the sandbox runs [runc]" {
   require_runtime runc
@@ -175,19 +206,18 @@ cpu_half () {
 # runsc_pids ID: the host processes of runsc for sandbox ID (runsc run, its
 # gofer, gVisor's sandbox and its stubs: their command lines name ID).
 runsc_pids () {
-  pgrep -f -- "runsc.*$1" || true
+  local rc=0
+  pgrep -f -- "runsc.*$1" || rc=$?
+  [ "$rc" -le 1 ] || fail "pgrep -f runsc.*$1 failed (status $rc)"
 }
 
-@test "limits: without --memory, sbx puts runsc and all it starts in the sandbox's cgroup [runsc]" {
+@test "limits: with the default limits, sbx puts runsc and all it starts in the sandbox's cgroup [runsc]" {
   require_runtime runsc
   local id pid procs f n=0
   id=$(sbx create --image payload --block-network)
+  expect_eq "$(sbx --json status "$id" | jpipe 'd["options"]["memory_default"]')" true "memory_default"
   # runsc was told to leave cgroups alone: sbx placed it.
-  for pid in $(runsc_pids "$id"); do
-    if tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- " run .*--bundle"; then
-      tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- "--ignore-cgroups" || fail "runsc run without --ignore-cgroups"
-    fi
-  done
+  ignores_cgroups "$id"
   if [ -d /sys/fs/cgroup/memory ]; then
     for ctl in memory pids cpu cpuacct devices; do
       f=/sys/fs/cgroup/$ctl/sbx-$SBX_TAG/$id/ctr/cgroup.procs
@@ -216,16 +246,157 @@ runsc_pids () {
   [ ! -e "/sys/fs/cgroup/memory/sbx-$SBX_TAG/$id" ] || fail "cgroup left after terminate"
 }
 
+# memtotal ID: the MemTotal the sandbox's /proc/meminfo shows, in kB.
+memtotal () {
+  run --separate-stderr sbx exec "$1" -- cat /proc/meminfo
+  expect_status 0
+  printf '%s\n' "$output" | awk '$1 == "MemTotal:" { print $2 }'
+}
+
+# ignores_cgroups ID: runsc run of ID was told to leave cgroups to sbx.
+ignores_cgroups () {
+  local pid n=0
+  for pid in $(runsc_pids "$1"); do
+    if tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- " run .*--bundle"; then
+      tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- "--ignore-cgroups" || fail "runsc run without --ignore-cgroups"
+      n=$((n + 1))
+    fi
+  done
+  [ "$n" -eq 1 ] || fail "expected one runsc run of $1, saw $n"
+}
+
 @test "limits: with --memory, gVisor shows the limit as the sandbox's memory [runsc]" {
   require_runtime runsc
   local id kb
   id=$(sbx create --image payload --block-network --memory 128Mi)
-  run --separate-stderr sbx exec "$id" -- cat /proc/meminfo
-  expect_status 0
-  kb=$(printf '%s\n' "$output" | awk '$1 == "MemTotal:" { print $2 }')
-  # The limit, plus the 16 MiB sbx gives gVisor over it (spec.c).
-  [ "$kb" -ge $((128 * 1024)) ] && [ "$kb" -le $((145 * 1024)) ] || fail "MemTotal ${kb} kB under --memory 128Mi"
+  expect_eq "$(memtotal "$id")" $((128 * 1024)) "MemTotal under --memory 128Mi"
+  # runsc does not make a cgroup of its own for it: sbx placed it.
+  ignores_cgroups "$id"
   sbx terminate "$id" >/dev/null
+}
+
+@test "limits: gVisor shows the default memory limit, and the host's with --memory 0 [runsc]" {
+  require_runtime runsc
+  sbx_write_conf "default_memory = 200Mi"
+  local id host
+  id=$(sbx create --image payload --block-network)
+  expect_eq "$(memtotal "$id")" $((200 * 1024)) "MemTotal under the default of 200Mi"
+  ignores_cgroups "$id"
+  sbx terminate "$id" >/dev/null
+  id=$(sbx create --image payload --block-network --memory 0)
+  host=$(awk '$1 == "MemTotal:" { print $2 }' /proc/meminfo)
+  expect_eq "$(memtotal "$id")" "$host" "MemTotal under --memory 0"
+  sbx terminate "$id" >/dev/null
+}
+
+# --- defaults ---------------------------------------------------------------------
+
+# cgroup_memory ID: the memory limit of the sandbox's cgroup ("max": none).
+cgroup_memory () {
+  local f v
+  f=$(cgroup_file memory "$1" memory.limit_in_bytes)
+  [ -f "$f" ] || f=$(cgroup_file memory "$1" memory.max)
+  v=$(cat "$f") || fail "no $f"
+  # v1 writes "no limit" as the largest page-aligned number.
+  [ "$v" -lt 4611686018427387904 ] 2>/dev/null || v=max
+  echo "$v"
+}
+
+# cgroup_cpu ID: the cpu quota/period of the sandbox's cgroup ("max/..": none).
+cgroup_cpu () {
+  local q
+  if [ -f "$(cgroup_file cpu "$1" cpu.cfs_quota_us)" ]; then
+    q=$(cat "$(cgroup_file cpu "$1" cpu.cfs_quota_us)")
+    [ "$q" != -1 ] || q=max
+    echo "$q/$(cat "$(cgroup_file cpu "$1" cpu.cfs_period_us)")"
+  else
+    tr ' ' / <"$(cgroup_file cpu "$1" cpu.max)"
+  fi
+}
+
+defaults () {
+  local rt=$1 id
+  require_runtime "$rt"
+  sbx_write_conf "$(printf 'default_memory = 96Mi\ndefault_cpu = 0.25')"
+  id=$(sbx create --runtime "$rt" --image payload --block-network)
+  expect_eq "$(cgroup_memory "$id")" $((96 << 20)) "the default memory limit"
+  expect_eq "$(cgroup_cpu "$id")" 25000/100000 "the default cpu quota/period"
+  run --separate-stderr sbx --json status "$id"
+  expect_status 0
+  expect_eq "$(jget 'd["options"]["memory"]')" $((96 << 20)) "options.memory"
+  expect_eq "$(jget 'd["options"]["memory_default"]')" true "options.memory_default"
+  expect_eq "$(jget 'd["options"]["cpu"]')" 0.25 "options.cpu"
+  expect_eq "$(jget 'd["options"]["cpu_default"]')" true "options.cpu_default"
+  run --separate-stderr sbx status "$id"
+  expect_contains "$output" "cpu:        0.25 cores (default)"
+  expect_contains "$output" "memory:     96 MiB (default)"
+  run sbx exec "$id" -- true
+  expect_status 0
+  sbx terminate "$id" >/dev/null
+  # An option given wins, and is not the default.
+  id=$(sbx create --runtime "$rt" --image payload --block-network --memory 80Mi --cpu 0.5)
+  expect_eq "$(cgroup_memory "$id")" $((80 << 20)) "--memory 80Mi"
+  expect_eq "$(cgroup_cpu "$id")" 50000/100000 "--cpu 0.5"
+  run --separate-stderr sbx --json status "$id"
+  expect_eq "$(jget 'd["options"]["memory_default"]')" false "options.memory_default with --memory"
+  expect_eq "$(jget 'd["options"]["cpu_default"]')" false "options.cpu_default with --cpu"
+  sbx terminate "$id" >/dev/null
+}
+
+@test "limits: without --memory and --cpu, sbx.conf's defaults apply [runc]" { defaults runc; }
+@test "limits: without --memory and --cpu, sbx.conf's defaults apply [runsc]" { defaults runsc; }
+
+@test "limits: with no sbx.conf keys, the defaults are 1 CPU and 1 GiB" {
+  require_runtime runc
+  local id
+  id=$(sbx create --runtime runc --image payload --block-network)
+  expect_eq "$(cgroup_memory "$id")" $((1 << 30)) "the built-in default memory limit"
+  expect_eq "$(cgroup_cpu "$id")" 100000/100000 "the built-in default cpu quota/period"
+  sbx terminate "$id" >/dev/null
+}
+
+no_limits () {
+  local rt=$1 id
+  require_runtime "$rt"
+  sbx_write_conf "$(printf 'default_memory = 96Mi\ndefault_cpu = 0.25')"
+  id=$(sbx create --runtime "$rt" --image payload --block-network --memory 0 --cpu 0)
+  expect_eq "$(cgroup_memory "$id")" max "memory limit under --memory 0"
+  expect_eq "$(cgroup_cpu "$id" | cut -d/ -f1)" max "cpu quota under --cpu 0"
+  run --separate-stderr sbx --json status "$id"
+  expect_eq "$(jget 'd["options"]["memory"]')" 0 "options.memory"
+  expect_eq "$(jget 'd["options"]["memory_default"]')" false "options.memory_default"
+  expect_eq "$(jget 'd["options"]["cpu"]')" 0 "options.cpu"
+  expect_eq "$(jget 'd["options"]["cpu_default"]')" false "options.cpu_default"
+  run --separate-stderr sbx status "$id"
+  expect_contains "$output" "cpu:        unlimited (--cpu 0)"
+  expect_contains "$output" "memory:     unlimited (--memory 0)"
+  # Past what the default would have allowed.
+  run --separate-stderr sbx exec "$id" -- /bin/sbx-testpayload memhog 160
+  expect_status 0
+  expect_contains "$output" "memhog: ok"
+  sbx terminate "$id" >/dev/null
+}
+
+@test "limits: --memory 0 --cpu 0 turn the defaults off [runc]" { no_limits runc; }
+@test "limits: --memory 0 --cpu 0 turn the defaults off [runsc]" { no_limits runsc; }
+
+@test "limits: sbx.conf's default_memory 0 and default_cpu 0 mean no default limit" {
+  require_runtime runc
+  sbx_write_conf "$(printf 'default_memory = 0\ndefault_cpu = 0')"
+  local id
+  id=$(sbx create --runtime runc --image payload --block-network)
+  expect_eq "$(cgroup_memory "$id")" max "memory limit"
+  expect_eq "$(cgroup_cpu "$id" | cut -d/ -f1)" max "cpu quota"
+  run --separate-stderr sbx status "$id"
+  expect_contains "$output" "memory:     unlimited (default)"
+  sbx terminate "$id" >/dev/null
+}
+
+@test "limits: a bad default in sbx.conf refuses create and leaves nothing" {
+  sbx_write_conf "default_memory = 1Ki"
+  expect_error INVALID_ARGUMENT create --runtime runc --image payload
+  expect_contains "$output" "default_memory"
+  [ -z "$(ls -A "$SBX_ROOT/sandboxes")" ] || fail "create left $(ls -A "$SBX_ROOT/sandboxes")"
 }
 
 # --- refused values -------------------------------------------------------------
@@ -238,7 +409,8 @@ refused () {
 
 @test "limits: bad --memory values are refused" {
   refused --memory -1
-  refused --memory 0
+  refused --memory 0Mi
+  refused --memory 00
   refused --memory abc
   refused --memory 1
   refused --memory 5Ti
@@ -262,7 +434,8 @@ refused () {
 
 @test "limits: bad --cpu values are refused" {
   refused --cpu abc
-  refused --cpu 0
+  refused --cpu 0.0
+  refused --cpu 0.001
   refused --cpu -1
   refused --cpu nan
   refused --cpu inf

@@ -2,39 +2,49 @@
 # Network (DESIGN.md section 5): namespaces, egress rules, DNS, `sbx net`,
 # exposed ports, on runc and runsc, against the tests' own hosts only.
 #
-# The hosts live in a namespace this file makes, sxt-inet, behind a veth
-# pair from the host: "the internet" is 198.51.100.0/24 and
-# 2001:db8:100::/64 (documentation ranges), "a private service" 10.99.0.10,
-# an operator-opened one 10.99.1.10 (sbx.conf `open`), "the metadata
+# The hosts live in a namespace this file makes, behind a veth pair from the
+# host: "the internet" (a public range, 198.51.100.0/24 and
+# 2001:db8:100::/64 where the host leaves them free), "a private service"
+# PRIVATE, an operator-opened one OPENED (sbx.conf `open`), "the metadata
 # service" 169.254.169.254; the resolver's upstream is a DNS server there,
-# 198.51.100.53, set in the test sbx.conf. Before anything is sent, every
-# test address must route into that namespace, or the file stops.
+# DNS, set in the test sbx.conf. Every range is picked at run time clear of
+# the host's routes and addresses (sbx_pick_test_nets); before anything is
+# sent, every test address must route into that namespace, or the file
+# stops. The namespace has no default route: it answers the host's side of
+# its link and the sandboxes' pools, and reaches nothing else.
 
 load ../helpers/common
 
-NS=sxt-inet
-HOST_IF=sxt-h
-NS_IF=sxt-n
-INET=198.51.100.10
-INET2=198.51.100.20
-INET6=2001:db8:100::10
-INET6_2=2001:db8:100::20
-METADATA6=fd00:ec2::254
-DNS=198.51.100.53
-PRIVATE=10.99.0.10
-OPENED=10.99.1.10
 METADATA=169.254.169.254
+METADATA6=fd00:ec2::254
+
+# The file's names and addresses, from the networks picked for it.
+net_vars () {
+  sbx_pick_test_nets || return
+  NS=sxt-inet-$(printf '%s' "$BATS_FILE_TMPDIR" | sha256sum | cut -c1-6)
+  HOST_IF=sxt-h${NS#sxt-inet-}
+  NS_IF=sxt-n${NS#sxt-inet-}
+  local v
+  v=$(py - "$SBX_NET_INET4" "$SBX_NET_INET6" "$SBX_NET_PRIV4" "$SBX_NET_LINK4" "$SBX_NET_LINK6" <<-'EOF'
+	import ipaddress, sys
+	i4, i6, p4, l4, l6 = (ipaddress.ip_network(a) for a in sys.argv[1:])
+	print("INET=%s INET2=%s DNS=%s INET6=%s INET6_2=%s PRIVATE=%s OPENED=%s LINK_HOST=%s LINK_NS=%s LINK_HOST6=%s LINK_NS6=%s"
+	      % (i4[10], i4[20], i4[53], i6[0x10], i6[0x20], p4[10], p4[256 + 10], l4[1], l4[2], l6[1], l6[2]))
+	EOF
+  ) || return
+  local kv
+  for kv in $v; do
+    printf -v "${kv%%=*}" '%s' "${kv#*=}"
+  done
+  SBX_TEST_DNS=$DNS
+}
 
 net_down () {
   if [ -f "$BATS_FILE_TMPDIR/testnet.pid" ]; then
     kill "$(cat "$BATS_FILE_TMPDIR/testnet.pid")" 2>/dev/null || true
     rm -f "$BATS_FILE_TMPDIR/testnet.pid"
   fi
-  ip route del 198.51.100.0/24 2>/dev/null || true
-  ip route del 10.99.0.0/16 2>/dev/null || true
-  ip route del "$METADATA/32" 2>/dev/null || true
-  ip -6 route del 2001:db8:100::/64 2>/dev/null || true
-  ip -6 route del "$METADATA6/128" 2>/dev/null || true
+  # The routes go with the link.
   ip link del "$HOST_IF" 2>/dev/null || true
   ip netns del "$NS" 2>/dev/null || true
   return 0
@@ -52,34 +62,12 @@ route_ok () {
 
 setup_file () {
   sbx_build_payload_tar
-  net_down
-  ip netns add "$NS"
-  ip link add "$HOST_IF" type veth peer name "$NS_IF" netns "$NS"
-  ip addr add 192.0.2.1/30 dev "$HOST_IF"
-  ip -6 addr add 2001:db8:ffff::1/64 dev "$HOST_IF" nodad
-  ip link set "$HOST_IF" up
-  ip -n "$NS" link set lo up
-  ip -n "$NS" addr add 192.0.2.2/30 dev "$NS_IF"
-  ip -n "$NS" -6 addr add 2001:db8:ffff::2/64 dev "$NS_IF" nodad
-  ip -n "$NS" link set "$NS_IF" up
-  ip -n "$NS" route add default via 192.0.2.1
-  ip -n "$NS" -6 route add default via 2001:db8:ffff::1
-  local a
-  for a in $INET $INET2 $DNS $PRIVATE $OPENED $METADATA; do
-    ip -n "$NS" addr add "$a/32" dev lo
-  done
-  ip -n "$NS" -6 addr add "$INET6/128" dev lo nodad
-  ip -n "$NS" -6 addr add "$INET6_2/128" dev lo nodad
-  ip -n "$NS" -6 addr add "$METADATA6/128" dev lo nodad
-  ip route add 198.51.100.0/24 via 192.0.2.2 dev "$HOST_IF"
-  ip route add 10.99.0.0/16 via 192.0.2.2 dev "$HOST_IF"
-  ip route add "$METADATA/32" via 192.0.2.2 dev "$HOST_IF"
-  ip -6 route add 2001:db8:100::/64 via 2001:db8:ffff::2 dev "$HOST_IF"
-  ip -6 route add "$METADATA6/128" via 2001:db8:ffff::2 dev "$HOST_IF"
-  for a in $INET $INET2 $DNS $PRIVATE $OPENED $METADATA $INET6 $INET6_2 $METADATA6; do
-    route_ok "$a" || { net_down; return 1; }
-  done
-  ip netns exec "$NS" "$PYTHON" -I -S "$SBX_TESTS_DIR/helpers/testnet.py" --dns "$DNS" \
+  sbx_net_lock || return
+  net_setup
+  local rc=$?
+  sbx_net_unlock
+  [ $rc -eq 0 ] || return $rc
+  ip netns exec "$NS" "$PYTHON" -I -S "$SBX_TESTS_DIR/helpers/testnet.py" --dns "$DNS" --name "inet.test=$INET,$INET6" \
     $INET $INET2 $PRIVATE $OPENED $METADATA $INET6 $INET6_2 $METADATA6 >"$BATS_FILE_TMPDIR/testnet.out" 2>&1 &
   echo $! >"$BATS_FILE_TMPDIR/testnet.pid"
   local i
@@ -92,13 +80,50 @@ setup_file () {
   fail "the test hosts did not start"
 }
 
+net_setup () {
+  net_vars || return
+  # The two addresses that are what they are: no host route may cover them.
+  sbx_check_test_addr "$METADATA/32" "$METADATA6/128" || return
+  net_down
+  ip netns add "$NS"
+  ip link add "$HOST_IF" type veth peer name "$NS_IF" netns "$NS"
+  ip addr add "$LINK_HOST/30" dev "$HOST_IF"
+  ip -6 addr add "$LINK_HOST6/64" dev "$HOST_IF" nodad
+  ip link set "$HOST_IF" up
+  ip -n "$NS" link set lo up
+  ip -n "$NS" addr add "$LINK_NS/30" dev "$NS_IF"
+  ip -n "$NS" -6 addr add "$LINK_NS6/64" dev "$NS_IF" nodad
+  ip -n "$NS" link set "$NS_IF" up
+  # Back to the sandboxes, should their traffic arrive unmasqueraded: the
+  # pools' routes, never a default one.
+  ip -n "$NS" route add "$SBX_NET_POOL4" via "$LINK_HOST"
+  ip -n "$NS" -6 route add "$SBX_NET_POOL6" via "$LINK_HOST6"
+  local a
+  for a in $INET $INET2 $DNS $PRIVATE $OPENED $METADATA; do
+    ip -n "$NS" addr add "$a/32" dev lo
+  done
+  ip -n "$NS" -6 addr add "$INET6/128" dev lo nodad
+  ip -n "$NS" -6 addr add "$INET6_2/128" dev lo nodad
+  ip -n "$NS" -6 addr add "$METADATA6/128" dev lo nodad
+  ip route add "$SBX_NET_INET4" via "$LINK_NS" dev "$HOST_IF"
+  ip route add "$SBX_NET_PRIV4" via "$LINK_NS" dev "$HOST_IF"
+  ip route add "$METADATA/32" via "$LINK_NS" dev "$HOST_IF"
+  ip -6 route add "$SBX_NET_INET6" via "$LINK_NS6" dev "$HOST_IF"
+  ip -6 route add "$METADATA6/128" via "$LINK_NS6" dev "$HOST_IF"
+  for a in $INET $INET2 $DNS $PRIVATE $OPENED $METADATA $INET6 $INET6_2 $METADATA6; do
+    route_ok "$a" || { net_down; return 1; }
+  done
+}
+
 teardown_file () {
+  net_vars
   net_down
 }
 
 setup () {
+  net_vars || return
   sbx_setup
-  sbx_write_conf "pool6 = fd5b:5b::/64"
+  sbx_write_conf "pool6 = $SBX_NET_POOL6"
   sbx_import_payload
 }
 
@@ -151,7 +176,8 @@ open_mode () {
   local addr gw
   addr=$(jget 'd["network"]["address"]')
   gw=$(jget 'd["network"]["gateway"]')
-  expect_contains "$addr" "10.201."
+  expect_eq "$(py -c 'import ipaddress, sys; print(ipaddress.ip_address(sys.argv[1]) in ipaddress.ip_network(sys.argv[2]))' \
+    "$addr" "$SBX_NET_POOL4")" True "the address $addr is in the pool $SBX_NET_POOL4"
   reaches "$id" "$INET"
   reaches "$id" "$INET2"
   reaches "$id" "[$INET6]"
@@ -161,7 +187,7 @@ open_mode () {
   resolves "$id"
   expect_status 0
   expect_contains "$output" "$INET"
-  # The operator opened 10.99.1.0/24: reachable; the rest of 10/8 is not.
+  # The operator opened OPENED's /24: reachable; the rest of PRIVATE's is not.
   reaches "$id" "$OPENED"
   refused "$id" "$PRIVATE"
   refused "$id" "$METADATA"
@@ -170,15 +196,23 @@ open_mode () {
   udp_echo "$id" "$INET6"
   expect_status 0
   expect_eq "$output" "echo from $INET6: ping" "udp over ipv6"
-  # The host itself: neither its gateway address nor its others.
-  "$PYTHON" -I -S -c 'import socket,time
-s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("0.0.0.0", 47123)); s.listen(8)
+  # The host itself: neither its gateway address nor its others (a port of
+  # the kernel's choosing: another run on this host may hold any fixed one).
+  "$PYTHON" -I -S -c 'import socket,sys
+s=socket.socket(); s.bind(("0.0.0.0", 0)); s.listen(8)
+print(s.getsockname()[1], flush=True)
 while True:
-    c,_=s.accept(); c.sendall(b"host\n"); c.close()' &
+    c,_=s.accept(); c.sendall(b"host\n"); c.close()' >"$SBX_TEST_DIR/host-port" &
   HOST_LISTENER=$!
-  sleep 0.3
-  refused "$id" "$gw" 47123
-  refused "$id" 192.0.2.1 47123
+  local port= i
+  for i in $(seq 50); do
+    port=$(cat "$SBX_TEST_DIR/host-port")
+    [ -n "$port" ] && break
+    sleep 0.1
+  done
+  [ -n "$port" ] || fail "the host listener did not start"
+  refused "$id" "$gw" "$port"
+  refused "$id" "$LINK_HOST" "$port"
   # The sandbox's interfaces: loopback and eth0.
   in_sb "$id" "ls /sys/class/net | sort | tr '\n' ' '"
   expect_eq "$output" "eth0 lo " "interfaces"
@@ -223,7 +257,8 @@ while True:
 # monitor's resolver forwards to it.
 @test "network: dns works when the host's resolver is on its loopback" {
   require_runtime runc
-  "$PYTHON" -I -S "$SBX_TESTS_DIR/helpers/testnet.py" --dns 127.0.0.153 >"$SBX_TEST_DIR/dns.out" 2>&1 &
+  "$PYTHON" -I -S "$SBX_TESTS_DIR/helpers/testnet.py" --dns 127.0.0.153 --name "inet.test=$INET,$INET6" \
+    >"$SBX_TEST_DIR/dns.out" 2>&1 &
   HOST_LISTENER=$!
   local i id
   for i in $(seq 50); do
@@ -243,7 +278,7 @@ while True:
 allow_mode () {
   local rt=$1 id
   require_runtime "$rt"
-  id=$(sbx create --runtime "$rt" --image payload --allow "$INET/32" --allow "$INET6/128" --allow 10.99.0.0/16)
+  id=$(sbx create --runtime "$rt" --image payload --allow "$INET/32" --allow "$INET6/128" --allow "$SBX_NET_PRIV4")
   run --separate-stderr sbx --json status "$id"
   expect_eq "$(jget 'd["network"]["mode"]')" allow "mode"
   reaches "$id" "$INET"
@@ -368,7 +403,7 @@ net_changes () {
   for c in 010.0.0.1/32 1.2.3.4/33 " 1.2.3.4/32" "1.2.3.4/32 " 1.2.3.4/24 1.2.3 ::1/129 "fe80::1%eth0" 1.2.3.4/ /8 0x1.2.3.4; do
     expect_error INVALID_ARGUMENT create --image payload --allow "$c"
   done
-  expect_error INVALID_ARGUMENT create --image payload --block-network --allow 198.51.100.0/24
+  expect_error INVALID_ARGUMENT create --image payload --block-network --allow "$SBX_NET_INET4"
   expect_error INVALID_ARGUMENT create --image payload --port 0
   run sbx ls -q
   expect_eq "$output" "" "sandboxes"
@@ -376,7 +411,7 @@ net_changes () {
 
 @test "network: an IPv6 --allow where IPv6 is off is INVALID_ARGUMENT" {
   sbx_write_conf
-  expect_error INVALID_ARGUMENT create --image payload --allow 2001:db8:100::/64
+  expect_error INVALID_ARGUMENT create --image payload --allow "$SBX_NET_INET6"
   expect_contains "$output" "IPv6 is off"
 }
 
@@ -406,7 +441,7 @@ net_changes () {
   expect_contains "$output" "private ranges (observe mode)"
   sbx terminate "$id" >/dev/null
   # The next sandbox under the default policy puts the drop back.
-  sbx_write_conf "pool6 = fd5b:5b::/64"
+  sbx_write_conf "pool6 = $SBX_NET_POOL6"
   id=$(sbx create --runtime runc --image payload)
   refused "$id" "$PRIVATE"
 }
@@ -558,7 +593,7 @@ EOF2
   expect_status 0
   expect_eq "$(jget 'd["egress_enforcement"]')" true
   expect_contains "$(jget 'd["runtimes"]["runsc"]["network"]')" "host stack"
-  expect_eq "$(jget 'd["network"]["pool4"]')" 10.201.0.0/16
+  expect_eq "$(jget 'd["network"]["pool4"]')" "$SBX_NET_POOL4"
   local id
   id=$(sbx create --image payload)
   run sbx status "$id"

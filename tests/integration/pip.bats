@@ -4,27 +4,35 @@
 # pip (Debian's python3 and python3-pip, as the busybox image is made from
 # busybox-static).
 #
-# The index is a plain HTTP server in a namespace this file makes, sxt-pypi,
-# behind a veth pair from the host, at 198.51.100.80 (a documentation
-# address, public to sbx's egress rules). The route to it is checked to lead
-# there before anything is sent.
+# The index is a plain HTTP server (tests/helpers/httpindex.py, which looks
+# nothing up: http.server's log line asked the host's resolver for the
+# client's name) in a namespace this file makes, behind a veth pair from the
+# host, at an address of a public range picked clear of the host's routes
+# (sbx_pick_test_nets), public to sbx's egress rules. The namespace has no
+# default route and an empty resolv.conf of its own. The route to the index
+# is checked to lead there before anything is sent.
 
 load ../helpers/common
 
-NS=sxt-pypi
-HOST_IF=sxp-h
-NS_IF=sxp-n
-INDEX=198.51.100.80
 PORT=8080
+
+net_vars () {
+  sbx_pick_test_nets || return
+  NS=sxt-pypi-$(printf '%s' "$BATS_FILE_TMPDIR" | sha256sum | cut -c1-6)
+  HOST_IF=sxp-h${NS#sxt-pypi-}
+  NS_IF=sxp-n${NS#sxt-pypi-}
+  INDEX=$(net_host "$SBX_NET_INET4" 80) && LINK_HOST=$(net_host "$SBX_NET_LINK4" 1) \
+    && LINK_NS=$(net_host "$SBX_NET_LINK4" 2)
+}
 
 net_down () {
   if [ -f "$BATS_FILE_TMPDIR/index.pid" ]; then
     kill "$(cat "$BATS_FILE_TMPDIR/index.pid")" 2>/dev/null || true
     rm -f "$BATS_FILE_TMPDIR/index.pid"
   fi
-  ip route del "$INDEX/32" 2>/dev/null || true
   ip link del "$HOST_IF" 2>/dev/null || true
   ip netns del "$NS" 2>/dev/null || true
+  rm -rf "/etc/netns/$NS"
   return 0
 }
 
@@ -60,30 +68,18 @@ python_rootfs_tar () {
 setup_file () {
   [ "$(uname -m)" = x86_64 ] || skip "the python image is assembled for x86_64"
   python_rootfs_tar || return 1
-  python3 "$SBX_TESTS_DIR/helpers/pyindex.py" "$BATS_FILE_TMPDIR/index" || return 1
-  net_down
-  ip netns add "$NS"
-  ip link add "$HOST_IF" type veth peer name "$NS_IF" netns "$NS"
-  ip addr add 192.0.2.5/30 dev "$HOST_IF"
-  ip link set "$HOST_IF" up
-  ip -n "$NS" link set lo up
-  ip -n "$NS" addr add 192.0.2.6/30 dev "$NS_IF"
-  ip -n "$NS" link set "$NS_IF" up
-  ip -n "$NS" route add default via 192.0.2.5
-  ip -n "$NS" addr add "$INDEX/32" dev lo
-  ip route add "$INDEX/32" via 192.0.2.6 dev "$HOST_IF"
-  local r
-  r=$(ip route get "$INDEX" 2>&1)
-  case $r in
-    *" dev $HOST_IF "*) ;;
-    *) net_down; fail "the route to $INDEX does not lead into the test namespace ($r)" ;;
-  esac
-  ip netns exec "$NS" python3 -m http.server "$PORT" --bind "$INDEX" --directory "$BATS_FILE_TMPDIR/index" \
-    >"$BATS_FILE_TMPDIR/index.log" 2>&1 &
+  py "$SBX_TESTS_DIR/helpers/pyindex.py" "$BATS_FILE_TMPDIR/index" || return 1
+  sbx_net_lock || return
+  net_setup
+  local rc=$?
+  sbx_net_unlock
+  [ $rc -eq 0 ] || return $rc
+  ip netns exec "$NS" "$PYTHON" -I -S "$SBX_TESTS_DIR/helpers/httpindex.py" "$INDEX" "$PORT" \
+    "$BATS_FILE_TMPDIR/index" >"$BATS_FILE_TMPDIR/index.log" 2>&1 &
   echo $! >"$BATS_FILE_TMPDIR/index.pid"
   local i
   for ((i = 0; i < 100; i++)); do
-    ip netns exec "$NS" python3 -c "import urllib.request; urllib.request.urlopen('http://$INDEX:$PORT/simple/')" \
+    ip netns exec "$NS" "$PYTHON" -I -S -c "import urllib.request; urllib.request.urlopen('http://$INDEX:$PORT/simple/')" \
       2>/dev/null && return 0
     sleep 0.1
   done
@@ -91,8 +87,36 @@ setup_file () {
   fail "the test index did not come up: $(cat "$BATS_FILE_TMPDIR/index.log")"
 }
 
-teardown_file () {
+net_setup () {
+  net_vars || return
   net_down
+  # `ip netns exec` puts this over /etc/resolv.conf: nothing to ask.
+  mkdir -p "/etc/netns/$NS" && : >"/etc/netns/$NS/resolv.conf"
+  ip netns add "$NS"
+  ip link add "$HOST_IF" type veth peer name "$NS_IF" netns "$NS"
+  ip addr add "$LINK_HOST/30" dev "$HOST_IF"
+  ip link set "$HOST_IF" up
+  ip -n "$NS" link set lo up
+  ip -n "$NS" addr add "$LINK_NS/30" dev "$NS_IF"
+  ip -n "$NS" link set "$NS_IF" up
+  ip -n "$NS" addr add "$INDEX/32" dev lo
+  ip route add "$INDEX/32" via "$LINK_NS" dev "$HOST_IF"
+  local r
+  r=$(ip route get "$INDEX" 2>&1)
+  case $r in
+    *" dev $HOST_IF "*) ;;
+    *) net_down; fail "the route to $INDEX does not lead into the test namespace ($r)" ;;
+  esac
+}
+
+teardown_file () {
+  net_vars
+  net_down
+}
+
+setup () {
+  net_vars || return
+  sbx_setup
 }
 
 # A blueprint on the python image that points pip at the test index.

@@ -71,7 +71,8 @@ is_defaults (const sbx_conf *c)
 {
   return cidr_is (&c->pool4, "10.200.0.0/16") && c->pool6.family == 0 && c->ndns == 0 && c->dns == NULL
          && c->nopen == 0 && c->open == NULL && !c->observe && strcmp (c->expose_address, "127.0.0.1") == 0
-         && strcmp (c->expose_host, "127.0.0.1") == 0;
+         && strcmp (c->expose_host, "127.0.0.1") == 0 && c->expose_head_timeout_ms == 10000
+         && c->default_memory == (1ULL << 30) && c->default_cpu == 1.0;
 }
 
 /* ---- the config file ---- */
@@ -91,6 +92,25 @@ test_defaults (void)
   int r = sbx_conf_parse (NULL, "", 0, &d, &err);
   tap_ok (r == 0 && strcmp (d->path, "sbx.conf") == 0, "a NULL name is `sbx.conf`");
   sbx_conf_free (d);
+}
+
+/* The limits a sandbox gets when create names none. */
+static void
+test_default_limits (void)
+{
+  _cleanup_error_ sbx_error *err = NULL;
+  _cleanup_conf_ sbx_conf *c = parse ("default_memory = 512Mi\ndefault_cpu = 0.5\n", &err);
+  tap_ok (c && c->default_memory == (512ULL << 20) && c->default_cpu == 0.5, "default_memory 512Mi, default_cpu 0.5 (%s)",
+          errmsg (err));
+  sbx_conf_free (c);
+  c = parse ("default_memory = 0\ndefault_cpu = 0\n", &err);
+  tap_ok (c && c->default_memory == 0 && c->default_cpu == 0, "0 is no default limit (%s)", errmsg (err));
+  sbx_conf_free (c);
+  c = parse ("default_memory = 2048\ndefault_cpu = 2\n", &err);
+  tap_ok (c && c->default_memory == (2048ULL << 20) && c->default_cpu == 2, "a bare number of MiB (%s)", errmsg (err));
+  sbx_conf_free (c);
+  c = parse ("default_memory = 6Mi\ndefault_cpu = 0.01\n", &err);
+  tap_ok (c && c->default_memory == (6ULL << 20) && c->default_cpu == 0.01, "the smallest limits (%s)", errmsg (err));
 }
 
 static void
@@ -190,6 +210,12 @@ test_values (void)
   c = parse (text2, &err);
   tap_ok (c && strlen (c->expose_host) == SBX_CONF_HOST_MAX, "expose_host of 253 characters (%s)", errmsg (err));
   sbx_conf_free (c);
+  c = parse ("expose_head_timeout = 2\n", &err);
+  tap_ok (c && c->expose_head_timeout_ms == 2000, "expose_head_timeout in seconds (%s)", errmsg (err));
+  sbx_conf_free (c);
+  c = parse ("expose_head_timeout = 300ms\n", &err);
+  tap_ok (c && c->expose_head_timeout_ms == 300, "expose_head_timeout in milliseconds (%s)", errmsg (err));
+  sbx_conf_free (c);
 }
 
 static void
@@ -281,6 +307,13 @@ test_errors (void)
     { "pool4 = 169.254.16.0/20\n", "t.conf:1: pool4: 169.254.16.0/20 overlaps 169.254.0.0/16" },
     { "pool4 = 224.1.0.0/16\n", "t.conf:1: pool4: 224.1.0.0/16 overlaps 224.0.0.0/4 (multicast)" },
     { "pool4 = 10.1.0.0/16\npool4 = 10.2.0.0/16\n", "t.conf:2: pool4: given twice (first on line 1)" },
+    { "expose_head_timeout = 0\n", "t.conf:1: expose_head_timeout: must be 100ms to 300 seconds" },
+    { "expose_head_timeout = 301\n", "t.conf:1: expose_head_timeout: must be 100ms to 300 seconds" },
+    { "expose_head_timeout = 99ms\n", "t.conf:1: expose_head_timeout: must be 100ms to 300 seconds" },
+    { "expose_head_timeout = 10s\n", "t.conf:1: expose_head_timeout: expected seconds (such as `10`)" },
+    { "expose_head_timeout = -1\n", "t.conf:1: expose_head_timeout: expected seconds" },
+    { "expose_head_timeout = 1.5\n", "t.conf:1: expose_head_timeout: expected seconds" },
+    { "expose_head_timeout = 99999999999999999999\n", "t.conf:1: expose_head_timeout: expected seconds" },
     { "pool4 =\n", "t.conf:1: pool4: the value is empty" },
     { "pool4 =    \n", "t.conf:1: pool4: the value is empty" },
     { "pool4 10.1.0.0/16\n", "t.conf:1: expected `key = value`" },
@@ -338,6 +371,19 @@ test_errors (void)
     { "expose_host = [fd00::/8]\n", "t.conf:1: expose_host: expected an address, not a network" },
     { "expose_host = [fe80::1%eth0]\n", "t.conf:1: expose_host: invalid address" },
     { "expose_host = a\nexpose_host = b\n", "t.conf:2: expose_host: given twice" },
+    { "default_memory = 5Mi\n", "t.conf:1: default_memory: `5Mi` is not 0 (no limit) or a size between 6Mi and 4Ti" },
+    { "default_memory = 5Ti\n", "t.conf:1: default_memory: `5Ti` is not 0" },
+    { "default_memory = -1\n", "t.conf:1: default_memory: `-1` is not 0" },
+    { "default_memory = 1 Gi\n", "t.conf:1: default_memory: `1 Gi` is not 0" },
+    { "default_memory = none\n", "t.conf:1: default_memory: `none` is not 0" },
+    { "default_memory = 0Mi\n", "t.conf:1: default_memory: `0Mi` is not 0" },
+    { "default_memory = 1Gi\ndefault_memory = 2Gi\n", "t.conf:2: default_memory: given twice" },
+    { "default_cpu = 0.001\n", "t.conf:1: default_cpu: `0.001` is not 0 (no limit) or a number of cores in 0.01..1024" },
+    { "default_cpu = 1025\n", "t.conf:1: default_cpu: `1025` is not 0" },
+    { "default_cpu = -1\n", "t.conf:1: default_cpu: `-1` is not 0" },
+    { "default_cpu = nan\n", "t.conf:1: default_cpu: `nan` is not 0" },
+    { "default_cpu = 1 core\n", "t.conf:1: default_cpu: `1 core` is not 0" },
+    { "default_cpu = 1\ndefault_cpu = 2\n", "t.conf:2: default_cpu: given twice" },
     { "pool4 = 10.1.0.0/16\x01\n", "t.conf:1: a control character or a non-ASCII byte (0x01)" },
     { "expose_host = h\xc3\xa9.com\n", "t.conf:1: a control character or a non-ASCII byte (0xc3)" },
     { "pool4 = 10.1.0.0/16\rx\n", "t.conf:1: a control character or a non-ASCII byte (0x0d)" },
@@ -593,6 +639,7 @@ main (void)
   unsetenv ("SBX_CONF");
   test_defaults ();
   test_every_key ();
+  test_default_limits ();
   test_values ();
   test_limits ();
   test_errors ();

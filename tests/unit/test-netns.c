@@ -28,7 +28,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#define PLAN 43
+#define PLAN 44
 
 static char dir[64];
 static char ns_name[32], host_if[IFNAMSIZ], peer_if[IFNAMSIZ];
@@ -446,6 +446,21 @@ run (int x, int k)
   tap_ok (failed_with (&e, SBX_E_INVALID_ARGUMENT, NULL), "a name with a slash is INVALID_ARGUMENT");
 }
 
+/* Whether the addresses run (X, K) puts on the host's end are clear of the
+ * host's own routes, addresses, resolvers and gateways, and `ip route get`
+ * sends them to the default route (tests/helpers/netpick.py): a host whose
+ * network is 10.250.0.0/16 keeps its routes. */
+static bool
+clear_of_host (int x, int k)
+{
+  const char *top = getenv ("SBX_TESTS_DIR");
+  _cleanup_free_ char *cmd
+      = xasprintf ("python3 -I -S '%s/helpers/netpick.py' a=fixed:10.250.%d.%d/30 b=fixed:10.251.%d.%d/32"
+                   " c=fixed:fd7e:%02x%02x::/64 >/dev/null",
+                   top ? top : "tests", x, 4 * k, x, 4 * k + 1, x & 0xff, k & 0xff);
+  return system (cmd) == 0;
+}
+
 int
 main (void)
 {
@@ -466,15 +481,22 @@ main (void)
 
   _cleanup_free_ char *tag = random_hex (3);
   unsigned char rnd[2];
-  if (getrandom (rnd, sizeof rnd, 0) != sizeof rnd)
-    abort ();
+  bool clear = false;
+  for (int i = 0; i < 8 && !clear; i++)
+    {
+      if (getrandom (rnd, sizeof rnd, 0) != sizeof rnd)
+        abort ();
+      clear = clear_of_host (rnd[0], rnd[1] % 64);
+    }
   snprintf (ns_name, sizeof ns_name, "sbxt-%s", tag);
   /* Not "sbx…": the input chain of a running sbx refuses what comes from
    * its sbx* interfaces, and this test talks to the host end. */
   snprintf (host_if, sizeof host_if, "tnx-%s-h", tag);
   snprintf (peer_if, sizeof peer_if, "tnx-%s-p", tag);
 
-  run (rnd[0], rnd[1] % 64);
+  if (tap_ok (clear, "10.250.%d.%d/30, 10.251.%d.%d and fd7e:%02x%02x::/64 are clear of this host's routes and addresses",
+              rnd[0], 4 * (rnd[1] % 64), rnd[0], 4 * (rnd[1] % 64) + 1, rnd[0], rnd[1] % 64))
+    run (rnd[0], rnd[1] % 64);
 
   cleanup ();
   int self, under;
