@@ -5,7 +5,7 @@
 # The option lists mirror `sbx COMMAND --help`; tests/integration/docs.bats
 # checks them against it.
 
-_sbx_commands='create run exec run-code ps proc fs cp ls status wait terminate rm logs pause resume commit snapshot restore snapshots rmsnap net expose urls ttl stats images import export build tag rmi info gc version'
+_sbx_commands='create run exec run-code ps proc fs cp ls status wait terminate rm logs pause resume commit snapshot restore snapshots rmsnap net expose urls ttl stats images import export build tag rmi info gc version help'
 _sbx_global_opts='--root --run-root --json --version -h --help'
 _sbx_fs_verbs='read write upload download ls stat mkdir rm rmdir find replace watch'
 
@@ -19,7 +19,8 @@ _sbx_opts() {
 	run-code) echo '-l --lang -e --env --cwd --timeout' ;;
 	proc) echo '--timeout -s --signal -f --follow' ;;
 	fs) echo '--limit --cursor -p --parents -r --recursive --name' ;;
-	ls) echo '-q --quiet' ;;
+	ls) echo '-q --quiet --sort' ;;
+	images | snapshots | ps) echo '-q --quiet' ;;
 	wait) echo '--timeout' ;;
 	terminate) echo '--rm' ;;
 	rm) echo '-f --force' ;;
@@ -40,6 +41,7 @@ _sbx_opts_with_arg() {
 	proc) echo '--timeout -s --signal' ;;
 	fs) echo '--limit --cursor --name' ;;
 	wait) echo '--timeout' ;;
+	ls) echo '--sort' ;;
 	import | commit) echo '-t --tag' ;;
 	export) echo '--compression' ;;
 	build) echo '-f --file -t --tag --runtime' ;;
@@ -167,6 +169,7 @@ _sbx() {
 		--keep-warm) mapfile -t COMPREPLY < <(compgen -W '-1 60 600 3600' -- "$cur") ;;
 		--on-idle) mapfile -t COMPREPLY < <(compgen -W 'pause terminate' -- "$cur") ;;
 		--compression) mapfile -t COMPREPLY < <(compgen -W 'gzip none' -- "$cur") ;;
+		--sort) mapfile -t COMPREPLY < <(compgen -W 'created id name state runtime image' -- "$cur") ;;
 		-s | --signal) mapfile -t COMPREPLY < <(compgen -W 'HUP INT QUIT KILL USR1 USR2 ALRM TERM CONT STOP' -- "$cur") ;;
 		--limit) mapfile -t COMPREPLY < <(compgen -W '200 1000 10000' -- "$cur") ;;
 		-n | --count) mapfile -t COMPREPLY < <(compgen -W '1 2 4 8' -- "$cur") ;;
@@ -246,6 +249,10 @@ _sbx() {
 	fi
 	if [[ $cmd == export ]] && ((nargs == 0)); then
 		mapfile -t COMPREPLY < <(compgen -W "$(_sbx_images)" -- "$cur")
+	fi
+	# help: a command.
+	if [[ $cmd == help ]] && ((nargs == 0)); then
+		mapfile -t COMPREPLY < <(compgen -W "$_sbx_commands" -- "$cur")
 	fi
 	# build: the context, a host directory.
 	if [[ $cmd == build ]] && ((nargs == 0)); then

@@ -201,6 +201,7 @@ complete -c sbx -n __sbx_no_command -a rmi -d 'Remove images (or one of several 
 complete -c sbx -n __sbx_no_command -a info -d 'Report what this host supports'
 complete -c sbx -n __sbx_no_command -a gc -d 'Reap lost sandboxes, remove ended ones and orphaned host resources'
 complete -c sbx -n __sbx_no_command -a version -d 'Print the version'
+complete -c sbx -n __sbx_no_command -a help -d "Show the help, or a command's (as sbx COMMAND --help)"
 
 # Global options (before the command)
 complete -c sbx -n __sbx_no_command -l root -x -a '(__fish_complete_directories)' -d 'State directory'
@@ -253,6 +254,10 @@ complete -c sbx -n '__sbx_opts_for fs' -s p -l parents -d 'mkdir: make missing p
 complete -c sbx -n '__sbx_opts_for fs' -s r -l recursive -d 'rmdir: remove the whole tree; watch: subdirectories too'
 complete -c sbx -n '__sbx_opts_for fs' -l name -x -d 'find, replace: only files whose name matches GLOB'
 complete -c sbx -n '__sbx_opts_for ls' -s q -l quiet -d 'Print ids only'
+complete -c sbx -n '__sbx_opts_for ls' -l sort -x -a 'created id name state runtime image' -d 'Order by KEY (default created: oldest first)'
+complete -c sbx -n '__sbx_opts_for images' -s q -l quiet -d 'Print image ids only'
+complete -c sbx -n '__sbx_opts_for snapshots' -s q -l quiet -d 'Print snapshot ids only'
+complete -c sbx -n '__sbx_opts_for ps' -s q -l quiet -d 'Print pids only'
 complete -c sbx -n '__sbx_opts_for wait' -l timeout -x -d 'Give up after SECONDS (error TIMEOUT)'
 complete -c sbx -n '__sbx_opts_for terminate' -l rm -d 'Also remove the sandbox and its files'
 complete -c sbx -n '__sbx_opts_for rm' -s f -l force -d 'Terminate running sandboxes first'
@@ -304,3 +309,4 @@ complete -c sbx -n '__sbx_operand 1 tag' -a '(__sbx_images)' -d 'New tag'
 complete -c sbx -n '__sbx_operand any rmi' -a '(__sbx_images)' -d Image
 complete -c sbx -n '__sbx_operand 0 restore' -a '(__sbx_snapshots)' -d Snapshot
 complete -c sbx -n '__sbx_operand any rmsnap' -a '(__sbx_snapshots)' -d Snapshot
+complete -c sbx -n '__sbx_operand 0 help' -a 'create run exec run-code ps proc fs cp ls status wait terminate rm logs pause resume commit snapshot restore snapshots rmsnap net expose urls ttl stats images import export build tag rmi info gc version help' -d Command

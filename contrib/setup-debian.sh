@@ -1,12 +1,15 @@
 #!/bin/sh
 # Installs what sbx needs to build, run and test on Debian or Ubuntu, as root.
-# Packages only: debootstrap and apt know their own mirrors.
+# Packages only: debootstrap and apt know their own mirrors. procps gives the
+# tests pgrep and pkill; curl, man-db and bash-completion are what the
+# README's tour uses (the URLs of exposed ports, `man sbx`, completion).
 set -eu
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q
 apt-get install -y -q --no-install-recommends \
   ca-certificates build-essential autoconf automake pkg-config \
   libseccomp-dev libcap-dev libarchive-dev libyajl-dev libnftnl-dev libmnl-dev \
-  busybox-static runc runsc nftables iproute2 \
+  busybox-static runc runsc nftables iproute2 procps \
   bats python3 python3-pip go-md2man \
-  podman bubblewrap uidmap debootstrap
+  podman bubblewrap uidmap debootstrap \
+  curl man-db bash-completion

@@ -29,19 +29,22 @@ const cli_opt sbx_build_cli_opts[] = {
 
 struct progress {
   bool tty;
-  size_t steps, cached;
+  size_t steps, cached, config;
 };
 
 /* One line per step; on a terminal the line of the step being run is
  * rewritten in place once it is done. */
 static void
-on_step (void *data, size_t step, size_t nsteps, const char *what, bool cached)
+on_step (void *data, size_t step, size_t nsteps, const char *what, sbx_build_step_how how)
 {
+  static const char *const label[] = { "run   ", "cached", "config" };
   struct progress *p = data;
   p->steps++;
-  p->cached += cached;
+  p->cached += how == SBX_BUILD_STEP_CACHED;
+  p->config += how == SBX_BUILD_STEP_CONFIG;
+  bool cached = how != SBX_BUILD_STEP_RUN; /* nothing runs: the line is final at once */
   char line[160];
-  snprintf (line, sizeof line, "step %zu/%zu %s %s", step, nsteps, cached ? "cached" : "run   ", what);
+  snprintf (line, sizeof line, "step %zu/%zu %s %s", step, nsteps, label[how], what);
   if (strlen (line) > 150)
     strcpy (line + 147, "...");
   if (p->tty)
@@ -188,6 +191,7 @@ cmd_build (sbx_cli *cli, int argc, char **argv, sbx_error **err)
       j_kstr (g, "tag", tag);
       j_kint (g, "steps", (long long) bp->nsteps);
       j_kint (g, "cached", (long long) pr.cached);
+      j_kint (g, "config", (long long) pr.config);
       j_endmap (g);
       cli_json_end (g);
     }

@@ -169,6 +169,11 @@ cmd_export (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   return 0;
 }
 
+const cli_opt sbx_images_opts[] = {
+  { "quiet", 'q', no_argument, NULL, "print image ids only (what rmi, tag, export and --image take)" },
+  { NULL },
+};
+
 const cli_opt sbx_rmi_opts[] = {
   { "force", 'f', no_argument, NULL, "remove even if sandboxes were made from it (their layers stay until they go)" },
   { NULL },
@@ -253,6 +258,8 @@ cmd_tag (sbx_cli *cli, int argc, char **argv, sbx_error **err)
       j_endmap (g);
       cli_json_end (g);
     }
+  else
+    printf ("tagged %s as %s\n", img->id, name);
   return 0;
 }
 
@@ -267,10 +274,18 @@ human_size (uint64_t n, char *buf, size_t len)
   snprintf (buf, len, i ? "%.1f %s" : "%.0f %s", v, u[i]);
 }
 
+static int
+quiet_opt (void *data, int key, const char *arg, sbx_error **err)
+{
+  *(bool *) data = true;
+  return 0;
+}
+
 int
 cmd_images (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
-  int r = cli_no_args (cli, "images", argc, argv, err);
+  bool quiet = false;
+  int first, r = cli_simple_parse (cli, "images", argc, argv, 0, 0, &first, quiet_opt, &quiet, err);
   if (r != 0)
     return r < 0 ? -1 : 0;
   sbx_store *st;
@@ -280,7 +295,7 @@ cmd_images (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   yajl_gen g = cli->json ? cli_json_begin () : NULL;
   if (g)
     j_arr (g);
-  else
+  else if (!quiet)
     printf ("%-19s %-24s %-10s %-6s %s\n", "ID", "TAGS", "SIZE", "LAYERS", "CREATED");
   for (size_t i = 0; ids[i]; i++)
     {
@@ -300,6 +315,11 @@ cmd_images (sbx_cli *cli, int argc, char **argv, sbx_error **err)
           j_kstrv (g, "layers", img->layers);
           j_kint (g, "created", img->created);
           j_endmap (g);
+          continue;
+        }
+      if (quiet)
+        {
+          printf ("%s\n", img->id);
           continue;
         }
       _cleanup_free_ char *tagl = xstrdup ("");

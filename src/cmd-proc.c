@@ -14,9 +14,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-const cli_opt sbx_ps_cli_opts[] = { { NULL } };
+const cli_opt sbx_ps_cli_opts[] = {
+  { "quiet", 'q', no_argument, NULL, "print pids only" },
+  { NULL },
+};
 
-enum { O_TIMEOUT = 256, O_SIGNAL = 's', O_FOLLOW = 'f' };
+enum { O_TIMEOUT = 256, O_SIGNAL = 's', O_FOLLOW = 'f', O_QUIET = 'q' };
 const cli_opt sbx_proc_cli_opts[] = {
   { "timeout", O_TIMEOUT, required_argument, "SECONDS", "wait: give up after SECONDS (error TIMEOUT)" },
   { "signal", O_SIGNAL, required_argument, "SIG", "kill: the signal, by name (TERM, SIGTERM) or number (default KILL)" },
@@ -42,9 +45,10 @@ parse_signal (const char *s)
   return -1;
 }
 
-/* Parses the options of ps/proc; operands end up in argv + *first. */
+/* Parses the options of ps/proc; operands end up in argv + *first. *FLAG:
+ * proc's --follow, or ps's --quiet. */
 static int
-parse (sbx_cli *cli, const char *name, int argc, char **argv, int *first, int64_t *timeout, int *sig, bool *follow,
+parse (sbx_cli *cli, const char *name, int argc, char **argv, int *first, int64_t *timeout, int *sig, bool *flag,
        sbx_error **err)
 {
   cli_parser p;
@@ -57,8 +61,8 @@ parse (sbx_cli *cli, const char *name, int argc, char **argv, int *first, int64_
         key = -1;
       else if (key == O_SIGNAL && (*sig = parse_signal (arg)) < 0)
         key = sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "--signal: `%s` is not a signal name or number", arg);
-      else if (key == O_FOLLOW)
-        *follow = true;
+      else if (key == O_FOLLOW || key == O_QUIET)
+        *flag = true;
       if (key < 0)
         break;
     }
@@ -89,8 +93,8 @@ cmd_ps (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   int first;
   int64_t t;
   int sig;
-  bool f;
-  int key = parse (cli, "ps", argc, argv, &first, &t, &sig, &f, err);
+  bool quiet = false;
+  int key = parse (cli, "ps", argc, argv, &first, &t, &sig, &quiet, err);
   if (key != 0)
     return key < 0 ? -1 : 0;
   if (argc - first != 1)
@@ -111,10 +115,16 @@ cmd_ps (sbx_cli *cli, int argc, char **argv, sbx_error **err)
       cli_json_end (g);
       return 0;
     }
-  printf ("%-7s %-9s %-5s %-10s %-20s %s\n", "PID", "STATE", "EXIT", "MODE", "STARTED", "COMMAND");
+  if (!quiet)
+    printf ("%-7s %-9s %-5s %-10s %-20s %s\n", "PID", "STATE", "EXIT", "MODE", "STARTED", "COMMAND");
   for (size_t i = 0; i < procs->u.array.len; i++)
     {
       yajl_val p = procs->u.array.values[i];
+      if (quiet)
+        {
+          printf ("%lld\n", (long long) jint (p, "pid", 0));
+          continue;
+        }
       char started[32], code[24] = "-";
       format_time (jint (p, "started_at", 0), started, sizeof started);
       int64_t ec = jint (p, "exit_code", -1);

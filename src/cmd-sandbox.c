@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "client.h"
 #include "disk.h"
+#include "image.h"
 #include "json.h"
 #include "lifecycle.h"
 #include "runtime.h"
@@ -21,7 +22,7 @@
 
 enum {
   O_IMAGE = 256, O_NAME, O_CPU, O_MEMORY, O_PIDS, O_RUNTIME, O_BLOCK_NET, O_KEEP_WARM, O_TIMEOUT, O_ENV, O_CWD,
-  O_RM, O_FORCE, O_ALL, O_QUIET, O_ON_IDLE, O_ALLOW, O_PORT, O_PUBLIC, O_DISK,
+  O_RM, O_FORCE, O_ALL, O_QUIET, O_ON_IDLE, O_ALLOW, O_PORT, O_PUBLIC, O_DISK, O_SORT,
 };
 
 #define CREATE_OPTS                                                                                             \
@@ -51,6 +52,8 @@ const cli_opt sbx_run_opts[] = {
 const cli_opt sbx_none_opts[] = { { NULL } };
 const cli_opt sbx_ls_opts[] = {
   { "quiet", 'q', no_argument, NULL, "print ids only" },
+  { "sort", O_SORT, required_argument, "KEY",
+    "order by created (default: oldest first), id, name, state, runtime or image" },
   { NULL },
 };
 const cli_opt sbx_wait_opts[] = {
@@ -236,11 +239,29 @@ run_in (sbx_cli *cli, sbx_store *st, const sbx_sandbox *sb, char **cmd, int *sta
   return cli_exec (cli, st, sb->id, &eo, status, err);
 }
 
+/* Without a command, sbx run runs the image's cmd (docker's and podman's
+ * Entrypoint + Cmd, a blueprint's cmd), resolved once, before anything is
+ * made, so that the sandbox is made from the image whose cmd it runs. */
+static int
+run_image_cmd (sbx_store *st, const sbx_sandbox_opts *o, sbx_image **ret, sbx_error **err)
+{
+  _cleanup_image_ sbx_image *img = NULL;
+  if (sbx_image_resolve (st, o->image_ref, &img, err) < 0)
+    return -1;
+  if (img->cmd == NULL || img->cmd[0] == NULL)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
+                          "run: no command given and image `%s` has no cmd (usage: sbx run [OPTIONS] [--] CMD...)",
+                          o->image_ref);
+  *ret = steal_pointer (&img);
+  return 0;
+}
+
 int
 cmd_run (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
   /* Before any goto: the cleanup runs on every way out. */
   _cleanup_sandbox_ sbx_sandbox *sb = NULL;
+  _cleanup_image_ sbx_image *img = NULL;
   sbx_sandbox_opts o;
   opts_defaults (&o);
   bool rm = false;
@@ -259,15 +280,21 @@ cmd_run (sbx_cli *cli, int argc, char **argv, sbx_error **err)
     }
   if (ret == 0 && key < 0)
     ret = -1;
-  if (ret == 0 && optind >= argc)
-    ret = sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "run: no command (usage: sbx run [OPTIONS] -- CMD...)");
+  if (ret == 0 && optind >= argc && o.image_ref == NULL)
+    ret = sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
+                         "run: no command and no --image whose cmd to run (usage: sbx run [OPTIONS] [--] CMD..., "
+                         "or sbx run --image IMAGE)");
   sbx_store *st;
-  if (ret == 0 && (cli_store (cli, &st, err) < 0 || sbx_sandbox_create (st, &o, &sb, err) < 0))
+  if (ret == 0 && cli_store (cli, &st, err) < 0)
+    ret = -1;
+  if (ret == 0 && optind >= argc && run_image_cmd (st, &o, &img, err) < 0)
+    ret = -1;
+  if (ret == 0 && sbx_sandbox_create_from (st, &o, img, &sb, err) < 0)
     ret = -1;
   if (ret == 0)
     {
       _cleanup_error_ sbx_error *e2 = NULL;
-      ret = run_in (cli, st, sb, argv + optind, &status, err);
+      ret = run_in (cli, st, sb, img ? img->cmd : argv + optind, &status, err);
       sbx_sandbox_terminate (st, sb->id, -1, ret < 0 ? &e2 : err);
       if (rm)
         sbx_sandbox_remove (st, sb->id, NULL);
@@ -287,6 +314,16 @@ human_time (int64_t t, char *buf, size_t len)
     snprintf (buf, len, "-");
   else
     format_time (t, buf, len);
+}
+
+/* The reason as people read it: "exited, code 3" for sbx run's command. */
+static void
+reason_text (const sbx_sandbox *sb, char *buf, size_t len)
+{
+  if (sb->reason && sb->has_exit_code)
+    snprintf (buf, len, "%s, code %lld", sb->reason, (long long) sb->exit_code);
+  else
+    snprintf (buf, len, "%s", sb->reason ? sb->reason : "");
 }
 
 static void
@@ -334,8 +371,10 @@ print_status_human (const sbx_sandbox *sb, int64_t disk_used)
   printf ("id:         %s\n", sb->id);
   if (sb->opts.name)
     printf ("name:       %s\n", sb->opts.name);
+  char why[96];
+  reason_text (sb, why, sizeof why);
   printf ("state:      %s%s%s%s%s\n", sbx_state_name (sb->state), sb->paused ? " (paused)" : "",
-          sb->reason ? " (" : "", sb->reason ? sb->reason : "", sb->reason ? ")" : "");
+          sb->reason ? " (" : "", why, sb->reason ? ")" : "");
   if (sb->error)
     printf ("error:      %s\n", sb->error);
   printf ("image:      %s\nruntime:    %s\n", sb->image_id ? sb->image_id : "-", sb->opts.runtime);
@@ -403,47 +442,120 @@ cmd_status (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   return 0;
 }
 
+/* sbx ls --sort: the keys, podman ps's where sbx has them. */
+static const char *const ls_keys[] = { "created", "id", "name", "state", "runtime", "image", NULL };
+
+struct ls_args {
+  bool quiet;
+  int sort; /* index in ls_keys */
+};
+
 static int
 ls_opt (void *data, int key, const char *arg, sbx_error **err)
 {
-  *(bool *) data = true;
-  return 0;
+  struct ls_args *a = data;
+  if (key == 'q')
+    {
+      a->quiet = true;
+      return 0;
+    }
+  for (int i = 0; ls_keys[i]; i++)
+    if (strcmp (arg, ls_keys[i]) == 0)
+      {
+        a->sort = i;
+        return 0;
+      }
+  return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
+                        "--sort: `%s` is not created, id, name, state, runtime or image", arg);
+}
+
+static int
+cmp_str (const char *a, const char *b)
+{
+  return strcmp (a ? a : "", b ? b : "");
+}
+
+/* Creation order: the time in ns, else (a record from before it was kept)
+ * in seconds; the id breaks ties so that the order is stable. */
+static int
+cmp_created (const sbx_sandbox *a, const sbx_sandbox *b)
+{
+  int64_t x = a->created_ns ? a->created_ns : a->created_at * 1000000000LL;
+  int64_t y = b->created_ns ? b->created_ns : b->created_at * 1000000000LL;
+  return x < y ? -1 : x > y ? 1 : strcmp (a->id, b->id);
+}
+
+static int
+cmp_sandboxes (const void *pa, const void *pb, void *data)
+{
+  const sbx_sandbox *a = *(sbx_sandbox *const *) pa, *b = *(sbx_sandbox *const *) pb;
+  int r = 0;
+  switch (*(int *) data)
+    {
+    case 1:
+      return strcmp (a->id, b->id);
+    case 2:
+      r = cmp_str (a->opts.name, b->opts.name);
+      break;
+    case 3:
+      r = (int) a->state - (int) b->state;
+      break;
+    case 4:
+      r = cmp_str (a->opts.runtime, b->opts.runtime);
+      break;
+    case 5:
+      r = cmp_str (a->image_id, b->image_id);
+      break;
+    }
+  return r ? r : cmp_created (a, b);
+}
+
+static void
+print_ls_row (yajl_gen g, bool quiet, const sbx_sandbox *sb)
+{
+  char c[32], why[96];
+  human_time (sb->created_at, c, sizeof c);
+  reason_text (sb, why, sizeof why);
+  if (g)
+    sbx_sandbox_gen (g, sb);
+  else if (quiet)
+    printf ("%s\n", sb->id);
+  else
+    printf ("%-16s %-16s %-12s %-18s %-7s %s\n", sb->id, sb->opts.name ? sb->opts.name : "-",
+            sbx_state_name (sb->state), why[0] ? why : "-", sb->opts.runtime ? sb->opts.runtime : "-", c);
 }
 
 int
 cmd_ls (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
-  bool quiet = false;
-  int first, r = cli_simple_parse (cli, "ls", argc, argv, 0, 0, &first, ls_opt, &quiet, err);
+  struct ls_args a = { 0 };
+  int first, r = cli_simple_parse (cli, "ls", argc, argv, 0, 0, &first, ls_opt, &a, err);
   if (r != 0)
     return r < 0 ? -1 : 0;
   sbx_store *st;
   _cleanup_strv_ char **ids = NULL;
   if (cli_store (cli, &st, err) < 0 || sbx_sandbox_list (st, &ids, err) < 0)
     return -1;
+  size_t n = 0, cap = strv_len (ids);
+  sbx_sandbox **sbs = xmalloc0 ((cap + 1) * sizeof *sbs);
+  for (size_t i = 0; ids[i]; i++)
+    if (sbx_sandbox_get (st, ids[i], &sbs[n], NULL) == 0)
+      n++;
+  qsort_r (sbs, n, sizeof *sbs, cmp_sandboxes, &a.sort);
   yajl_gen g = NULL;
   if (cli->json)
     {
       g = cli_json_begin ();
       j_arr (g);
     }
-  else if (!quiet)
+  else if (!a.quiet)
     printf ("%-16s %-16s %-12s %-18s %-7s %s\n", "ID", "NAME", "STATE", "REASON", "RUNTIME", "CREATED");
-  for (size_t i = 0; ids[i]; i++)
+  for (size_t i = 0; i < n; i++)
     {
-      _cleanup_sandbox_ sbx_sandbox *sb = NULL;
-      if (sbx_sandbox_get (st, ids[i], &sb, NULL) < 0)
-        continue;
-      char c[32];
-      human_time (sb->created_at, c, sizeof c);
-      if (g)
-        sbx_sandbox_gen (g, sb);
-      else if (quiet)
-        printf ("%s\n", sb->id);
-      else
-        printf ("%-16s %-16s %-12s %-18s %-7s %s\n", sb->id, sb->opts.name ? sb->opts.name : "-",
-                sbx_state_name (sb->state), sb->reason ? sb->reason : "-", sb->opts.runtime ? sb->opts.runtime : "-", c);
+      print_ls_row (g, a.quiet, sbs[i]);
+      sbx_sandbox_free (sbs[i]);
     }
+  free (sbs);
   if (g)
     {
       j_endarr (g);
@@ -494,8 +606,11 @@ cmd_wait (sbx_cli *cli, int argc, char **argv, sbx_error **err)
       cli_json_end (g);
     }
   else
-    printf ("%s%s%s%s\n", sbx_state_name (sb->state), sb->reason ? " (" : "", sb->reason ? sb->reason : "",
-            sb->reason ? ")" : "");
+    {
+      char why[96];
+      reason_text (sb, why, sizeof why);
+      printf ("%s%s%s%s\n", sbx_state_name (sb->state), sb->reason ? " (" : "", why, sb->reason ? ")" : "");
+    }
   return 0;
 }
 

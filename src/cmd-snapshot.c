@@ -30,6 +30,10 @@
 #define RESTORE_COUNT_MAX 64
 
 const cli_opt sbx_snapshot_cli_opts[] = { { NULL } };
+const cli_opt sbx_snapshots_cli_opts[] = {
+  { "quiet", 'q', no_argument, NULL, "print snapshot ids only" },
+  { NULL },
+};
 const cli_opt sbx_restore_cli_opts[] = {
   { "count", 'n', required_argument, "N", "start N sandboxes from the snapshot (default 1, at most 64)" },
   { NULL },
@@ -326,10 +330,18 @@ cmd_restore (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   return 0;
 }
 
+static int
+quiet_opt (void *data, int key, const char *arg, sbx_error **err)
+{
+  *(bool *) data = true;
+  return 0;
+}
+
 int
 cmd_snapshots (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
-  int r = cli_no_args (cli, "snapshots", argc, argv, err);
+  bool quiet = false;
+  int first, r = cli_simple_parse (cli, "snapshots", argc, argv, 0, 0, &first, quiet_opt, &quiet, err);
   if (r != 0)
     return r < 0 ? -1 : 0;
   sbx_store *st;
@@ -347,7 +359,7 @@ cmd_snapshots (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   yajl_gen g = cli->json ? cli_json_begin () : NULL;
   if (g)
     j_arr (g);
-  else
+  else if (!quiet)
     printf ("%-18s %-16s %s\n", "SNAPSHOT", "FROM", "CREATED");
   for (size_t i = 0; ids[i]; i++)
     {
@@ -368,6 +380,8 @@ cmd_snapshots (sbx_cli *cli, int argc, char **argv, sbx_error **err)
           j_kint (g, "created", created);
           j_endmap (g);
         }
+      else if (quiet)
+        printf ("%s\n", ids[i]);
       else
         printf ("%-18s %-16s %s\n", ids[i], from ? from : "-", c);
     }

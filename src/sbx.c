@@ -43,18 +43,20 @@ int cmd_export (sbx_cli *, int, char **, sbx_error **);
 int cmd_info (sbx_cli *, int, char **, sbx_error **);
 int cmd_gc (sbx_cli *, int, char **, sbx_error **);
 int cmd_version (sbx_cli *, int, char **, sbx_error **);
+static int cmd_help (sbx_cli *, int, char **, sbx_error **);
 
 extern const cli_opt sbx_run_code_cli_opts[], sbx_ps_cli_opts[], sbx_proc_cli_opts[], sbx_fs_cli_opts[],
     sbx_cp_cli_opts[], sbx_rmi_opts[], sbx_build_cli_opts[], sbx_commit_cli_opts[],
     sbx_snapshot_cli_opts[], sbx_restore_cli_opts[];
 extern const cli_opt sbx_create_opts[], sbx_run_opts[], sbx_exec_cli_opts[], sbx_ls_opts[], sbx_wait_opts[],
     sbx_rm_opts[], sbx_terminate_opts[], sbx_import_opts[], sbx_none_opts[], sbx_logs_opts[];
-extern const cli_opt sbx_export_opts[], sbx_net_cli_opts[];
+extern const cli_opt sbx_export_opts[], sbx_net_cli_opts[], sbx_images_opts[], sbx_snapshots_cli_opts[];
 
 const sbx_command sbx_commands[] = {
   { "create", cmd_create, NULL, "Create a sandbox and print its id.", sbx_create_opts },
-  { "run", cmd_run, "[--] CMD [ARG...]",
-    "Create a sandbox, run CMD in it, terminate it; the exit status is CMD's.", sbx_run_opts },
+  { "run", cmd_run, "[[--] CMD [ARG...]]",
+    "Create a sandbox, run CMD (default: the --image's cmd) in it, terminate it; the exit status is CMD's.",
+    sbx_run_opts },
   { "exec", cmd_exec, "ID [--] CMD [ARG...]", "Run CMD in a running sandbox; the exit status is CMD's.", sbx_exec_cli_opts },
   { "run-code", cmd_run_code, "ID (CODE | -)",
     "Run a code snippet with the image's interpreter; the exit status is the snippet's.", sbx_run_code_cli_opts },
@@ -82,7 +84,7 @@ const sbx_command sbx_commands[] = {
     sbx_snapshot_cli_opts },
   { "restore", cmd_restore, "SNAPSHOT", "Start new running sandboxes from a snapshot, each as it was.",
     sbx_restore_cli_opts },
-  { "snapshots", cmd_snapshots, NULL, "List snapshots.", sbx_none_opts },
+  { "snapshots", cmd_snapshots, NULL, "List snapshots.", sbx_snapshots_cli_opts },
   { "rmsnap", cmd_rmsnap, "SNAPSHOT...", "Remove snapshots.", sbx_none_opts },
   { "net", cmd_net, "ID", "Change a running sandbox's egress: --block, --allow CIDR..., or --open.", sbx_net_cli_opts },
   { "expose", cmd_expose, "ID PORT", "Publish a sandbox's port as a URL on the host (a token is required unless --public).",
@@ -90,7 +92,7 @@ const sbx_command sbx_commands[] = {
   { "urls", cmd_urls, "ID", "List a sandbox's exposed ports and their URLs.", sbx_none_opts },
   { "ttl", cmd_ttl, "ID SECONDS", "Set a running sandbox's hard lifetime to SECONDS from now.", sbx_none_opts },
   { "stats", cmd_stats, "[ID]", "Count sandboxes by state; with ID, what that sandbox uses now.", sbx_none_opts },
-  { "images", cmd_images, NULL, "List images.", sbx_none_opts },
+  { "images", cmd_images, NULL, "List images.", sbx_images_opts },
   { "import", cmd_import, "FILE|DIR",
     "Import an image: a rootfs tarball (tar, .gz, .xz, .zst), an OCI layout or archive, or a docker save archive.",
     sbx_import_opts },
@@ -106,6 +108,7 @@ const sbx_command sbx_commands[] = {
   { "gc", cmd_gc, NULL, "Reap lost sandboxes; remove ended ones and orphaned host resources.",
     sbx_none_opts },
   { "version", cmd_version, NULL, "Print the version.", sbx_none_opts },
+  { "help", cmd_help, "[COMMAND]", "Show this help, or COMMAND's (as `sbx COMMAND --help`).", sbx_none_opts },
   { NULL },
 };
 
@@ -122,7 +125,26 @@ usage (FILE *f)
               "  --json           print one JSON document on stdout\n"
               "  --version        print the version\n"
               "  -h, --help       show this help\n\n"
-              "Run `sbx COMMAND --help` for a command's options.\n");
+              "Run `sbx COMMAND --help` or `sbx help COMMAND` for a command's options.\n");
+}
+
+/* sbx help [COMMAND]: what --help prints, as podman help does. */
+static int
+cmd_help (sbx_cli *cli, int argc, char **argv, sbx_error **err)
+{
+  int first, r = cli_simple_parse (cli, "help", argc, argv, 0, 1, &first, NULL, NULL, err);
+  if (r != 0)
+    return r < 0 ? -1 : 0;
+  if (first == argc)
+    {
+      usage (stdout);
+      return 0;
+    }
+  const sbx_command *cmd = cli_find (argv[first]);
+  if (cmd == NULL)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "help: unknown command `%s` (see `sbx help`)", argv[first]);
+  cli_print_help (stdout, cmd);
+  return 0;
 }
 
 static int

@@ -237,9 +237,11 @@ parse_env (yajl_val v, const char *where, sbx_bp_step *s, sbx_error **err)
 
 /* The step as canonical JSON: its kind and its parsed value, in a fixed
  * form (a run string becomes a one-command array), so that equivalent
- * blueprints share cache entries. */
+ * blueprints share cache entries. TEXT: the form shown to people, a files
+ * mode in octal as written ("0755"), none when not given; the cache key
+ * keeps its own form. */
 static char *
-canon_step (const sbx_bp_step *s)
+canon_step (const sbx_bp_step *s, bool text)
 {
   _cleanup_yajl_gen_ yajl_gen g = j_new (false);
   j_map (g);
@@ -260,7 +262,14 @@ canon_step (const sbx_bp_step *s)
           j_map (g);
           j_kstr (g, "src", s->files[i].src);
           j_kstr (g, "dest", s->files[i].dest);
-          j_kint (g, "mode", s->files[i].mode);
+          if (!text)
+            j_kint (g, "mode", s->files[i].mode);
+          else if (s->files[i].mode >= 0)
+            {
+              char mode[16];
+              snprintf (mode, sizeof mode, "%04o", (unsigned) s->files[i].mode);
+              j_kstr (g, "mode", mode);
+            }
           j_endmap (g);
         }
       j_endarr (g);
@@ -338,7 +347,7 @@ parse_step (yajl_val v, size_t idx, sbx_bp_step *s, sbx_error **err)
       break;
     }
   if (r == 0)
-    s->canon = canon_step (s);
+    s->canon = canon_step (s, false);
   return r;
 }
 
@@ -393,4 +402,10 @@ sbx_blueprint_parse (const char *text, size_t len, sbx_blueprint **ret, sbx_erro
     return bad (err, "base", "required");
   *ret = steal_pointer (&bp);
   return 0;
+}
+
+char *
+sbx_bp_step_text (const sbx_bp_step *s)
+{
+  return canon_step (s, true);
 }

@@ -58,6 +58,9 @@ typedef struct sbx_blueprint {
 const char *sbx_step_name (sbx_step_kind k);
 /* Whether the step changes files (and so makes a layer). */
 bool sbx_step_makes_layer (sbx_step_kind k);
+/* The step as build progress shows it: its canonical JSON with a files
+ * mode in octal, as written ("0755"). */
+char *sbx_bp_step_text (const sbx_bp_step *s);
 
 int sbx_blueprint_parse (const char *text, size_t len, sbx_blueprint **ret, sbx_error **err);
 void sbx_blueprint_free (sbx_blueprint *bp);

@@ -603,7 +603,7 @@ sbx_build (const sbx_store *st, const sbx_blueprint *bp, const sbx_build_opts *o
       img = xmalloc0 (sizeof *img);
       b.img = img;
       if (o->progress)
-        o->progress (o->data, 0, bp->nsteps, bp->base, false);
+        o->progress (o->data, 0, bp->nsteps, bp->base, SBX_BUILD_STEP_RUN);
       if (debian_base (&b, bp->base + 7, err) < 0)
         return sbx_error_wrap (err, "base `%s`", bp->base);
     }
@@ -646,16 +646,17 @@ sbx_build (const sbx_store *st, const sbx_blueprint *bp, const sbx_build_opts *o
           extra = exec_context (&b);
         }
       key_next (&b, s->canon, extra);
+      _cleanup_free_ char *text = o->progress ? sbx_bp_step_text (s) : NULL;
       if (!sbx_step_makes_layer (s->kind))
         {
           if (o->progress)
-            o->progress (o->data, i + 1, bp->nsteps, s->canon, true);
+            o->progress (o->data, i + 1, bp->nsteps, text, SBX_BUILD_STEP_CONFIG);
           continue;
         }
       uint64_t size = 0;
       _cleanup_free_ char *digest = cache_get (&b, &size);
       if (o->progress)
-        o->progress (o->data, i + 1, bp->nsteps, s->canon, digest != NULL);
+        o->progress (o->data, i + 1, bp->nsteps, text, digest ? SBX_BUILD_STEP_CACHED : SBX_BUILD_STEP_RUN);
       if (digest == NULL)
         {
           if (o->stop && o->stop (o->data))

@@ -16,13 +16,20 @@
 #include "error.h"
 #include "store.h"
 
+typedef enum sbx_build_step_how {
+  SBX_BUILD_STEP_RUN,
+  SBX_BUILD_STEP_CACHED,
+  SBX_BUILD_STEP_CONFIG,
+} sbx_build_step_how;
+
 typedef struct sbx_build_opts {
   const char *context; /* the host directory `files` steps copy from (NULL: none) */
   const char *runtime; /* of the build sandboxes */
   bool no_cache;
   int out_fd;          /* where the steps' own output goes */
-  /* Progress: one call per step (cached or not) and when it ends. */
-  void (*progress) (void *data, size_t step, size_t nsteps, const char *what, bool cached);
+  /* Progress: one call per step: a layer made now (RUN), one from the cache
+   * (CACHED), or a step that only sets the image's config (CONFIG). */
+  void (*progress) (void *data, size_t step, size_t nsteps, const char *what, sbx_build_step_how how);
   /* Asked before each step that is not cached: true stops the build there
    * (the caller was interrupted). */
   bool (*stop) (void *data);

@@ -82,7 +82,10 @@ make_record (const sbx_store *st, sbx_sandbox *sb, int *ret_lock, sbx_error **er
   if (lk < 0)
     return -1;
   sb->state = SBX_STATE_CREATING;
-  sb->created_at = now_unix ();
+  struct timespec ts;
+  clock_gettime (CLOCK_REALTIME, &ts);
+  sb->created_at = ts.tv_sec;
+  sb->created_ns = (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
   if (sbx_sandbox_save (st, sb, err) < 0)
     {
       close (lk);

@@ -332,6 +332,24 @@ set_paused (struct mon *m, bool pause, sbx_error **err)
   return 0;
 }
 
+/* sbx run's command ended (its EXIT or ERROR frame): its status, as its
+ * caller gets it, goes into the record with the reason exited. */
+static void
+record_exit (struct mon *m, const struct sbx_frame_hdr *h, const unsigned char *p)
+{
+  int32_t status = 125;
+  if (h->type == SBX_MSG_EXIT)
+    {
+      struct sbx_exit_msg em = { .status = 255 };
+      sbx_exit_decode (p, h->len, &em);
+      status = (em.flags & SBX_EXIT_F_TIMED_OUT) ? 124 : em.status;
+    }
+  else if (h->len >= sizeof status)
+    memcpy (&status, p, sizeof status);
+  m->sb->has_exit_code = true;
+  m->sb->exit_code = status;
+}
+
 static void
 begin_shutdown (struct mon *m, sbx_state final, const char *reason)
 {
@@ -1420,8 +1438,11 @@ agent_frame (struct mon *m, const struct sbx_frame_hdr *h, const unsigned char *
   bool last = h->type == SBX_MSG_EXIT || h->type == SBX_MSG_ERROR;
   /* sbx run's command is over: the sandbox ends now, while its caller
    * reads the exit status (or after it went away). */
-  if (last && m->end_chan != 0 && h->chan == m->end_chan)
-    begin_shutdown (m, SBX_STATE_TERMINATED, SBX_REASON_KILLED);
+  if (last && m->end_chan != 0 && h->chan == m->end_chan && !m->shutting_down)
+    {
+      record_exit (m, h, p);
+      begin_shutdown (m, SBX_STATE_TERMINATED, SBX_REASON_EXITED);
+    }
   struct proc *pr = proc_by_chan (m, h->chan);
   if (pr && !pr->ended)
     pr = proc_frame (m, pr, h, p);

@@ -136,8 +136,15 @@ gen_record (yajl_gen g, const sbx_sandbox *sb, bool full)
   j_kstr (g, "state", sbx_state_name (sb->state));
   j_kstr (g, "reason", sb->reason);
   j_kstr (g, "error", sb->error);
+  j_str (g, "exit_code");
+  if (sb->has_exit_code)
+    j_int (g, sb->exit_code);
+  else
+    j_null (g);
   j_kstr (g, "image", sb->image_id);
   j_kint (g, "created_at", sb->created_at);
+  if (full)
+    j_kint (g, "created_ns", sb->created_ns);
   j_kint (g, "started_at", sb->started_at);
   j_kint (g, "ended_at", sb->ended_at);
   j_kint (g, "deadline", sb->deadline);
@@ -258,6 +265,7 @@ parse_record (yajl_val v, sbx_sandbox *sb, sbx_error **err)
       || j_get_strv (v, "layers", false, &sb->layers, err) < 0
       || j_get_strv (v, "image_env", false, &sb->image_env, err) < 0
       || j_get_int (v, "created_at", false, &sb->created_at, err) < 0
+      || j_get_int (v, "created_ns", false, &sb->created_ns, err) < 0
       || j_get_int (v, "started_at", false, &sb->started_at, err) < 0
       || j_get_int (v, "ended_at", false, &sb->ended_at, err) < 0
       || j_get_int (v, "deadline", false, &sb->deadline, err) < 0
@@ -271,6 +279,12 @@ parse_record (yajl_val v, sbx_sandbox *sb, sbx_error **err)
       || j_get_int (v, "chan_base", false, &sb->chan_base, err) < 0)
     return -1;
   sb->monitor_pid = (pid_t) pid;
+  yajl_val code = j_get (v, "exit_code");
+  if (code && YAJL_IS_INTEGER (code))
+    {
+      sb->has_exit_code = true;
+      sb->exit_code = YAJL_GET_INTEGER (code);
+    }
   yajl_val net = j_get (v, "network");
   if (net && YAJL_IS_OBJECT (net)
       && (dup_str (net, "mode", &sb->net_mode, err) < 0 || j_get_strv (net, "allow", false, &sb->net_allow, err) < 0

@@ -26,6 +26,7 @@ typedef enum sbx_state {
 #define SBX_REASON_KEEP_WARM "keep-warm expired"
 #define SBX_REASON_TIMEOUT "timeout"
 #define SBX_REASON_KILLED "killed"
+#define SBX_REASON_EXITED "exited" /* sbx run's command exited (exit_code) */
 #define SBX_REASON_MONITOR_LOST "monitor lost"
 #define SBX_REASON_ERROR "error"
 
@@ -69,7 +70,10 @@ typedef struct sbx_sandbox {
   sbx_state state;
   char *reason;
   char *error; /* message when failed */
+  bool has_exit_code; /* reason exited: the exit status of sbx run's command */
+  int64_t exit_code;
   int64_t created_at, started_at, ended_at;
+  int64_t created_ns; /* the creation time in ns, which orders sandboxes made in one second */
   int64_t deadline; /* unix time of the hard timeout */
   int64_t keep_warm_until; /* informational, written on activity */
   pid_t monitor_pid;

@@ -36,6 +36,14 @@ build_case () {
   run --separate-stderr sbx --json build --runtime "$rt" --tag app "$CTX"
   expect_status 0
   expect_eq "$(jget 'd["steps"]')" 5 "steps"
+  expect_eq "$(jget '[d["cached"], d["config"]]')" "[0, 3]" "cached and config steps of a first build"
+  # A config step says so (not cached), a files mode is octal as written.
+  expect_contains "$stderr" 'step 1/5 config {"env":["GREETING=hello"]}'
+  expect_contains "$stderr" 'step 2/5 config {"workdir":"/srv/app"}'
+  expect_contains "$stderr" 'step 3/5 run '
+  expect_contains "$stderr" '{"src":"top.txt","dest":"/etc/","mode":"0600"}'
+  expect_contains "$stderr" 'step 5/5 config {"cmd":["sh","-c","cat greeting"]}'
+  expect_not_contains "$stderr" "cached"
   id=$(jget 'd["id"]')
   # What the image holds.
   run --separate-stderr sbx run --runtime runc --image app -- sh -c \
@@ -51,6 +59,10 @@ no-hostname
 hello" "the built image"
   expect_eq "$(sbx --json images | jpipe '[i["layers"] for i in d if "app" in i["tags"]][0].__len__()')" 3 \
     "layers: base, run, files"
+  # Without a command, run runs the blueprint's cmd, in its workdir.
+  run --separate-stderr sbx run --rm --runtime runc --image app
+  expect_status 0
+  expect_eq "$output" hello "the image's cmd"
 }
 
 @test "build: a five-step blueprint (env, workdir, run, files, cmd) [runc]" { build_case runc; }
@@ -65,7 +77,7 @@ hello" "the built image"
   run --separate-stderr sbx --json build --runtime runc "$CTX"
   expect_status 0
   expect_eq "$(jget 'd["id"]')" "$first" "same image"
-  expect_eq "$(jget 'd["cached"]')" 5 "every step cached"
+  expect_eq "$(jget '[d["cached"], d["config"]]')" "[2, 3]" "every layer cached, three config steps"
   expect_eq "$(layer_count)" "$n" "no new layer"
   # A file in the context changes: the files step and what follows run again.
   printf 'print("changed")\n' >"$CTX/app/main.py"
@@ -95,7 +107,7 @@ hello" "the built image"
   expect_error INTERNAL run --runtime runc --image app -- true
   run --separate-stderr sbx build --runtime runc --tag app "$CTX"
   expect_status 0
-  expect_contains "$stderr" "step 2/5 cached"
+  expect_contains "$stderr" "step 2/5 config"
   expect_contains "$stderr" "step 3/5 run"
   expect_eq "$(sbx run --rm --runtime runc --image app -- cat greeting)" hello "the image built again"
 }

@@ -48,6 +48,22 @@ commands () {
   expect_eq "$output" "" "stdout"
 }
 
+@test "cli: sbx help [COMMAND] prints what --help prints, on stdout" {
+  run --separate-stderr sbx help
+  expect_status 0
+  expect_eq "$output" "$("$SBX_BIN" --help)" "sbx help"
+  expect_eq "$stderr" "" "stderr of sbx help"
+  local c
+  for c in $(commands); do
+    run --separate-stderr sbx help "$c"
+    expect_status 0
+    expect_eq "$output" "$("$SBX_BIN" "$c" --help)" "sbx help $c"
+  done
+  expect_error INVALID_ARGUMENT help no-such-command
+  expect_contains "$stderr" "no-such-command"
+  expect_error INVALID_ARGUMENT help ls ps
+}
+
 @test "cli: unknown command is INVALID_ARGUMENT, exit 125" {
   expect_error INVALID_ARGUMENT no-such-command
   expect_contains "$stderr" "no-such-command"

@@ -199,6 +199,29 @@ man_text_of() {
 	[ "$fail" -eq 0 ]
 }
 
+@test "docs: bash completes the command names after sbx help" {
+	diff -u <(help_commands | LC_ALL=C sort) <(bash_complete "$SBX_BIN" help "")
+	[ -z "$(bash_complete "$SBX_BIN" help ls "")" ]
+}
+
+@test "docs: bash completes the keys of sbx ls --sort" {
+	[ "$(bash_complete "$SBX_BIN" ls --sort "")" = "$(printf '%s\n' created id image name runtime state)" ]
+	"$SBX_BIN" ls --help | grep -qE -- '--sort KEY +order by created \(default: oldest first\), id, name, state, runtime or image'
+}
+
+@test "docs: make install puts the completions where bash-completion, zsh and fish look" {
+	local build=${SBX_BIN%/*} dest=$BATS_TEST_TMPDIR/inst prefix
+	[ -f "$build/Makefile" ] || skip "no Makefile next to $SBX_BIN"
+	prefix=$(sed -n 's/^prefix = //p' "$build/Makefile")
+	make -s -C "$build" install-data DESTDIR="$dest" >/dev/null
+	# bash-completion loads completions/NAME for the command NAME, from
+	# every DIR/bash-completion/completions of XDG_DATA_DIRS.
+	cmp "$BASH_COMP" "$dest$prefix/share/bash-completion/completions/sbx"
+	cmp "$ZSH_COMP" "$dest$prefix/share/zsh/site-functions/_sbx"
+	cmp "$FISH_COMP" "$dest$prefix/share/fish/vendor_completions.d/sbx.fish"
+	[ -f "$dest$prefix/share/man/man1/sbx.1" ]
+}
+
 # --- zsh ----------------------------------------------------------------
 
 @test "docs: zsh completion is a #compdef file for sbx (zsh -n where zsh is installed)" {

@@ -10,8 +10,12 @@ layer_count () {
 
 @test "images: tag names an image, rmi of one of several tags only untags" {
   local id
-  sbx tag busybox mine
+  run --separate-stderr sbx tag busybox mine
+  expect_status 0
   id=$(sbx --json images | jpipe '[i["id"] for i in d if "busybox" in i["tags"]][0]')
+  expect_eq "$output" "tagged $id as mine" "what tag says"
+  run --separate-stderr sbx --json tag busybox mine
+  expect_eq "$(jget 'd["id"] + " " + d["tag"]')" "$id mine" "tag --json"
   sbx tag "$id" other
   run --separate-stderr sbx --json images
   expect_eq "$(jget '[sorted(i["tags"]) for i in d if i["id"] == "'"$id"'"][0]')" '["busybox", "mine", "other"]' "tags"
@@ -25,6 +29,12 @@ layer_count () {
   sbx tag payload other
   expect_eq "$(sbx --json images | jpipe '[i["id"] for i in d if "other" in i["tags"]][0]')" \
     "$(sbx --json images | jpipe '[i["id"] for i in d if "payload" in i["tags"]][0]')" "moved tag"
+  # -q: the full ids, which rmi and --image take.
+  run --separate-stderr sbx images -q
+  expect_status 0
+  expect_eq "$output" "$(sbx --json images | jpipe '"\n".join(i["id"] for i in d)')" "images -q"
+  expect_contains "$output" "$id"
+  expect_error INVALID_ARGUMENT images -q extra
   expect_error INVALID_ARGUMENT tag busybox 'bad name!'
   expect_error NOT_FOUND tag no-such-image x
   expect_error INVALID_ARGUMENT tag busybox

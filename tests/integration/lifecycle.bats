@@ -137,6 +137,20 @@ run_status () {
   run --separate-stderr sbx --json ls
   expect_eq "$(jget 'len(d)')" 5 "sandboxes left by run"
   expect_eq "$(jget 'sorted(set(s["state"] for s in d))')" '["terminated"]' "their states"
+  # They ended because their command exited, and say with what.
+  expect_eq "$(jget 'sorted(set(s["reason"] for s in d))')" '["exited"]' "their reasons"
+  expect_eq "$(jget 'sorted(s["exit_code"] for s in d)')" '[0, 3, 137, 143, 255]' "their exit codes"
+  local id
+  id=$(jget '[s["id"] for s in d if s["exit_code"] == 3][0]')
+  run --separate-stderr sbx status "$id"
+  expect_contains "$output" "state:      terminated (exited, code 3)"
+  expect_eq "$(sbx wait "$id")" "terminated (exited, code 3)" "wait"
+  expect_contains "$(sbx ls)" "exited, code 3"
+  # A sandbox ended by terminate has no exit code.
+  id=$(sbx create --runtime "$rt" --image payload)
+  sbx terminate "$id" >/dev/null
+  run --separate-stderr sbx --json status "$id"
+  expect_eq "$(jget '[d["reason"], d["exit_code"]]')" '["killed", null]' "reason and exit code after terminate"
 }
 
 @test "lifecycle: run's exit status is the command's (0, 3, 255, 128+N) [runc]" {
@@ -145,6 +159,21 @@ run_status () {
 
 @test "lifecycle: run's exit status is the command's (0, 3, 255, 128+N) [runsc]" {
   run_status runsc
+}
+
+@test "lifecycle: run --image without a command runs the image's cmd; none is INVALID_ARGUMENT, nothing made" {
+  require_runtime runc
+  # busybox's cmd is /bin/sh, which reads an empty stdin and exits 0.
+  run --separate-stderr sbx run --runtime runc --image busybox
+  expect_status 0
+  expect_eq "$(sbx --json ls | jpipe '[s["reason"] for s in d]')" '["exited"]' "the sandbox of busybox's cmd"
+  # A rootfs tarball has no config: no cmd.
+  sbx_import_payload
+  expect_error INVALID_ARGUMENT run --runtime runc --image payload
+  expect_contains "$stderr" "no command given and image \`payload\` has no cmd"
+  expect_error INVALID_ARGUMENT run --runtime runc
+  expect_contains "$stderr" "no command and no --image"
+  expect_eq "$(sbx ls -q | wc -l)" 1 "sandboxes after the refused runs"
 }
 
 streams () {
@@ -418,6 +447,27 @@ ttl_shortens () {
   run sbx terminate --rm "$a"
   expect_status 0
   [ ! -e "$SBX_ROOT/sandboxes/$a" ] || fail "terminate --rm left the sandbox"
+}
+
+@test "lifecycle: ls lists oldest first, --sort orders by another key, -q prints ids" {
+  require_runtime runc
+  local a b c
+  # Made within a second or so: the order is still theirs.
+  a=$(sbx create --runtime runc --name zed)
+  b=$(sbx create --runtime runc --name alpha)
+  c=$(sbx create --runtime runc --name mid)
+  sbx terminate "$b" >/dev/null
+  expect_eq "$(sbx ls -q | tr '\n' ' ')" "$a $b $c " "ls -q: creation order"
+  expect_eq "$(sbx ls | awk 'NR > 1 { printf "%s ", $1 }')" "$a $b $c " "ls: creation order"
+  expect_eq "$(sbx --json ls | jpipe '" ".join(s["id"] for s in d)')" "$a $b $c" "ls --json: creation order"
+  expect_eq "$(sbx ls -q --sort name | tr '\n' ' ')" "$b $c $a " "--sort name"
+  expect_eq "$(sbx ls -q --sort=id | tr '\n' ' ')" "$(printf '%s\n' "$a" "$b" "$c" | sort | tr '\n' ' ')" "--sort id"
+  expect_eq "$(sbx ls -q --sort state | tr '\n' ' ')" "$a $c $b " "--sort state: running, then terminated"
+  expect_eq "$(sbx ls -q --sort created | tr '\n' ' ')" "$a $b $c " "--sort created"
+  expect_error INVALID_ARGUMENT ls --sort size
+  expect_contains "$stderr" "size"
+  expect_error INVALID_ARGUMENT ls --sort
+  sbx terminate "$a" "$c" >/dev/null
 }
 
 # --- names, images ------------------------------------------------------------

@@ -239,6 +239,10 @@ teardown () {
   expect_eq "$(jget 'len(d["layers"])')" 2 "layers"
   sandbox_view handmade
   expect_handmade_view
+  # Without a command, run runs Entrypoint + Cmd.
+  run --separate-stderr sbx run --rm --runtime runc --image handmade
+  expect_status 0
+  expect_eq "$output" hi "Entrypoint + Cmd"
   expect_eq "$(ls "$SBX_ROOT/layers/tmp" | wc -l)" 0 "temp directories left"
 }
 

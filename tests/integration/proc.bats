@@ -49,6 +49,10 @@ out2" "followed stdout"
   expect_eq "$(jget "[p['state'] for p in d if p['pid'] == $pid][0]")" exited "state in ps --json"
   expect_eq "$(jget "[p['exit_code'] for p in d if p['pid'] == $pid][0]")" 3 "exit code in ps --json"
   expect_eq "$(jget "[p['background'] for p in d if p['pid'] == $pid][0]")" true "background in ps --json"
+  run --separate-stderr sbx ps -q "$id"
+  expect_status 0
+  expect_eq "$output" "$(sbx --json ps "$id" | jpipe '"\n".join(str(p["pid"]) for p in d)')" "ps -q: the pids"
+  expect_contains "$output" "$pid"
   # The log outlives the process, in order, in one JSON document too.
   run --separate-stderr sbx --json proc "$id" "$pid" logs
   expect_status 0

@@ -27,6 +27,7 @@ lines_of () {
   expect_eq "$(sbx --json status "$id" | jpipe 'd["reason"]')" snapshot "the source's end"
   run --separate-stderr sbx --json snapshots
   expect_eq "$(jget '[s["sandbox"] for s in d if s["id"] == "'"$snap"'"][0]')" "$id" "listed"
+  expect_eq "$(sbx snapshots -q)" "$snap" "snapshots -q"
   run --separate-stderr sbx --json restore --count 2 "$snap"
   expect_status 0
   a=$(jget 'd[0]')
