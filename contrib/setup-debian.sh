@@ -12,4 +12,4 @@ apt-get install -y -q --no-install-recommends \
   busybox-static runc runsc nftables iproute2 procps \
   bats python3 python3-pip go-md2man \
   podman bubblewrap uidmap debootstrap \
-  curl man-db bash-completion
+  curl man-db bash-completion zsh fish e2fsprogs util-linux
