@@ -3,13 +3,17 @@
 # machine that has nothing but a minimal Debian?  As root, on a Debian host:
 #
 #   contrib/check-fresh-install.sh [--cache-dir DIR] [--work-dir DIR] [--ref REF]
+#                                  [--root-on-disk]
 #
 # 1. Makes a fresh root with `debootstrap --variant=minbase SUITE` (SUITE is the
 #    host's, from /etc/os-release; the mirror is the host's own, read from its
 #    apt sources; nothing here names a mirror).  Only the mirror's .deb files
 #    are cached between runs, under --cache-dir (default
 #    /var/cache/sbx-fresh-install): debootstrap's --cache-dir, and the root's
-#    /var/cache/apt/archives bound to it.  The root itself is new every run.
+#    /var/cache/apt/archives bound to it.  The root itself is new every run:
+#    a tmpfs (8 GiB at most) that vanishes with the trial's mount namespace,
+#    or with --root-on-disk a directory under --work-dir (default
+#    /var/tmp/sbx-fresh-install), removed at exit.
 # 2. Enters it as its own root: unshare(1) with its own mount, pid, uts, ipc and
 #    network namespaces, pivot_root, a fresh /proc and /sys, the host's cgroups
 #    and /dev bound in, tmpfs on /run, /tmp and /dev/shm.  Its network is a
@@ -33,6 +37,7 @@ set -euo pipefail
 CACHE=/var/cache/sbx-fresh-install
 WORK=/var/tmp/sbx-fresh-install
 REF=HEAD
+ROOT_ON_DISK=
 HOST_IF=freshtrial0 # the host's end of the veth
 NS_IF=freshtrial1   # the trial's end
 NFT_TABLE=fresh_install_trial
@@ -284,7 +289,7 @@ discover_mirror() {
     h=$(url_host "$MIRROR")
     PORTS="80, 443"
   fi
-  ALLOWED=$(getent ahostsv4 "$h" | awk '{ print $1 }' | sort -u | tr '\n' ' ')
+  ALLOWED=$(getent ahostsv4 "$h" | awk '{ print $1 }' | sort -u | paste -sd ' ')
   [ -n "$ALLOWED" ] || die "$h does not resolve to an IPv4 address on this host"
   for a in $ALLOWED; do
     case $a in 127.*) die "$h is $a, on this host's loopback: the trial's network namespace cannot reach it" ;; esac
@@ -300,6 +305,7 @@ host_main() {
     --cache-dir) CACHE=$(realpath -m "${2:?--cache-dir needs a directory}"); shift 2 ;;
     --work-dir) WORK=$(realpath -m "${2:?--work-dir needs a directory}"); shift 2 ;;
     --ref) REF=${2:?--ref needs a git revision}; shift 2 ;;
+    --root-on-disk) ROOT_ON_DISK=1; shift ;;
     -h | --help) usage; exit 0 ;;
     *) die "unknown argument \`$1' (see --help)" ;;
     esac
@@ -346,7 +352,7 @@ host_main() {
   phase "namespaces"
   mkfifo "$WORK/ready" "$WORK/go"
   exec 5<>"$WORK/ready" 6<>"$WORK/go" # neither side blocks on open
-  export CACHE WORK SUITE MIRROR PROXY HOSTS_LINES NS_IF NS_ADDR HOST_ADDR
+  export CACHE WORK SUITE MIRROR PROXY HOSTS_LINES NS_IF NS_ADDR HOST_ADDR ROOT_ON_DISK
   exec >&3 2>&4
   # setpriv: if this script dies, unshare gets SIGKILL; --kill-child: then so
   # does the trial's pid 1, and with it the whole trial.  The phase goes on in
@@ -393,6 +399,14 @@ stage1() {
 
   phase "debootstrap --variant=minbase $SUITE"
   [ -z "$PROXY" ] || export http_proxy=$PROXY https_proxy=$PROXY
+  mkdir "$root"
+  # tmpfs: no fsync to wait for, nothing to delete; it goes with the
+  # namespace.  On disk: a mount point of its own for pivot_root.
+  if [ -n "$ROOT_ON_DISK" ]; then
+    mount --bind "$root" "$root"
+  else
+    mount -t tmpfs -o mode=755,size=8g sbx-fresh-root "$root"
+  fi
   debootstrap --variant=minbase --cache-dir="$CACHE/debootstrap" "$SUITE" "$root" "$MIRROR" </dev/null
   unset http_proxy https_proxy
   du -sh "$root" "$CACHE/debootstrap"
@@ -402,7 +416,6 @@ stage1() {
   tar -x -C "$root/root/sbx" -f "$WORK/src.tar"
   cp "$WORK/hosts" "$root/etc/hosts"
   [ -z "$PROXY" ] || printf 'Acquire::%s::Proxy "%s";\n' http "$PROXY" https "$PROXY" >"$root/etc/apt/apt.conf.d/01proxy"
-  mount --bind "$root" "$root"
   mount --bind "$CACHE/apt-archives" "$root/var/cache/apt/archives"
   mount -t proc -o nosuid,nodev,noexec proc "$root/proc"
   mount -t sysfs -o nosuid,nodev,noexec sysfs "$root/sys"
@@ -423,13 +436,24 @@ stage1() {
   trap - EXIT
   # The phase goes on in stage 2, in the new root.
   export PHASE PHASE_T0
-  exec /usr/bin/env -i PHASE="$PHASE" PHASE_T0="$PHASE_T0" \
+  exec /usr/bin/env -i PHASE="$PHASE" PHASE_T0="$PHASE_T0" HOST_ADDR="$HOST_ADDR" \
     HOME=/root USER=root LOGNAME=root SHELL=/bin/bash TERM=dumb \
     PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     /bin/bash /tmp/trial/check-fresh-install.sh --stage2 3>&3 4>&4
 }
 
 # --- inside the new root, as its pid 1 ------------------------------------------
+
+# The time of each step of the README's command, from its trace: "++ TIME
+# CMD" (eval's are one "+" deeper than the eval; "+++" for nested commands).
+steps() {
+  awk -v end="$EPOCHREALTIME" '
+    /^\+\+ [0-9]+\.[0-9]+ / {
+      if (name != "") printf "      %7.1f s  %s\n", $2 - t, name
+      t = $2; name = $0; sub(/^\+\+ [^ ]+ /, "", name)
+    }
+    END { if (name != "") printf "      %7.1f s  %s\n", end - t, name }' /tmp/trial/trace
+}
 
 # Runs command $@ in the new root's bash, with what it prints on fd 1 kept in
 # /tmp/trial/out as well as logged.
@@ -439,12 +463,16 @@ stage2() {
   # fds 3 and 4 (the terminal), 7 (the summary) and 8 (the log) come from
   # stage 1.
   trap '[ -z "$PHASE" ] || phase_failed' EXIT
-  local cmd id ids tag
+  local cmd id ids tag rc a h
 
   phase "the README's first command (a fresh root: apt, build, make install, sbx run)"
   cmd=$(cat /tmp/trial/readme-command)
   cd /root/sbx
-  out bash -c "$cmd" </dev/null
+  # Verbatim, traced: the trace (not the command's output) gives each step's
+  # start.
+  out bash -c 'PS4="+ \$EPOCHREALTIME "; exec 5>/tmp/trial/trace; BASH_XTRACEFD=5; set -x; eval "$1"' \
+    sh "$cmd" </dev/null
+  steps >&3
   grep -qx 'hello from a sandbox' /tmp/trial/out \
     || { echo "the README command did not print \"hello from a sandbox\""; false; }
   cd /
@@ -478,6 +506,19 @@ stage2() {
   grep -q '^complete -F ' /tmp/trial/out
   grep -qx run /tmp/trial/out
   grep -qx run-code /tmp/trial/out
+
+  phase "smoke: the trial's network reaches the mirror only"
+  # The host's end of the veth is the one address besides the mirror's that
+  # the trial may send to in a test (nothing goes to other hosts' addresses);
+  # the filter drops what the trial sends it: a connection times out (without
+  # the filter it would be refused, or made).
+  rc=0
+  timeout 3 bash -c "exec 5<>/dev/tcp/$HOST_ADDR/22" || rc=$?
+  echo "connect to the host's end $HOST_ADDR:22: exit status $rc (124: timed out)"
+  [ "$rc" -eq 124 ]
+  read -r a h _ < <(grep -v -E '^(127\.|::1)' /etc/hosts)
+  echo "the mirror: $h at $a"
+  timeout 10 bash -c "exec 5<>/dev/tcp/$h/80"
 
   phase "smoke: sbx rm the trial's sandboxes, nothing left in the host's cgroups"
   ids=$(sbx ls -q)
