@@ -129,6 +129,7 @@ on_exit() {
   if [ -n "${SUMMARY:-}" ]; then
     printf 'Phases:\n'
     cat "$SUMMARY"
+    awk -v a="$T_START" -v b="$EPOCHREALTIME" 'BEGIN { printf "%8.1f s  in all\n", b - a }'
     rm -f "$SUMMARY"
   fi
   if [ "$rc" -eq 0 ]; then
@@ -289,8 +290,11 @@ discover_mirror() {
     h=$(url_host "$MIRROR")
     PORTS="80, 443"
   fi
-  ALLOWED=$(getent ahostsv4 "$h" | awk '{ print $1 }' | sort -u | paste -sd ' ')
-  [ -n "$ALLOWED" ] || die "$h does not resolve to an IPv4 address on this host"
+  ALLOWED=
+  for _ in 1 2 3; do # this host's resolver may fail now and then
+    ALLOWED=$(getent ahostsv4 "$h" | awk '{ print $1 }' | sort -u | paste -sd ' ') && break
+  done
+  [ -n "$ALLOWED" ] || die "$h does not resolve to an IPv4 address on this host (getent ahostsv4 $h)"
   for a in $ALLOWED; do
     case $a in 127.*) die "$h is $a, on this host's loopback: the trial's network namespace cannot reach it" ;; esac
   done
@@ -326,6 +330,7 @@ host_main() {
     flock -w 1800 9 || die "another trial still holds $CACHE/lock"
   fi
   LOG=$CACHE/last-run.log
+  T_START=$EPOCHREALTIME
   exec 8>"$LOG"
   SUMMARY=$(mktemp /tmp/sbx-fresh-install.XXXXXX)
   exec 7>"$SUMMARY"
@@ -396,9 +401,12 @@ stage1() {
   echo sbx-fresh >"$WORK/hostname"
   mount --bind "$WORK/hosts" /etc/hosts
   mount --bind "$WORK/hostname" /etc/hostname
+  [ -z "$PROXY" ] || export http_proxy=$PROXY https_proxy=$PROXY
+  # The mirror through the filter, with wget's own words if it fails
+  # (debootstrap only says that it did).
+  wget -nv --tries=3 --timeout=20 -O /dev/null "$MIRROR/dists/$SUITE/InRelease"
 
   phase "debootstrap --variant=minbase $SUITE"
-  [ -z "$PROXY" ] || export http_proxy=$PROXY https_proxy=$PROXY
   mkdir "$root"
   # tmpfs: no fsync to wait for, nothing to delete; it goes with the
   # namespace.  On disk: a mount point of its own for pivot_root.
