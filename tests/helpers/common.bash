@@ -215,8 +215,9 @@ sbx_build_payload_tar () {
 sbx_wait_settled () {
   local i rc
   for i in $(seq 500); do
-    pgrep -x sbx >/dev/null
-    rc=$?
+    # (errexit: a status of pgrep's must not end the function here)
+    rc=0
+    pgrep -x sbx >/dev/null || rc=$?
     case $rc in
       0) ;;
       1) return 0 ;;
@@ -231,8 +232,8 @@ sbx_wait_settled () {
 # when pgrep does, rather than answering "none".
 sbx_pids () {
   local out rc
-  out=$(pgrep -x "$1")
-  rc=$?
+  rc=0
+  out=$(pgrep -x "$1") || rc=$?
   case $rc in
     0) printf '%s\n' "$out" ;;
     1) ;;

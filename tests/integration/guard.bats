@@ -78,8 +78,8 @@ net_setup () {
 setup_file () {
   sbx_build_payload_tar
   sbx_net_lock || return
-  net_setup
-  local rc=$?
+  local rc=0
+  net_setup || rc=$?
   sbx_net_unlock
   [ $rc -eq 0 ] || return $rc
   # Writes "udp ADDR" or "tcp ADDR" for each query that reaches it, with the

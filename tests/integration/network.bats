@@ -63,8 +63,8 @@ route_ok () {
 setup_file () {
   sbx_build_payload_tar
   sbx_net_lock || return
-  net_setup
-  local rc=$?
+  local rc=0
+  net_setup || rc=$?
   sbx_net_unlock
   [ $rc -eq 0 ] || return $rc
   ip netns exec "$NS" "$PYTHON" -I -S "$SBX_TESTS_DIR/helpers/testnet.py" --dns "$DNS" --name "inet.test=$INET,$INET6" \
