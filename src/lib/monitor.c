@@ -132,6 +132,7 @@ struct mon {
   uint64_t proc_seq;
   uint32_t next_chan;
   uint32_t end_chan; /* the exec whose end ends the sandbox (sbx run), 0: none */
+  bool end_orphaned; /* its caller went away and sbx killed it: the end is `killed` */
   int active_execs;
   uint64_t last_activity, deadline, shutdown_deadline;
   bool agent_gone, shutting_down;
@@ -389,6 +390,8 @@ client_free (struct mon *m, size_t i)
       /* The caller went away: its command must not run on unobserved. */
       uint32_t sig = SIGKILL;
       to_agent (m, SBX_MSG_SIGNAL, c->chan, &sig, sizeof sig);
+      if (c->chan == m->end_chan)
+        m->end_orphaned = true;
     }
   close (c->fd);
   free (c->out.data);
@@ -1440,8 +1443,14 @@ agent_frame (struct mon *m, const struct sbx_frame_hdr *h, const unsigned char *
    * reads the exit status (or after it went away). */
   if (last && m->end_chan != 0 && h->chan == m->end_chan && !m->shutting_down)
     {
-      record_exit (m, h, p);
-      begin_shutdown (m, SBX_STATE_TERMINATED, SBX_REASON_EXITED);
+      /* Killed because sbx run went away: not the command's own end. */
+      if (m->end_orphaned)
+        begin_shutdown (m, SBX_STATE_TERMINATED, SBX_REASON_KILLED);
+      else
+        {
+          record_exit (m, h, p);
+          begin_shutdown (m, SBX_STATE_TERMINATED, SBX_REASON_EXITED);
+        }
     }
   struct proc *pr = proc_by_chan (m, h->chan);
   if (pr && !pr->ended)
