@@ -1054,8 +1054,6 @@ can_guard (void)
   return fd >= 0;
 }
 
-/* One entry: checked, whiteouts turned into their overlay form, written;
- * GUARD: through guard_path. */
 /* The most one extraction may expand to (sbx_layer_set_size_max); 0: no
  * limit. Process-wide: the extraction runs in a forked child. */
 static uint64_t layer_size_max;
@@ -1072,6 +1070,8 @@ sbx_layer_size_max (void)
   return layer_size_max;
 }
 
+/* One entry: checked, whiteouts turned into their overlay form, written;
+ * GUARD: through guard_path. */
 static int
 extract_entry (struct archive *ar, struct archive *aw, struct archive_entry *e, bool guard, char ***opaque,
                uint64_t *size, sbx_error **err)
