@@ -292,6 +292,25 @@ allow_std_devices (const char *dir, sbx_error **err)
 
 /* The v1 controllers sbx makes REL in: the limits, the counters, the
  * devices (last: only with limits->devices). */
+int
+sbx_cgroup_set_cpu (const char *rel, double cores, sbx_error **err)
+{
+  char v[64];
+  long long quota = (long long) (cores * 100000.0 + 0.5);
+  if (sbx_cgroup_version () == 2)
+    {
+      _cleanup_free_ char *dir = xasprintf (CG_ROOT "%s", rel);
+      snprintf (v, sizeof v, "%lld 100000", quota);
+      return write_value (dir, "cpu.max", v, false, err);
+    }
+  _cleanup_free_ char *cpu = xasprintf (CG_ROOT "/cpu%s", rel);
+  snprintf (v, sizeof v, "%lld", quota);
+  if (write_value (cpu, "cpu.cfs_period_us", "100000", false, err) < 0
+      || write_value (cpu, "cpu.cfs_quota_us", v, false, err) < 0)
+    return -1;
+  return 0;
+}
+
 static const char *const v1_ctrls[] = { "memory", "pids", "cpu", "cpuacct", "devices" };
 
 /* v1: one directory per controller, the parent made on the way. */
@@ -332,13 +351,8 @@ create_v1 (const char *rel, const sbx_cgroup_limits *l, sbx_error **err)
       if (write_value (pids, "pids.max", v, false, err) < 0)
         return -1;
     }
-  if (l->cpu > 0)
-    {
-      snprintf (v, sizeof v, "%lld", (long long) (l->cpu * 100000.0 + 0.5));
-      if (write_value (cpu, "cpu.cfs_period_us", "100000", false, err) < 0
-          || write_value (cpu, "cpu.cfs_quota_us", v, false, err) < 0)
-        return -1;
-    }
+  if (l->cpu > 0 && sbx_cgroup_set_cpu (rel, l->cpu, err) < 0)
+    return -1;
   return 0;
 }
 
@@ -366,12 +380,8 @@ create_v2 (const char *rel, const sbx_cgroup_limits *l, sbx_error **err)
       if (write_value (dir, "pids.max", v, false, err) < 0)
         return -1;
     }
-  if (l->cpu > 0)
-    {
-      snprintf (v, sizeof v, "%lld 100000", (long long) (l->cpu * 100000.0 + 0.5));
-      if (write_value (dir, "cpu.max", v, false, err) < 0)
-        return -1;
-    }
+  if (l->cpu > 0 && sbx_cgroup_set_cpu (rel, l->cpu, err) < 0)
+    return -1;
   /* No processes in a cgroup with controllers for its children: the
    * leaf is where they go. */
   _cleanup_free_ char *leaf = xasprintf ("%s/ctr", dir);

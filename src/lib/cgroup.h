@@ -47,6 +47,8 @@ extern const size_t sbx_std_devices_n;
  * hit, and their counters kept, here, where they outlive the runtime's own
  * cgroup (deleted with the container). */
 int sbx_cgroup_create (const char *rel, const sbx_cgroup_limits *limits, sbx_error **err);
+/* REL's CPU limit: CORES (> 0) of CPU time per 100 ms period. */
+int sbx_cgroup_set_cpu (const char *rel, double cores, sbx_error **err);
 /* The files of REL/ctr, in every hierarchy it was made in, that a
  * single-threaded process writes "0" to to move itself there (strv): on v1
  * `tasks`, as moving the calling thread alone takes no global lock (~0.3
