@@ -128,19 +128,23 @@ sbx_sandbox_restore (const sbx_store *st, sbx_sandbox_opts *opts, const sbx_imag
 }
 
 /* The limits not given at create are sbx.conf's defaults (sbx.conf(5)),
- * fixed in the record from here on. */
+ * fixed in the record from here on; the file is read once for all of
+ * them. A restore keeps its snapshot's cpu and memory, defaults included. */
 static int
-apply_default_limits (sbx_sandbox_opts *o, sbx_error **err)
+apply_default_limits (sbx_sandbox_opts *o, bool restore, sbx_error **err)
 {
-  if (!o->cpu_default && !o->memory_default)
+  bool cpu = !restore && o->cpu_default, memory = !restore && o->memory_default;
+  if (!cpu && !memory && o->disk >= 0)
     return 0;
   _cleanup_conf_ sbx_conf *conf = NULL;
   if (sbx_conf_load (NULL, &conf, err) < 0)
     return -1;
-  if (o->cpu_default)
+  if (cpu)
     o->cpu = conf->default_cpu;
-  if (o->memory_default)
+  if (memory)
     o->memory = conf->default_memory;
+  if (o->disk < 0)
+    o->disk = (int64_t) conf->disk;
   return 0;
 }
 
@@ -148,18 +152,9 @@ static int
 create_common (const sbx_store *st, sbx_sandbox_opts *opts, const sbx_image *image, const char *restore_from,
                int64_t chan_base, sbx_sandbox **ret, sbx_error **err)
 {
-  /* A restore keeps its snapshot's values, defaults included. */
-  if (restore_from == NULL && apply_default_limits (opts, err) < 0)
+  if (apply_default_limits (opts, restore_from != NULL, err) < 0 || validate_opts (opts, err) < 0
+      || sbx_store_begin_write (st, "create", err) < 0)
     return -1;
-  if (validate_opts (opts, err) < 0 || sbx_store_begin_write (st, "create", err) < 0)
-    return -1;
-  if (opts->disk < 0)
-    {
-      _cleanup_conf_ sbx_conf *conf = NULL;
-      if (sbx_conf_load (NULL, &conf, err) < 0)
-        return -1;
-      opts->disk = (int64_t) conf->disk;
-    }
   /* Its layers stay referenced from here on: by this resolution until the
    * record names them (the record is saved before the lock goes). */
   _cleanup_close_ int layers_lock = sbx_store_layers_lock (st, LOCK_SH, err);
