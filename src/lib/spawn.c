@@ -13,16 +13,68 @@
 #include <string.h>
 #include <sys/wait.h>
 
-static void
-child_exec (char *const *argv, int out, int errfd)
+/* In the child: stdio from IO, every other fd closed, SIGPIPE as a new
+ * program expects it, then the exec; 127 when any of it fails, as a shell
+ * says "command not found". */
+static __attribute__ ((noreturn)) void
+child_exec (char *const *argv, const sbx_spawn_io *io)
 {
   int null = open ("/dev/null", O_RDWR | O_CLOEXEC);
-  if (null < 0 || dup2 (null, 0) < 0 || dup2 (out >= 0 ? out : null, 1) < 0 || dup2 (errfd >= 0 ? errfd : null, 2) < 0)
+  if (null < 0 || dup2 (io->in_fd >= 0 ? io->in_fd : null, 0) < 0 || dup2 (io->out_fd >= 0 ? io->out_fd : null, 1) < 0
+      || dup2 (io->err_fd >= 0 ? io->err_fd : null, 2) < 0)
     _exit (127);
-  close_fds_except (NULL, 0);
+  if (close_fds_except (NULL, 0) < 0)
+    _exit (127);
   signal (SIGPIPE, SIG_DFL);
-  execv (argv[0], argv);
+  if (strchr (argv[0], '/'))
+    execv (argv[0], argv);
+  else
+    execvp (argv[0], argv);
   _exit (127);
+}
+
+int
+sbx_spawn (char *const *argv, const sbx_spawn_io *io, pid_t *ret_pid, sbx_error **err)
+{
+  static const sbx_spawn_io none = { -1, -1, -1 };
+  pid_t pid = fork ();
+  if (pid < 0)
+    return sbx_error_errno (err, errno, "fork `%s`", argv[0]);
+  if (pid == 0)
+    child_exec (argv, io ? io : &none);
+  *ret_pid = pid;
+  return 0;
+}
+
+int
+sbx_spawn_wait (pid_t pid, int *ret_status)
+{
+  int status;
+  while (waitpid (pid, &status, 0) < 0)
+    if (errno != EINTR)
+      return -errno;
+  *ret_status = status;
+  return 0;
+}
+
+int
+sbx_exit_code (int wstatus)
+{
+  return WIFEXITED (wstatus) ? WEXITSTATUS (wstatus) : 128 + WTERMSIG (wstatus);
+}
+
+int
+sbx_spawn_run (char *const *argv, const sbx_spawn_io *io, int *ret_status, sbx_error **err)
+{
+  _cleanup_pid_ pid_t pid = -1;
+  if (sbx_spawn (argv, io, &pid, err) < 0)
+    return -1;
+  int status = 0, r = sbx_spawn_wait (pid, &status);
+  if (r < 0)
+    return sbx_error_errno (err, -r, "wait for `%s`", argv[0]);
+  steal_pid (&pid);
+  *ret_status = sbx_exit_code (status);
+  return 0;
 }
 
 /* Appends what is readable on FD to *buf, bounded by MAX; returns 0 at EOF. */
@@ -70,25 +122,19 @@ reap (pid_t pid, int *status)
 int
 sbx_spawn_capture (char *const *argv, size_t max, char **ret_out, char **ret_err, int *ret_status, sbx_error **err)
 {
-  int op[2], ep[2];
-  if (pipe2 (op, O_CLOEXEC) < 0)
+  _cleanup_pipe_ int op[2] = SBX_PIPE_INIT;
+  _cleanup_pipe_ int ep[2] = SBX_PIPE_INIT;
+  if (pipe2 (op, O_CLOEXEC) < 0 || pipe2 (ep, O_CLOEXEC) < 0)
     return sbx_error_errno (err, errno, "pipe");
-  if (pipe2 (ep, O_CLOEXEC) < 0)
-    {
-      close (op[0]);
-      close (op[1]);
-      return sbx_error_errno (err, errno, "pipe");
-    }
-  pid_t pid = fork ();
-  if (pid < 0)
-    return sbx_error_errno (err, errno, "fork");
-  if (pid == 0)
-    child_exec (argv, op[1], ep[1]);
-  close (op[1]);
-  close (ep[1]);
-  char *out = xmalloc0 (1), *errs = xmalloc0 (1);
+  _cleanup_pid_ pid_t pid = -1;
+  if (sbx_spawn (argv, &(sbx_spawn_io){ .in_fd = -1, .out_fd = op[1], .err_fd = ep[1] }, &pid, err) < 0)
+    return -1;
+  closep (&op[1]);
+  closep (&ep[1]);
+  _cleanup_free_ char *out = xmalloc0 (1), *errs = xmalloc0 (1);
   size_t olen = 0, elen = 0;
   struct pollfd pf[2] = { { op[0], POLLIN, 0 }, { ep[0], POLLIN, 0 } };
+  int *ends[2] = { &op[0], &ep[0] };
   int open_fds = 2, status = 0;
   bool exited = false;
   while (open_fds > 0 || !exited)
@@ -96,26 +142,23 @@ sbx_spawn_capture (char *const *argv, size_t max, char **ret_out, char **ret_err
       /* A subreaper must keep reaping while it waits: runsc waits for its
        * sandbox process to die, and that process is our zombie. */
       if (poll (pf, 2, reap_all_children || open_fds == 0 ? 10 : -1) < 0 && errno != EINTR)
-        break;
+        return sbx_error_errno (err, errno, "read the output of `%s`", argv[0]);
       if (!exited && (reap_all_children || open_fds == 0))
         exited = reap (pid, &status);
       for (int i = 0; i < 2; i++)
         if (pf[i].fd >= 0 && (pf[i].revents & (POLLIN | POLLHUP | POLLERR))
             && drain (pf[i].fd, i == 0 ? &out : &errs, i == 0 ? &olen : &elen, max) == 0)
           {
-            close (pf[i].fd);
+            closep (ends[i]);
             pf[i].fd = -1;
             open_fds--;
           }
     }
-  *ret_status = WIFEXITED (status) ? WEXITSTATUS (status) : 128 + WTERMSIG (status);
+  steal_pid (&pid);
+  *ret_status = sbx_exit_code (status);
   if (ret_out)
-    *ret_out = out;
-  else
-    free (out);
+    *ret_out = steal_pointer (&out);
   if (ret_err)
-    *ret_err = errs;
-  else
-    free (errs);
+    *ret_err = steal_pointer (&errs);
   return 0;
 }
