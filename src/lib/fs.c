@@ -1,6 +1,7 @@
 /* The sandbox file API, host side (see fs.h and DESIGN.md section 4). */
 #include "config.h"
 #include "fs.h"
+#include "openat.h"
 #include "util.h"
 
 #include <dirent.h>
@@ -8,19 +9,15 @@
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <limits.h>
-#include <linux/openat2.h>
 #include <poll.h>
 #include <regex.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/sendfile.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #define RESOLVE_FLAGS (RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
-/* openat2 answers EAGAIN when a rename raced with the lookup. */
-#define RESOLVE_RETRIES 64
 #define WALK_DEPTH_MAX 256
 #define REPLACE_FILE_MAX ((size_t) 256 << 20)
 #define FIND_LINE_MAX (1u << 20)
@@ -76,31 +73,14 @@ sbx_fs_path_check (const char *path, sbx_error **err)
   return 0;
 }
 
-static int
-openat2_retry (int dirfd, const char *path, int flags, uint64_t resolve)
-{
-  struct open_how how = { .flags = (uint64_t) (flags | O_CLOEXEC), .resolve = resolve };
-  if (flags & O_CREAT)
-    how.mode = 0600;
-  for (int i = 0; i < RESOLVE_RETRIES; i++)
-    {
-      long fd = syscall (SYS_openat2, dirfd, path, &how, sizeof how);
-      if (fd >= 0)
-        return (int) fd;
-      if (errno != EAGAIN && errno != EINTR)
-        return -errno;
-    }
-  return -EAGAIN;
-}
-
 int
 sbx_fs_open (int root, const char *path, int flags, bool follow, int *ret, sbx_error **err)
 {
   if (sbx_fs_path_check (path, err) < 0)
     return -1;
-  int fd = openat2_retry (root, path, flags | (follow ? 0 : O_NOFOLLOW), RESOLVE_FLAGS);
+  int fd = sbx_openat2 (root, path, flags | (follow ? 0 : O_NOFOLLOW), 0600, RESOLVE_FLAGS);
   if (fd < 0)
-    return fs_error (err, -fd, "open", path);
+    return fs_error (err, errno, "open", path);
   *ret = fd;
   return 0;
 }
@@ -122,9 +102,9 @@ fs_parent (int root, const char *path, int *ret_dir, char **ret_name, sbx_error 
   if (s == n || (n - s == 1 && path[s] == '.'))
     return sbx_error_set (err, SBX_E_PATH_INVALID, 0, "`%s` names the root or `.`, not an entry", path);
   _cleanup_free_ char *dir = xstrndup (path, s);
-  int fd = openat2_retry (root, dir, O_PATH | O_DIRECTORY, RESOLVE_FLAGS);
+  int fd = sbx_openat2 (root, dir, O_PATH | O_DIRECTORY, 0, RESOLVE_FLAGS);
   if (fd < 0)
-    return fs_error (err, -fd, "open", dir);
+    return fs_error (err, errno, "open", dir);
   *ret_dir = fd;
   *ret_name = xstrndup (path + s, n - s);
   return 0;
@@ -496,9 +476,9 @@ sbx_fs_mkdir (int root, const char *path, bool parents, sbx_error **err)
         continue;
       if (errno != EEXIST)
         return fs_error (err, errno, "mkdir", prefix);
-      int fd = openat2_retry (root, prefix, O_PATH | O_DIRECTORY, RESOLVE_FLAGS);
+      int fd = sbx_openat2 (root, prefix, O_PATH | O_DIRECTORY, 0, RESOLVE_FLAGS);
       if (fd < 0)
-        return fs_error (err, -fd == ENOTDIR ? EEXIST : -fd, "mkdir", prefix);
+        return fs_error (err, errno == ENOTDIR ? EEXIST : errno, "mkdir", prefix);
       close (fd);
     }
   return 0;
