@@ -243,7 +243,7 @@ sbx_image_builtin_busybox (const sbx_store *st, char **ret_id, sbx_error **err)
   img->layers = xmalloc0 (sizeof (char *));
   strv_push (&img->layers, digest);
   img->env = xmalloc0 (sizeof (char *));
-  strv_push (&img->env, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+  strv_push (&img->env, "PATH=" SBX_DEFAULT_PATH);
   img->cmd = xmalloc0 (sizeof (char *));
   strv_push (&img->cmd, "/bin/sh");
   img->workdir = xstrdup ("/");

@@ -34,7 +34,7 @@ static char *
 find_in_path (const char *name)
 {
   const char *path = getenv ("PATH");
-  _cleanup_free_ char *copy = xstrdup (path && *path ? path : "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+  _cleanup_free_ char *copy = xstrdup (path && *path ? path : SBX_DEFAULT_PATH);
   char *save = NULL;
   for (char *dir = strtok_r (copy, ":", &save); dir; dir = strtok_r (NULL, ":", &save))
     {
