@@ -392,7 +392,7 @@ sbx_fs_list (int root, const char *path, const char *cursor, size_t limit, sbx_f
   int fd = reopen (o, O_RDONLY | O_DIRECTORY);
   if (fd < 0)
     return fs_error (err, -fd, "open", path);
-  DIR *d = fdopendir (fd);
+  _cleanup_closedir_ DIR *d = fdopendir (fd);
   if (d == NULL)
     {
       close (fd);
@@ -420,7 +420,6 @@ sbx_fs_list (int root, const char *path, const char *cursor, size_t limit, sbx_f
     }
   if (r == 0 && take < n)
     *ret_next = xstrdup (names[take - 1]);
-  closedir (d);
   if (r < 0)
     {
       sbx_fs_entries_free (v, got);
@@ -530,7 +529,7 @@ remove_tree (int dir, const char *name, const char *path, int depth, sbx_error *
         return unlinkat (dir, name, 0) < 0 && errno != ENOENT ? fs_error (err, errno, "rm", path) : 0;
       return errno == ENOENT ? 0 : fs_error (err, errno, "open", path);
     }
-  DIR *d = fdopendir (fd);
+  _cleanup_closedir_ DIR *d = fdopendir (fd);
   if (d == NULL)
     {
       close (fd);
@@ -553,7 +552,6 @@ remove_tree (int dir, const char *name, const char *path, int depth, sbx_error *
             r = remove_tree (dirfd (d), de->d_name, p, depth + 1, err);
         }
     }
-  closedir (d);
   if (r == 0 && unlinkat (dir, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
     r = fs_error (err, errno, "rmdir", path);
   return r;
@@ -594,7 +592,7 @@ typedef int (*file_fn) (int dir, const char *name, const char *path, int fd, con
 static int
 walk_dir (int fd, const char *path, const char *glob, int depth, file_fn fn, void *data, sbx_error **err)
 {
-  DIR *d = fdopendir (fd);
+  _cleanup_closedir_ DIR *d = fdopendir (fd);
   if (d == NULL)
     {
       close (fd);
@@ -629,7 +627,6 @@ walk_dir (int fd, const char *path, const char *glob, int depth, file_fn fn, voi
             r = fn (dirfd (d), names[i], p, rd, &st, data, err);
         }
     }
-  closedir (d);
   return r;
 }
 
@@ -869,7 +866,7 @@ watch_add (struct watcher *w, int dir, const char *path, bool recursive, int dep
   int rd = reopen (dir, O_RDONLY | O_DIRECTORY);
   if (rd < 0)
     return 0;
-  DIR *d = fdopendir (rd);
+  _cleanup_closedir_ DIR *d = fdopendir (rd);
   if (d == NULL)
     {
       close (rd);
@@ -887,7 +884,6 @@ watch_add (struct watcher *w, int dir, const char *path, bool recursive, int dep
       _cleanup_free_ char *sp = join (path, de->d_name);
       r = watch_add (w, sub, sp, true, depth + 1, err);
     }
-  closedir (d);
   return r;
 }
 
