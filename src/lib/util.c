@@ -313,7 +313,7 @@ mkdir_p (const char *path, mode_t mode, sbx_error **err)
 static int
 rm_rf_children (int dfd, dev_t dev, sbx_error **err)
 {
-  DIR *d = fdopendir (dfd);
+  _cleanup_closedir_ DIR *d = fdopendir (dfd);
   if (d == NULL)
     {
       close (dfd);
@@ -344,7 +344,6 @@ rm_rf_children (int dfd, dev_t dev, sbx_error **err)
       else if (unlinkat (dirfd (d), de->d_name, 0) < 0 && errno != ENOENT)
         ret = sbx_error_errno (err, errno, "unlink `%s`", de->d_name);
     }
-  closedir (d);
   return ret;
 }
 
