@@ -122,31 +122,11 @@ read_text (const char *path, size_t max, char **ret, size_t *ret_len, sbx_error 
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, errno, "%s: cannot stat", path);
   if (!S_ISREG (st.st_mode))
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s: not a regular file", path);
-  size_t cap = 4096, len = 0;
-  _cleanup_free_ char *buf = xmalloc (cap + 1);
-  for (;;)
-    {
-      if (len == cap)
-        {
-          if (cap > max)
-            return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s: the file is larger than %zu bytes", path, max);
-          cap = cap * 2 > max + 1 ? max + 1 : cap * 2;
-          buf = xrealloc (buf, cap + 1);
-        }
-      ssize_t r = read (fd, buf + len, cap - len);
-      if (r < 0 && errno == EINTR)
-        continue;
-      if (r < 0)
-        return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, errno, "%s: cannot read", path);
-      if (r == 0)
-        break;
-      len += (size_t) r;
-    }
-  if (len > max)
+  int r = read_fd (fd, max, ret, ret_len);
+  if (r == -EFBIG)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s: the file is larger than %zu bytes", path, max);
-  buf[len] = '\0';
-  *ret_len = len;
-  *ret = steal_pointer (&buf);
+  if (r < 0)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, -r, "%s: cannot read", path);
   return 0;
 }
 

@@ -247,6 +247,38 @@ write_file_atomic (const char *path, const void *data, size_t len, mode_t mode, 
 }
 
 int
+read_fd (int fd, size_t max, char **ret_data, size_t *ret_len)
+{
+  size_t cap = 4096, len = 0;
+  _cleanup_free_ char *buf = xmalloc (cap + 1);
+  for (;;)
+    {
+      if (len == cap)
+        {
+          if (cap > max)
+            return -EFBIG;
+          cap = cap * 2 > max + 1 ? max + 1 : cap * 2;
+          buf = xrealloc (buf, cap + 1);
+        }
+      ssize_t r = read (fd, buf + len, cap - len);
+      if (r < 0 && errno == EINTR)
+        continue;
+      if (r < 0)
+        return -errno;
+      if (r == 0)
+        break;
+      len += (size_t) r;
+    }
+  if (len > max)
+    return -EFBIG;
+  buf[len] = '\0';
+  if (ret_len)
+    *ret_len = len;
+  *ret_data = steal_pointer (&buf);
+  return 0;
+}
+
+int
 read_file_at (int dirfd, const char *name, size_t max, char **ret_data, size_t *ret_len, sbx_error **err)
 {
   _cleanup_close_ int fd = openat (dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -257,32 +289,11 @@ read_file_at (int dirfd, const char *name, size_t max, char **ret_data, size_t *
     return sbx_error_errno (err, errno, "stat `%s`", name);
   if (!S_ISREG (st.st_mode))
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "`%s` is not a regular file", name);
-  size_t cap = 4096, len = 0;
-  _cleanup_free_ char *buf = xmalloc (cap + 1);
-  for (;;)
-    {
-      if (len == cap)
-        {
-          if (cap >= max)
-            return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "`%s` is larger than %zu bytes", name, max);
-          cap = cap * 2 > max ? max : cap * 2;
-          buf = xrealloc (buf, cap + 1);
-        }
-      ssize_t r = read (fd, buf + len, cap - len);
-      if (r < 0 && errno == EINTR)
-        continue;
-      if (r < 0)
-        return sbx_error_errno (err, errno, "read `%s`", name);
-      if (r == 0)
-        break;
-      len += (size_t) r;
-    }
-  if (len > max)
+  int r = read_fd (fd, max, ret_data, ret_len);
+  if (r == -EFBIG)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "`%s` is larger than %zu bytes", name, max);
-  buf[len] = '\0';
-  if (ret_len)
-    *ret_len = len;
-  *ret_data = steal_pointer (&buf);
+  if (r < 0)
+    return sbx_error_errno (err, -r, "read `%s`", name);
   return 0;
 }
 

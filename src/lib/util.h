@@ -127,6 +127,9 @@ int write_file_atomic_at (int dirfd, const char *name, const void *data, size_t 
  * new content, never a mix), not durability. For state that dies with a
  * crash anyway (a sandbox's state.json). */
 int write_file_replace (const char *path, const void *data, size_t len, mode_t mode, sbx_error **err);
+/* Reads FD to its end, NUL-terminated: 0, -EFBIG when there is more than
+ * MAX bytes, or the -errno of the read. */
+int read_fd (int fd, size_t max, char **ret_data, size_t *ret_len);
 /* Reads a whole file, refusing files larger than MAX. NUL-terminates. */
 int read_file (const char *path, size_t max, char **ret_data, size_t *ret_len, sbx_error **err);
 int read_file_at (int dirfd, const char *name, size_t max, char **ret_data, size_t *ret_len,

@@ -138,6 +138,28 @@ test_env_list (void)
           "SBX_DEFAULT_PATH");
 }
 
+/* read_fd: a file of exactly MAX bytes is read (at the buffer's doubling
+ * points too), one byte more is -EFBIG. */
+static void
+test_read_fd (void)
+{
+  char path[] = "/tmp/sbx-test-readfd-XXXXXX";
+  int fd = mkostemp (path, O_CLOEXEC);
+  unlink (path);
+  _cleanup_free_ char *big = xmalloc (8193);
+  memset (big, 'x', 8193);
+  bool ok = fd >= 0 && write_all (fd, big, 8192) == 0;
+  _cleanup_free_ char *data = NULL;
+  size_t len = 0;
+  tap_ok (ok && lseek (fd, 0, SEEK_SET) == 0 && read_fd (fd, 8192, &data, &len) == 0 && len == 8192 && data[8192] == '\0',
+          "read_fd: exactly MAX bytes");
+  char *more = NULL;
+  tap_ok (ok && lseek (fd, 0, SEEK_SET) == 0 && read_fd (fd, 8191, &more, &len) == -EFBIG && more == NULL,
+          "read_fd: MAX + 1 bytes is -EFBIG");
+  if (fd >= 0)
+    close (fd);
+}
+
 static void
 test_printable (void)
 {
@@ -269,8 +291,9 @@ test_close_fds (void)
 int
 main (void)
 {
-  tap_plan (55);
+  tap_plan (57);
   test_env_list ();
+  test_read_fd ();
   test_printable ();
   test_cleanups ();
   test_close_fds ();
