@@ -36,15 +36,6 @@ static const char *const pool6_reserved[][2] = {
 
 /* ---- small helpers ---- */
 
-static sbx_cidr
-cidr_const (const char *s)
-{
-  sbx_cidr c;
-  if (sbx_cidr_parse (s, &c, NULL) < 0)
-    abort ();
-  return c;
-}
-
 /* Whether INNER lies inside OUTER. */
 static bool
 cidr_contains (const sbx_cidr *outer, const sbx_cidr *inner)
