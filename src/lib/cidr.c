@@ -12,7 +12,7 @@
 #include <sys/socket.h>
 
 unsigned
-cidr_width (const sbx_cidr *c)
+sbx_cidr_width (const sbx_cidr *c)
 {
   return c->family == AF_INET6 ? 128 : 32;
 }
@@ -26,16 +26,16 @@ cidr_bit (const sbx_cidr *c, unsigned bit)
 static bool
 host_bits_clear (const sbx_cidr *c)
 {
-  for (unsigned bit = c->prefix; bit < cidr_width (c); bit++)
+  for (unsigned bit = c->prefix; bit < sbx_cidr_width (c); bit++)
     if (cidr_bit (c, bit))
       return false;
   return true;
 }
 
 void
-clear_host_bits (sbx_cidr *c)
+sbx_cidr_clear_host_bits (sbx_cidr *c)
 {
-  for (unsigned bit = c->prefix; bit < cidr_width (c); bit++)
+  for (unsigned bit = c->prefix; bit < sbx_cidr_width (c); bit++)
     c->addr[bit / 8] &= (uint8_t) ~(0x80 >> (bit % 8));
 }
 
@@ -198,7 +198,7 @@ sbx_cidr_parse (const char *s, sbx_cidr *ret, sbx_error **err)
   if (!ok)
     return cidr_fail (err, s, why);
 
-  unsigned width = cidr_width (&c);
+  unsigned width = sbx_cidr_width (&c);
   c.prefix = width;
   if (slash)
     {
@@ -214,7 +214,7 @@ sbx_cidr_parse (const char *s, sbx_cidr *ret, sbx_error **err)
     {
       sbx_cidr net = c;
       char buf[SBX_CIDR_STRLEN];
-      clear_host_bits (&net);
+      sbx_cidr_clear_host_bits (&net);
       sbx_cidr_format (&net, buf);
       snprintf (why, sizeof why, "host bits set beyond /%u (the network is %s)", c.prefix, buf);
       return cidr_fail (err, s, why);
@@ -244,18 +244,18 @@ sbx_cidr_equal (const sbx_cidr *a, const sbx_cidr *b)
 /* A CIDR handed in as a struct: a family, a prefix within it, no host bits,
  * nothing past an IPv4 address. */
 bool
-cidr_valid (const sbx_cidr *c)
+sbx_cidr_valid (const sbx_cidr *c)
 {
   static const uint8_t zero[12];
   if (c->family != AF_INET && c->family != AF_INET6)
     return false;
-  if (c->prefix > cidr_width (c) || !host_bits_clear (c))
+  if (c->prefix > sbx_cidr_width (c) || !host_bits_clear (c))
     return false;
   return c->family == AF_INET6 || memcmp (c->addr + 4, zero, sizeof zero) == 0;
 }
 
 sbx_cidr
-cidr_const (const char *s)
+sbx_cidr_const (const char *s)
 {
   sbx_cidr c;
   if (sbx_cidr_parse (s, &c, NULL) < 0)
@@ -263,3 +263,70 @@ cidr_const (const char *s)
   return c;
 }
 
+/* Whether INNER lies inside OUTER. */
+bool
+sbx_cidr_contains (const sbx_cidr *outer, const sbx_cidr *inner)
+{
+  if (outer->family != inner->family || outer->prefix > inner->prefix)
+    return false;
+  unsigned full = outer->prefix / 8, rest = outer->prefix % 8;
+  if (memcmp (outer->addr, inner->addr, full) != 0)
+    return false;
+  uint8_t mask = (uint8_t) (0xff00 >> rest);
+  return rest == 0 || (outer->addr[full] & mask) == (inner->addr[full] & mask);
+}
+
+bool
+sbx_cidr_overlaps (const sbx_cidr *a, const sbx_cidr *b)
+{
+  return sbx_cidr_contains (a, b) || sbx_cidr_contains (b, a);
+}
+
+bool
+sbx_cidr_is_unspecified (const sbx_cidr *c)
+{
+  static const uint8_t zero[16];
+  return memcmp (c->addr, zero, sizeof zero) == 0;
+}
+
+/* The address of a host CIDR, without its prefix: "10.0.0.1", "fd00::1". */
+char *
+sbx_cidr_address_text (const sbx_cidr *c)
+{
+  char buf[SBX_CIDR_STRLEN];
+  sbx_cidr_format (c, buf);
+  char *slash = strchr (buf, '/');
+  if (slash)
+    *slash = '\0';
+  return xstrdup (buf);
+}
+
+/* An address literal: what sbx_cidr_parse takes, without a prefix. */
+int
+sbx_cidr_address_parse (const char *s, sbx_cidr *ret, sbx_error **err)
+{
+  if (strchr (s, '/'))
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "expected an address, not a network");
+  _cleanup_error_ sbx_error *e = NULL;
+  if (sbx_cidr_parse (s, ret, &e) < 0)
+    {
+      const char *m = e->msg;
+      if (strncmp (m, "invalid CIDR ", 13) == 0)
+        return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid address %s", m + 13);
+      return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s", m);
+    }
+  return 0;
+}
+
+/* Counts in the last byte first, carrying. */
+void
+sbx_cidr_add (sbx_cidr *c, uint64_t n)
+{
+  size_t len = c->family == AF_INET ? 4 : 16;
+  for (size_t i = len; i-- > 0 && n > 0;)
+    {
+      uint64_t v = c->addr[i] + (n & 0xff);
+      c->addr[i] = (uint8_t) v;
+      n = (n >> 8) + (v >> 8);
+    }
+}

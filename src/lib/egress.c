@@ -86,7 +86,7 @@ ranges_push_consts (ranges *r4, ranges *r6, const char *const *v, size_t n)
 {
   for (size_t i = 0; i < n; i++)
     {
-      sbx_cidr c = cidr_const (v[i]);
+      sbx_cidr c = sbx_cidr_const (v[i]);
       ranges_push_all_forms (r4, r6, &c);
     }
 }
@@ -181,7 +181,7 @@ check_pool_cidr (const sbx_cidr *c, int family, bool optional, const char *what,
 {
   if (optional && c->family == 0)
     return 0;
-  if (c->family != family || !cidr_valid (c))
+  if (c->family != family || !sbx_cidr_valid (c))
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "egress: the %s is not an IPv%d CIDR", what,
                           family == AF_INET6 ? 6 : 4);
   return 0;
@@ -206,7 +206,7 @@ check_pool (const sbx_egress_pool *pool, sbx_error **err)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "egress: %zu opened destinations, at most %d",
                           pool->nopen, SBX_EGRESS_ALLOW_MAX);
   for (size_t i = 0; i < pool->nopen; i++)
-    if (!cidr_valid (&pool->open[i]))
+    if (!sbx_cidr_valid (&pool->open[i]))
       return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
                             "egress: opened destination %zu is not a CIDR (family, prefix, host bits)", i + 1);
   return 0;
@@ -709,7 +709,7 @@ apply_once (const char *table, const names *nm, const char *ifname, const sbx_eg
 static bool
 cidr_is_host (const sbx_cidr *c, int family)
 {
-  return c->family == family && cidr_valid (c) && c->prefix == cidr_width (c);
+  return c->family == family && sbx_cidr_valid (c) && c->prefix == sbx_cidr_width (c);
 }
 
 int
@@ -731,7 +731,7 @@ sbx_egress_apply (const char *table, const char *sandbox_id, const char *ifname,
   _cleanup_ranges_ ranges a4 = { 0 }, a6 = { 0 };
   for (size_t i = 0; i < nallow; i++)
     {
-      if (!cidr_valid (&allow[i]))
+      if (!sbx_cidr_valid (&allow[i]))
         return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
                               "egress: allowed destination %zu is not a CIDR (family, prefix, host bits)", i + 1);
       ranges_push (allow[i].family == AF_INET6 ? &a6 : &a4, &allow[i]);

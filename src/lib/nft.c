@@ -27,9 +27,9 @@ static void
 range_of (const sbx_cidr *c, range *r)
 {
   memset (r, 0, sizeof *r);
-  memcpy (r->lo, c->addr, cidr_width (c) / 8);
-  memcpy (r->hi, c->addr, cidr_width (c) / 8);
-  for (unsigned bit = c->prefix; bit < cidr_width (c); bit++)
+  memcpy (r->lo, c->addr, sbx_cidr_width (c) / 8);
+  memcpy (r->hi, c->addr, sbx_cidr_width (c) / 8);
+  for (unsigned bit = c->prefix; bit < sbx_cidr_width (c); bit++)
     r->hi[bit / 8] |= (uint8_t) (0x80 >> (bit % 8));
 }
 
@@ -700,16 +700,16 @@ m_addr_in_set (struct nftnl_rule *r, int family, bool dst, const char *set)
 void
 m_addr_in_cidr (struct nftnl_rule *r, bool dst, const sbx_cidr *c)
 {
-  uint32_t len = cidr_width (c) / 8;
+  uint32_t len = sbx_cidr_width (c) / 8;
   m_addr_load (r, c->family, dst);
   if (c->prefix == 0)
     return;
-  if (c->prefix < cidr_width (c))
+  if (c->prefix < sbx_cidr_width (c))
     {
-      sbx_cidr mask = { .family = c->family, .prefix = cidr_width (c) };
+      sbx_cidr mask = { .family = c->family, .prefix = sbx_cidr_width (c) };
       memset (mask.addr, 0xff, len);
       mask.prefix = c->prefix;
-      clear_host_bits (&mask);
+      sbx_cidr_clear_host_bits (&mask);
       e_bitwise (r, mask.addr, len);
     }
   e_cmp (r, NFT_CMP_EQ, c->addr, len);
