@@ -261,12 +261,144 @@ test_cidr_fuzz (void)
   tap_ok (bad == 0, "20000 random networks format and parse back equal");
 }
 
+/* ---- The helpers conf.c, net.c, egress.c and nft.c share ---- */
+
+static sbx_cidr
+C (const char *s)
+{
+  return sbx_cidr_const (s);
+}
+
+static void
+test_cidr_relations (void)
+{
+  static const struct {
+    const char *outer, *inner;
+    bool contains, overlaps;
+  } cases[] = {
+    { "10.0.0.0/8", "10.1.2.0/24", true, true },
+    { "10.1.2.0/24", "10.0.0.0/8", false, true },
+    { "10.0.0.0/8", "10.0.0.0/8", true, true },
+    { "10.0.0.0/8", "11.0.0.0/8", false, false },
+    { "172.16.0.0/12", "172.31.255.255", true, true },
+    { "172.16.0.0/12", "172.32.0.0", false, false },
+    { "0.0.0.0/0", "203.0.113.7", true, true },
+    { "fc00::/7", "fd12::/16", true, true },
+    { "fc00::/7", "fe80::/10", false, false },
+    { "::/0", "10.0.0.0/8", false, false }, /* families never mix */
+    { "0.0.0.0/0", "::/0", false, false },
+    { "192.168.0.0/17", "192.168.128.0/17", false, false },
+  };
+  for (size_t i = 0; i < ARRAY_SIZE (cases); i++)
+    {
+      sbx_cidr o = C (cases[i].outer), n = C (cases[i].inner);
+      tap_ok (sbx_cidr_contains (&o, &n) == cases[i].contains && sbx_cidr_overlaps (&o, &n) == cases[i].overlaps
+                  && sbx_cidr_overlaps (&n, &o) == cases[i].overlaps,
+              "%s %s %s, %s", cases[i].outer, cases[i].contains ? "contains" : "does not contain", cases[i].inner,
+              cases[i].overlaps ? "overlapping" : "apart");
+    }
+  sbx_cidr z4 = C ("0.0.0.0"), z6 = C ("::"), a = C ("0.0.0.1"), b = C ("::1");
+  tap_ok (sbx_cidr_is_unspecified (&z4) && sbx_cidr_is_unspecified (&z6) && !sbx_cidr_is_unspecified (&a)
+              && !sbx_cidr_is_unspecified (&b),
+          "0.0.0.0 and :: are unspecified, 0.0.0.1 and ::1 are not");
+}
+
+static void
+test_cidr_add (void)
+{
+  static const struct {
+    const char *from;
+    uint64_t n;
+    const char *to;
+  } cases[] = {
+    { "10.200.0.0/16", 1, "10.200.0.1/16" },
+    { "10.200.0.0/16", 4 * 70 + 1, "10.200.1.25/16" },   /* carries into the third byte */
+    { "10.200.255.255", 1, "10.201.0.0/32" },           /* carries across bytes */
+    { "255.255.255.255", 1, "0.0.0.0/32" },             /* wraps within IPv4 */
+    { "10.0.0.0/8", 0x01020304, "11.2.3.4/8" },
+    { "fd00::/64", 5, "fd00::5/64" },
+    { "fd00::ffff:ffff:ffff:ffff", 1, "fd00:0:0:1::/128" },
+    { "fd00::/64", 0x100000000ULL, "fd00::1:0:0/64" },
+  };
+  for (size_t i = 0; i < ARRAY_SIZE (cases); i++)
+    {
+      sbx_cidr c = C (cases[i].from);
+      char buf[SBX_CIDR_STRLEN];
+      sbx_cidr_add (&c, cases[i].n);
+      sbx_cidr_format (&c, buf);
+      tap_ok (strcmp (buf, cases[i].to) == 0, "%s + %llu = %s (%s)", cases[i].from, (unsigned long long) cases[i].n,
+              cases[i].to, buf);
+    }
+}
+
+static void
+test_cidr_valid (void)
+{
+  sbx_cidr c = C ("10.0.0.0/8");
+  tap_ok (sbx_cidr_valid (&c), "a parsed CIDR is valid");
+  sbx_cidr junk = c;
+  junk.addr[4] = 1;
+  tap_ok (!sbx_cidr_valid (&junk), "an IPv4 CIDR with bytes past its address is not valid");
+  sbx_cidr host = c;
+  host.addr[3] = 1;
+  tap_ok (!sbx_cidr_valid (&host), "host bits set: not valid");
+  sbx_cidr wide = c;
+  wide.prefix = 33;
+  tap_ok (!sbx_cidr_valid (&wide), "a /33: not valid");
+  sbx_cidr none = { 0 };
+  tap_ok (!sbx_cidr_valid (&none), "family 0: not valid");
+  sbx_cidr v6 = C ("2001:db8::/32");
+  tap_ok (sbx_cidr_valid (&v6) && sbx_cidr_width (&v6) == 128 && sbx_cidr_width (&c) == 32,
+          "IPv6 valid; widths 128 and 32");
+  sbx_cidr m = { .family = AF_INET6, .prefix = 21 };
+  memset (m.addr, 0xff, sizeof m.addr);
+  sbx_cidr_clear_host_bits (&m);
+  char buf[SBX_CIDR_STRLEN];
+  sbx_cidr_format (&m, buf);
+  tap_ok (strcmp (buf, "ffff:f800::/21") == 0, "clear_host_bits keeps the first 21 bits (%s)", buf);
+}
+
+static void
+test_cidr_address (void)
+{
+  sbx_cidr a;
+  sbx_error *err = NULL;
+  tap_ok (sbx_cidr_address_parse ("127.0.0.1", &a, &err) == 0 && a.family == AF_INET && a.prefix == 32,
+          "address 127.0.0.1 parses as a /32");
+  _cleanup_free_ char *t4 = sbx_cidr_address_text (&a);
+  tap_ok (strcmp (t4, "127.0.0.1") == 0, "and prints without its prefix (%s)", t4);
+  tap_ok (sbx_cidr_address_parse ("::1", &a, &err) == 0 && a.family == AF_INET6 && a.prefix == 128,
+          "address ::1 parses as a /128");
+  _cleanup_free_ char *t6 = sbx_cidr_address_text (&a);
+  tap_ok (strcmp (t6, "::1") == 0, "and prints without its prefix (%s)", t6);
+  int r = sbx_cidr_address_parse ("10.0.0.0/8", &a, &err);
+  tap_ok (r < 0 && err->code == SBX_E_INVALID_ARGUMENT
+              && strcmp (err->msg, "expected an address, not a network") == 0,
+          "a network is not an address (%s)", err ? err->msg : "no error");
+  sbx_error_free (err);
+  err = NULL;
+  r = sbx_cidr_address_parse ("127.0.0.01", &a, &err);
+  tap_ok (r < 0 && err->code == SBX_E_INVALID_ARGUMENT
+              && strncmp (err->msg, "invalid address `127.0.0.01`: ", 30) == 0,
+          "a bad address says `invalid address` (%s)", err ? err->msg : "no error");
+  sbx_error_free (err);
+  err = NULL;
+  r = sbx_cidr_address_parse ("", &a, &err);
+  tap_ok (r < 0 && err->code == SBX_E_INVALID_ARGUMENT,
+          "an empty address is refused (%s)", err ? err->msg : "no error");
+  sbx_error_free (err);
+}
+
 int
 main (void)
 {
   test_cidr_good ();
   test_cidr_bad ();
   test_cidr_fuzz ();
+  test_cidr_relations ();
+  test_cidr_add ();
+  test_cidr_valid ();
+  test_cidr_address ();
   tap_plan (tap_n);
   return tap_done ();
 }
