@@ -16,6 +16,7 @@
 #include "config.h"
 #endif
 
+#include "http.h"
 #include "proxy.h"
 
 #include <strings.h>

@@ -7,6 +7,7 @@
  * client. The backend counts its connections, so "nothing reached the
  * sandbox" is checked, not assumed. Last, the token file, as root. */
 #include "config.h"
+#include "http.h"
 #include "proxy.h"
 #include "tap.h"
 #include "util.h"
