@@ -11,7 +11,12 @@
  * each later head is checked and rewritten like the first, each body passed
  * on as its framing says. Memory per connection is bounded: the head
  * buffer, then two relay buffers whose fullness stops reading the side that
- * fills them. */
+ * fills them.
+ *
+ * Why one file of about 1,100 lines: the connection states, the relay and
+ * the slot accounting (pending caps per address, eviction) all change the
+ * same struct conn and struct sbx_proxy and are only correct together;
+ * split, each half would need the other's invariants in a header. */
 #include "config.h"
 #include "proxy.h"
 #include "http.h"
