@@ -36,70 +36,6 @@ static const char *const pool6_reserved[][2] = {
 
 /* ---- small helpers ---- */
 
-static sbx_cidr
-cidr_const (const char *s)
-{
-  sbx_cidr c;
-  if (sbx_cidr_parse (s, &c, NULL) < 0)
-    abort ();
-  return c;
-}
-
-/* Whether INNER lies inside OUTER. */
-static bool
-cidr_contains (const sbx_cidr *outer, const sbx_cidr *inner)
-{
-  if (outer->family != inner->family || outer->prefix > inner->prefix)
-    return false;
-  unsigned full = outer->prefix / 8, rest = outer->prefix % 8;
-  if (memcmp (outer->addr, inner->addr, full) != 0)
-    return false;
-  uint8_t mask = (uint8_t) (0xff00 >> rest);
-  return rest == 0 || (outer->addr[full] & mask) == (inner->addr[full] & mask);
-}
-
-static bool
-cidr_overlaps (const sbx_cidr *a, const sbx_cidr *b)
-{
-  return cidr_contains (a, b) || cidr_contains (b, a);
-}
-
-static bool
-cidr_is_unspecified (const sbx_cidr *c)
-{
-  static const uint8_t zero[16];
-  return memcmp (c->addr, zero, sizeof zero) == 0;
-}
-
-/* The address of a host CIDR, without its prefix: "10.0.0.1", "fd00::1". */
-static char *
-address_text (const sbx_cidr *c)
-{
-  char buf[SBX_CIDR_STRLEN];
-  sbx_cidr_format (c, buf);
-  char *slash = strchr (buf, '/');
-  if (slash)
-    *slash = '\0';
-  return xstrdup (buf);
-}
-
-/* An address literal: what sbx_cidr_parse takes, without a prefix. */
-static int
-address_parse (const char *s, sbx_cidr *ret, sbx_error **err)
-{
-  if (strchr (s, '/'))
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "expected an address, not a network");
-  _cleanup_error_ sbx_error *e = NULL;
-  if (sbx_cidr_parse (s, ret, &e) < 0)
-    {
-      const char *m = e->msg;
-      if (strncmp (m, "invalid CIDR ", 13) == 0)
-        return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid address %s", m + 13);
-      return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s", m);
-    }
-  return 0;
-}
-
 static bool
 is_blank (char c)
 {
@@ -182,8 +118,8 @@ set_pool4 (parser *p, const char *key, const char *v, sbx_error **err)
     return perr (p, key, err, "the prefix must be 8 to 28, not /%u", c.prefix);
   for (size_t i = 0; i < ARRAY_SIZE (pool4_reserved); i++)
     {
-      sbx_cidr r = cidr_const (pool4_reserved[i][0]);
-      if (cidr_overlaps (&c, &r))
+      sbx_cidr r = sbx_cidr_const (pool4_reserved[i][0]);
+      if (sbx_cidr_overlaps (&c, &r))
         return perr (p, key, err, "%s overlaps %s (%s)", v, pool4_reserved[i][0], pool4_reserved[i][1]);
     }
   p->conf->pool4 = c;
@@ -208,8 +144,8 @@ set_pool6 (parser *p, const char *key, const char *v, sbx_error **err)
     return perr (p, key, err, "the prefix must be 48 to 120, not /%u", c.prefix);
   for (size_t i = 0; i < ARRAY_SIZE (pool6_reserved); i++)
     {
-      sbx_cidr r = cidr_const (pool6_reserved[i][0]);
-      if (cidr_overlaps (&c, &r))
+      sbx_cidr r = sbx_cidr_const (pool6_reserved[i][0]);
+      if (sbx_cidr_overlaps (&c, &r))
         return perr (p, key, err, "%s overlaps %s (%s)", v, pool6_reserved[i][0], pool6_reserved[i][1]);
     }
   p->conf->pool6 = c;
@@ -222,9 +158,9 @@ add_dns (parser *p, const char *key, const char *v, sbx_error **err)
   sbx_conf *c = p->conf;
   _cleanup_error_ sbx_error *e = NULL;
   sbx_cidr a;
-  if (address_parse (v, &a, &e) < 0)
+  if (sbx_cidr_address_parse (v, &a, &e) < 0)
     return perr (p, key, err, "%s", e->msg);
-  if (cidr_is_unspecified (&a))
+  if (sbx_cidr_is_unspecified (&a))
     return perr (p, key, err, "%s is not a resolver's address", v);
   if (c->ndns == SBX_CONF_DNS_MAX)
     return perr (p, key, err, "more than %d resolvers", SBX_CONF_DNS_MAX);
@@ -252,8 +188,8 @@ cidr_is_private (const sbx_cidr *c)
 {
   for (size_t i = 0; i < ARRAY_SIZE (private_ranges); i++)
     {
-      sbx_cidr r = cidr_const (private_ranges[i]);
-      if (cidr_contains (&r, c))
+      sbx_cidr r = sbx_cidr_const (private_ranges[i]);
+      if (sbx_cidr_contains (&r, c))
         return true;
     }
   return false;
@@ -306,10 +242,10 @@ set_expose_address (parser *p, const char *key, const char *v, sbx_error **err)
 {
   _cleanup_error_ sbx_error *e = NULL;
   sbx_cidr a;
-  if (address_parse (v, &a, &e) < 0)
+  if (sbx_cidr_address_parse (v, &a, &e) < 0)
     return perr (p, key, err, "%s (expected an IPv4 or IPv6 address, such as 127.0.0.1 or ::1)", e->msg);
   free (p->conf->expose_address);
-  p->conf->expose_address = address_text (&a);
+  p->conf->expose_address = sbx_cidr_address_text (&a);
   return 0;
 }
 
@@ -351,7 +287,7 @@ set_expose_host (parser *p, const char *key, const char *v, sbx_error **err)
       _cleanup_free_ char *inner = xstrndup (v + 1, n - 2);
       _cleanup_error_ sbx_error *e = NULL;
       sbx_cidr a;
-      if (address_parse (inner, &a, &e) < 0)
+      if (sbx_cidr_address_parse (inner, &a, &e) < 0)
         return perr (p, key, err, "%s", e->msg);
       if (a.family != AF_INET6)
         return perr (p, key, err, "only an IPv6 address goes in brackets");
@@ -533,7 +469,7 @@ static sbx_conf *
 conf_defaults (void)
 {
   sbx_conf *c = xmalloc0 (sizeof *c);
-  c->pool4 = cidr_const ("10.200.0.0/16");
+  c->pool4 = sbx_cidr_const ("10.200.0.0/16");
   c->expose_address = xstrdup ("127.0.0.1");
   c->expose_head_timeout_ms = 10000;
   c->default_memory = SBX_CONF_DEFAULT_MEMORY;
@@ -642,7 +578,7 @@ resolv_line (const char *s, size_t n, sbx_cidr *ret)
     return false;
   memcpy (buf, s, alen);
   buf[alen] = '\0';
-  return address_parse (buf, ret, NULL) == 0;
+  return sbx_cidr_address_parse (buf, ret, NULL) == 0;
 }
 
 int

@@ -1,5 +1,5 @@
 /* Egress: what a sandbox may reach, as nftables rules made with libnftnl
- * (DESIGN.md section 5), and the strict CIDR parser that feeds them.
+ * (DESIGN.md section 5), from CIDRs parsed by cidr.h.
  *
  * All of sbx's rules live in one inet table (normally "sbx"):
  *
@@ -51,28 +51,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cidr.h"
 #include "error.h"
 
 #define SBX_EGRESS_TABLE "sbx"
 /* The longest allow-list one sandbox may have. */
 #define SBX_EGRESS_ALLOW_MAX 4096
-
-typedef struct sbx_cidr {
-  int family;       /* AF_INET or AF_INET6; 0 means "none" where optional */
-  unsigned prefix;  /* 0..32 or 0..128 */
-  uint8_t addr[16]; /* network byte order, host bits zero; IPv4 in the first 4 */
-} sbx_cidr;
-
-/* "a.b.c.d/len", "a.b.c.d" (/32), "IPV6/len" or "IPV6" (/128). Strict:
- * decimal octets without leading zeros, no spaces, no empty parts, a prefix
- * within the family, no host bits set beyond the prefix. INVALID_ARGUMENT
- * otherwise. */
-int sbx_cidr_parse (const char *s, sbx_cidr *ret, sbx_error **err);
-
-/* "10.0.0.0/8", "fe80::/10": always with the prefix. */
-#define SBX_CIDR_STRLEN 64
-void sbx_cidr_format (const sbx_cidr *c, char buf[SBX_CIDR_STRLEN]);
-bool sbx_cidr_equal (const sbx_cidr *a, const sbx_cidr *b);
 
 typedef enum sbx_egress_mode {
   SBX_EGRESS_BLOCK, /* nothing out, no DNS */

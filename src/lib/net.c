@@ -109,44 +109,29 @@ lease_take (const char *id, sbx_error **err)
   return steal_fd (&fd);
 }
 
-static void
-cidr_add (sbx_cidr *c, uint64_t n)
-{
-  size_t len = c->family == AF_INET ? 4 : 16;
-  for (size_t i = len; i-- > 0 && n > 0;)
-    {
-      uint64_t v = c->addr[i] + (n & 0xff);
-      c->addr[i] = (uint8_t) v;
-      n = (n >> 8) + (v >> 8);
-    }
-}
-
 /* The /30 (and /126) number INDEX of the pools. */
 static void
 slot_addrs (const sbx_conf *conf, uint64_t index, sbx_net *net)
 {
   net->gw4 = conf->pool4;
-  cidr_add (&net->gw4, index * 4 + 1);
+  sbx_cidr_add (&net->gw4, index * 4 + 1);
   net->gw4.prefix = 30;
   net->addr4 = net->gw4;
-  cidr_add (&net->addr4, 1);
+  sbx_cidr_add (&net->addr4, 1);
   if (conf->pool6.family == AF_INET6)
     {
       net->gw6 = conf->pool6;
-      cidr_add (&net->gw6, index * 4 + 1);
+      sbx_cidr_add (&net->gw6, index * 4 + 1);
       net->gw6.prefix = 126;
       net->addr6 = net->gw6;
-      cidr_add (&net->addr6, 1);
+      sbx_cidr_add (&net->addr6, 1);
     }
 }
 
 char *
 sbx_net_addr_str (const sbx_cidr *c)
 {
-  char buf[SBX_CIDR_STRLEN];
-  sbx_cidr_format (c, buf);
-  buf[strcspn (buf, "/")] = '\0';
-  return xstrdup (buf);
+  return sbx_cidr_address_text (c);
 }
 
 static char *

@@ -73,7 +73,8 @@ int sbx_net_gc_idle (sbx_error **err);
  * lives: 0). 1 when it looked and removed whatever was there. */
 int sbx_net_reap (const char *id);
 
-/* The address of C, without its prefix (caller frees). */
+/* The address of C, without its prefix (caller frees): the same as
+ * sbx_cidr_address_text. */
 char *sbx_net_addr_str (const sbx_cidr *c);
 
 /* Parses CIDR strings; INVALID_ARGUMENT names the bad one. */

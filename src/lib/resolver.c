@@ -1,6 +1,7 @@
 /* The DNS forwarder a sandbox's monitor runs (see resolver.h): listening
  * sockets, one connected UDP socket per upstream, a fixed table of the
- * queries outstanding, and the TCP clients with their buffers.
+ * queries outstanding, and the TCP clients with their buffers. The DNS
+ * messages themselves are read and made by dns.c.
  *
  * Nothing here is freed while the pollfds filled for it may still name it,
  * except a query answered while the loop walks them; each pollfd remembers
@@ -9,6 +10,7 @@
  * at the end of a dispatch. */
 #include "config.h"
 #include "resolver.h"
+#include "dns.h"
 #include "util.h"
 
 #include <arpa/inet.h>
@@ -19,8 +21,6 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 
-#define HDR 12
-#define QUESTION_MAX (255 + 4)
 #define FRAME_MAX (2 + 65535)
 #define CONN_RBUF_MIN 512
 /* Datagrams or connections taken per readiness, so one busy socket never
@@ -103,103 +103,11 @@ struct sbx_resolver {
   unsigned char buf[FRAME_MAX]; /* the datagram at hand */
 };
 
-static uint16_t
-get16 (const unsigned char *p)
-{
-  return (uint16_t) (p[0] << 8 | p[1]);
-}
-
-static void
-put16 (unsigned char *p, uint16_t v)
-{
-  p[0] = (unsigned char) (v >> 8);
-  p[1] = (unsigned char) v;
-}
-
-/* ---- messages ---- */
-
-/* The length of the question after the header: name, type and class; -1
- * unless it is well formed. */
-static ssize_t
-question_len (const unsigned char *p, size_t n)
-{
-  size_t at = HDR;
-  for (;;)
-    {
-      if (at >= n)
-        return -1;
-      unsigned l = p[at];
-      if (l & 0xc0) /* compression pointer, or a reserved label type */
-        return -1;
-      at += 1 + l;
-      if (at - HDR > 255)
-        return -1;
-      if (l == 0)
-        break;
-    }
-  if (n - at < 4)
-    return -1;
-  return (ssize_t) (at + 4 - HDR);
-}
-
-int
-sbx_dns_query_check (const unsigned char *p, size_t n)
-{
-  if (n < HDR || n > 65535)
-    return -1;
-  if ((p[2] & 0x80) || ((p[2] >> 3) & 0x0f) != 0 || get16 (p + 4) != 1)
-    return -1;
-  return question_len (p, n) < 0 ? -1 : 0;
-}
-
-static unsigned char
-lower (unsigned char c)
-{
-  return c >= 'A' && c <= 'Z' ? (unsigned char) (c + 'a' - 'A') : c;
-}
-
-/* Whether P is an answer to Q as sent: a response with our id and the same
- * question (the name in any case). Length bytes are below 'A', so comparing
- * lowered bytes also compares the names' shapes. */
+/* Whether P is an answer to Q as sent. */
 static bool
 answer_matches (const query *q, const unsigned char *p, size_t n)
 {
-  const unsigned char *s = q->msg + 2;
-  if (n < q->qend || !(p[2] & 0x80) || get16 (p) != q->id || get16 (p + 4) != 1)
-    return false;
-  for (size_t i = HDR; i < q->qend - 4; i++)
-    if (lower (p[i]) != lower (s[i]))
-      return false;
-  return memcmp (p + q->qend - 4, s + q->qend - 4, 4) == 0;
-}
-
-/* SERVFAIL for the query P whose question ends at QEND: its header and
- * question, no records. OUT holds HDR + QUESTION_MAX. */
-static size_t
-make_servfail (const unsigned char *p, size_t qend, unsigned char *out)
-{
-  memcpy (out, p, qend);
-  out[2] = (unsigned char) (0x80 | (p[2] & 0x79)); /* QR; opcode and RD kept */
-  out[3] = 0x80 | 2;                               /* RA, SERVFAIL */
-  put16 (out + 6, 0);
-  put16 (out + 8, 0);
-  put16 (out + 10, 0);
-  return qend;
-}
-
-/* The answer to a refused message: FORMERR (NOTIMP for another opcode),
- * header only. 0 when it gets none: too short to have an id, or itself a
- * response (answering those could make two servers loop). */
-static size_t
-make_formerr (const unsigned char *p, size_t n, unsigned char out[HDR])
-{
-  if (n < HDR || (p[2] & 0x80))
-    return 0;
-  memset (out, 0, HDR);
-  memcpy (out, p, 2);
-  out[2] = (unsigned char) (0x80 | (p[2] & 0x79));
-  out[3] = ((p[2] >> 3) & 0x0f) ? 4 : 1;
-  return HDR;
+  return sbx_dns_answer_matches (q->msg + 2, q->qend, q->id, p, n);
 }
 
 /* ---- sockets ---- */
@@ -327,12 +235,12 @@ query_new (sbx_resolver *r, const unsigned char *p, size_t n)
   q->serial = ++r->serial;
   q->slot = slot;
   q->fd = -1;
-  q->client_id = get16 (p);
+  q->client_id = sbx_dns_get16 (p);
   q->msg = xmalloc (n + 2);
-  put16 (q->msg, (uint16_t) n);
+  sbx_dns_put16 (q->msg, (uint16_t) n);
   memcpy (q->msg + 2, p, n);
   q->len = n;
-  q->qend = HDR + (size_t) question_len (p, n);
+  q->qend = SBX_DNS_HDR + (size_t) sbx_dns_question_len (p, n);
   r->qs[slot] = q;
   r->nqs++;
   return q;
@@ -361,7 +269,7 @@ static void conn_queue (sbx_resolver *r, conn *c, const unsigned char *p, size_t
 static void
 deliver (sbx_resolver *r, const query *q, unsigned char *p, size_t n)
 {
-  put16 (p, q->client_id);
+  sbx_dns_put16 (p, q->client_id);
   if (q->conn)
     conn_queue (r, q->conn, p, n);
   else
@@ -380,8 +288,8 @@ query_answer (sbx_resolver *r, query *q, unsigned char *p, size_t n)
 static void
 query_fail (sbx_resolver *r, query *q)
 {
-  unsigned char out[HDR + QUESTION_MAX];
-  size_t n = make_servfail (q->msg + 2, q->qend, out);
+  unsigned char out[SBX_DNS_HDR + SBX_DNS_QUESTION_MAX];
+  size_t n = sbx_dns_servfail (q->msg + 2, q->qend, out);
   deliver (r, q, out, n);
   r->failed++;
   query_free (r, q);
@@ -438,7 +346,7 @@ query_try (sbx_resolver *r, query *q, size_t from)
     {
       if (r->up[u].self || fresh_id (r, q, u, &q->id) < 0)
         continue;
-      put16 (q->msg + 2, q->id);
+      sbx_dns_put16 (q->msg + 2, q->id);
       q->upstream = u;
       if ((q->conn ? tcp_open (r, q) : udp_send (r, q)) < 0)
         continue;
@@ -470,8 +378,8 @@ tcp_receive (query *q)
         }
       else
         {
-          size_t n = get16 (q->alen);
-          if (n < HDR)
+          size_t n = sbx_dns_get16 (q->alen);
+          if (n < SBX_DNS_HDR)
             return -1;
           if (!q->ans)
             q->ans = xmalloc (n);
@@ -522,10 +430,10 @@ tcp_step (sbx_resolver *r, query *q)
       return;
     }
   int whole = tcp_receive (q);
-  if (whole < 0 || (whole > 0 && !answer_matches (q, q->ans, get16 (q->alen))))
+  if (whole < 0 || (whole > 0 && !answer_matches (q, q->ans, sbx_dns_get16 (q->alen))))
     tcp_next (r, q);
   else if (whole > 0)
-    query_answer (r, q, q->ans, get16 (q->alen));
+    query_answer (r, q, q->ans, sbx_dns_get16 (q->alen));
 }
 
 /* Tries that reached their deadline move on to the next upstream. */
@@ -543,12 +451,12 @@ static void
 udp_query (sbx_resolver *r, size_t l, const struct sockaddr_storage *from, socklen_t fromlen, size_t n)
 {
   unsigned char *p = r->buf;
-  unsigned char out[HDR + QUESTION_MAX];
+  unsigned char out[SBX_DNS_HDR + SBX_DNS_QUESTION_MAX];
   size_t m = 0;
   if (n > SBX_DNS_UDP_MAX || sbx_dns_query_check (p, n) < 0)
     {
       r->malformed++;
-      m = make_formerr (p, n > SBX_DNS_UDP_MAX ? SBX_DNS_UDP_MAX : n, out);
+      m = sbx_dns_formerr (p, n > SBX_DNS_UDP_MAX ? SBX_DNS_UDP_MAX : n, out);
     }
   else
     {
@@ -562,7 +470,7 @@ udp_query (sbx_resolver *r, size_t l, const struct sockaddr_storage *from, sockl
           return;
         }
       r->failed++;
-      m = make_servfail (p, HDR + (size_t) question_len (p, n), out);
+      m = sbx_dns_servfail (p, SBX_DNS_HDR + (size_t) sbx_dns_question_len (p, n), out);
     }
   if (m)
     (void) sendto (r->ls[l].fd, out, m, MSG_DONTWAIT | MSG_NOSIGNAL, (const struct sockaddr *) from, fromlen);
@@ -603,12 +511,12 @@ upstream_refused (sbx_resolver *r, size_t u)
 static query *
 udp_match (sbx_resolver *r, size_t u, const unsigned char *p, size_t n)
 {
-  if (n < HDR)
+  if (n < SBX_DNS_HDR)
     return NULL;
   for (size_t i = 0; i < ARRAY_SIZE (r->qs); i++)
     {
       query *q = r->qs[i];
-      if (q && !q->conn && q->upstream == u && q->id == get16 (p))
+      if (q && !q->conn && q->upstream == u && q->id == sbx_dns_get16 (p))
         return answer_matches (q, p, n) ? q : NULL;
     }
   return NULL;
@@ -674,7 +582,7 @@ conn_queue (sbx_resolver *r, conn *c, const unsigned char *p, size_t n)
   if (c->broken)
     return;
   c->wbuf = xrealloc (c->wbuf, c->wlen + 2 + n);
-  put16 (c->wbuf + c->wlen, (uint16_t) n);
+  sbx_dns_put16 (c->wbuf + c->wlen, (uint16_t) n);
   memcpy (c->wbuf + c->wlen + 2, p, n);
   c->wlen += 2 + n;
   conn_flush (r, c);
@@ -693,7 +601,7 @@ conn_may_start (const sbx_resolver *r, const conn *c)
 static bool
 conn_frame_ready (const conn *c)
 {
-  return c->rlen >= 2 && c->rlen >= 2 + (size_t) get16 (c->rbuf);
+  return c->rlen >= 2 && c->rlen >= 2 + (size_t) sbx_dns_get16 (c->rbuf);
 }
 
 static bool
@@ -705,10 +613,10 @@ conn_wants_read (const sbx_resolver *r, const conn *c)
 static void
 tcp_query (sbx_resolver *r, conn *c, const unsigned char *p, size_t n)
 {
-  unsigned char out[HDR + QUESTION_MAX];
+  unsigned char out[SBX_DNS_HDR + SBX_DNS_QUESTION_MAX];
   if (sbx_dns_query_check (p, n) < 0)
     {
-      size_t m = make_formerr (p, n, out);
+      size_t m = sbx_dns_formerr (p, n, out);
       r->malformed++;
       if (m)
         conn_queue (r, c, out, m);
@@ -720,7 +628,7 @@ tcp_query (sbx_resolver *r, conn *c, const unsigned char *p, size_t n)
   if (!q)
     {
       r->failed++;
-      conn_queue (r, c, out, make_servfail (p, HDR + (size_t) question_len (p, n), out));
+      conn_queue (r, c, out, sbx_dns_servfail (p, SBX_DNS_HDR + (size_t) sbx_dns_question_len (p, n), out));
       return;
     }
   q->conn = c;
@@ -735,7 +643,7 @@ conn_process (sbx_resolver *r, conn *c)
 {
   while (conn_may_start (r, c) && conn_frame_ready (c))
     {
-      size_t n = get16 (c->rbuf);
+      size_t n = sbx_dns_get16 (c->rbuf);
       c->idle_at = now_ms_monotonic () + (uint64_t) r->idle_ms;
       tcp_query (r, c, c->rbuf + 2, n);
       memmove (c->rbuf, c->rbuf + 2 + n, c->rlen - 2 - n);
@@ -747,7 +655,7 @@ static void
 conn_read (sbx_resolver *r, conn *c)
 {
   /* Room for the query being read, once its length is known. */
-  size_t need = c->rlen < 2 ? CONN_RBUF_MIN : 2 + (size_t) get16 (c->rbuf);
+  size_t need = c->rlen < 2 ? CONN_RBUF_MIN : 2 + (size_t) sbx_dns_get16 (c->rbuf);
   if (need < CONN_RBUF_MIN)
     need = CONN_RBUF_MIN;
   if (c->rcap < need)

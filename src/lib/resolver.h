@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dns.h"
 #include "egress.h"
 #include "error.h"
 
@@ -85,13 +86,5 @@ void sbx_resolver_free (sbx_resolver *r);
  * which a TCP client is closed (milliseconds, at least 1). */
 void sbx_resolver_set_timeout_ms (sbx_resolver *r, int ms);
 void sbx_resolver_set_idle_ms (sbx_resolver *r, int ms);
-
-/* A query sbx forwards: at least the 12-byte header, at most 65535 bytes,
- * QR=0, opcode QUERY, QDCOUNT=1, and a well-formed question name right
- * after the header (labels of at most 63 bytes, at most 255 bytes in all,
- * no compression pointer) followed by its type and class. What follows the
- * question (an EDNS OPT record, say) is the upstream's to judge. 0 when it
- * is one, -1 otherwise. */
-int sbx_dns_query_check (const unsigned char *p, size_t n);
 
 #endif

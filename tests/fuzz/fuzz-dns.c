@@ -1,5 +1,5 @@
 /* Fuzz harness for the DNS query check of the resolver
- * (sbx_dns_query_check, src/lib/resolver.c), the one gate every message a
+ * (sbx_dns_query_check, src/lib/dns.c), the one gate every message a
  * sandbox sends to its resolver goes through. Arbitrary bytes, and valid
  * queries mutated, go to it; it must never read past the input, and it must
  * agree with a second, independent reading of the same rules below.

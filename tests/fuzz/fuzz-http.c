@@ -1,4 +1,4 @@
-/* Fuzz harness for the proxy's HTTP helpers (src/lib/proxy.c): arbitrary
+/* Fuzz harness for the proxy's HTTP helpers (src/lib/http.c): arbitrary
  * bytes, and valid request heads mutated byte by byte, go to
  * sbx_http_head_len, sbx_http_authorized and sbx_http_rewrite_head. None may
  * crash, and what they return must hold their promises: a head length within
@@ -16,6 +16,7 @@
 #include "config.h"
 #endif
 
+#include "http.h"
 #include "proxy.h"
 
 #include <strings.h>

@@ -1,13 +1,15 @@
-/* Unit tests of the exposed-port proxy (src/lib/proxy.c).
+/* Unit tests of the exposed-port proxy (src/lib/proxy.c, http.c, token.c).
  *
- * First the pure helpers: the request-head parser on good and bad heads, the
- * bearer check, the rewrite. Then the proxy live: it runs its poll loop in a
+ * First the pure helpers (http.c): the request-head parser on good and bad
+ * heads, the bearer check, the rewrite. Then the proxy live: it runs its poll loop in a
  * thread of its own (as it would in the monitor, alone), a backend thread on
  * 127.0.0.1 stands in for the sandbox's port, and the main thread is the
  * client. The backend counts its connections, so "nothing reached the
- * sandbox" is checked, not assumed. Last, the token file, as root. */
+ * sandbox" is checked, not assumed. Last, the token file (token.c), as root. */
 #include "config.h"
+#include "http.h"
 #include "proxy.h"
+#include "token.h"
 #include "tap.h"
 #include "util.h"
 
