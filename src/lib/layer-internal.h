@@ -1,9 +1,9 @@
-/* Layers: the layer-*.c files own ROOT/layers. A tarball becomes a layer in one pass
- * over it: the parent reads it, strips any compression, hashes the plain tar
- * stream (the hash names the layer) and feeds the same bytes to a child
- * process chrooted into the new rootfs, which extracts them with libarchive's
- * secure flags plus our own check of every entry, so that a path in the
- * archive cannot reach outside it even if a check were missed. Reading,
+/* Layers: the layer-*.c files own ROOT/layers. A tarball becomes a layer in
+ * one pass over it: the parent reads it, strips any compression, hashes the
+ * plain tar stream (the hash names the layer) and feeds the same bytes to a
+ * child process chrooted into the new rootfs, which extracts them with
+ * libarchive's secure flags plus our own check of every entry, so that a path
+ * in the archive cannot reach outside it even if a check were missed. Reading,
  * hashing and extracting overlap. All of it happens in ROOT/layers/tmp/RANDOM,
  * renamed to ROOT/layers/sha256/HEX once complete, and removed on any error.
  * The stream itself is not kept: export writes a layer's tar from its files.
@@ -12,12 +12,12 @@
  * installed with a `pending` mark holding the boot id, and a process of its
  * own syncs the filesystem after the command has returned and then drops the
  * mark (sbx_layer_settle). A mark from an earlier boot means the host went
- * down before the layer reached the disk: sbx_layer_check refuses such a
- * layer rather than run from files that may be torn. The mark is made before
- * the rename that installs the layer, and journaled filesystems (ext4, xfs,
- * btrfs) commit the two in that order. The built-in busybox layer is written
- * as a tar here and then goes through the same extraction, synced before it
- * is installed. */
+ * down before the layer reached the disk: sbx_layer_check refuses such a layer
+ * rather than run from files that may be torn. The mark is made before the
+ * rename that installs the layer, and journaled filesystems (ext4, xfs, btrfs)
+ * commit the two in that order. The built-in busybox layer is written as a tar
+ * (layer-busybox.c) and then goes through the same extraction, synced before
+ * it is installed. */
 #ifndef SBX_LAYER_INTERNAL_H
 #define SBX_LAYER_INTERNAL_H
 

@@ -1,5 +1,5 @@
-/* OCI image layouts and archives, docker save archives: the oci-*.c files own what
- * sbx reads from and writes for other container tools.
+/* OCI image layouts and archives, docker save archives: the oci-*.c files own
+ * what sbx reads from and writes for other container tools.
  *
  * Import trusts nothing in what it is given. A directory is read with
  * openat2(RESOLVE_BENEATH); an archive is first unpacked, regular files and
