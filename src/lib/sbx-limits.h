@@ -12,6 +12,9 @@
 /* --memory: 0 (no limit) or bytes in this range. */
 #define SBX_MEMORY_MIN (6ULL << 20)
 #define SBX_MEMORY_MAX (1ULL << 42)
+/* --disk, sbx.conf's disk: 0 (no limit) or bytes in this range. */
+#define SBX_DISK_MIN (16ULL << 20)
+#define SBX_DISK_MAX (64ULL << 40)
 /* --pids: in this range (0 in the options: SBX_PIDS_DEFAULT). */
 #define SBX_PIDS_MIN 8
 #define SBX_PIDS_MAX (1 << 22)

@@ -134,7 +134,7 @@ before" "second-generation files"
   # the same INVALID_ARGUMENT, and nothing is made.
   local edit
   for edit in 'o["pids"] = 3' 'o["pids"] = 1 << 23' 'o["memory"] = 4096' 'o["memory"] = 1 << 43' \
-    'o["cpu"] = 5000' 'o["cpu"] = 0.001' 'o["ports"] = [str(p) for p in range(1000, 1065)]'; do
+    'o["cpu"] = 5000' 'o["cpu"] = 0.001' 'o["disk"] = 4096' 'o["ports"] = [str(p) for p in range(1000, 1065)]'; do
     py -c 'import json, sys
 d = json.load(open(sys.argv[1])); o = d["options"]
 '"$edit"'
