@@ -15,6 +15,7 @@
 #include "lifecycle.h"
 #include "runtime.h"
 #include "sandbox.h"
+#include "spawn.h"
 #include "util.h"
 
 #include <dirent.h>
