@@ -19,20 +19,7 @@ commit_env (const sbx_sandbox *sb)
 {
   char **env = strv_dup (sb->image_env ? sb->image_env : (char *[]){ NULL });
   for (size_t i = 0; sb->opts.env && sb->opts.env[i]; i++)
-    {
-      const char *e = sb->opts.env[i];
-      size_t kl = (size_t) (strchr (e, '=') - e);
-      bool done = false;
-      for (size_t k = 0; env[k] && !done; k++)
-        if (strncmp (env[k], e, kl + 1) == 0)
-          {
-            free (env[k]);
-            env[k] = xstrdup (e);
-            done = true;
-          }
-      if (!done)
-        strv_push (&env, e);
-    }
+    strv_env_set (&env, sb->opts.env[i]);
   return env;
 }
 

@@ -2,6 +2,7 @@
  * as a deterministic tar, then extracted as any other layer. */
 #include "config.h"
 #include "layer-internal.h"
+#include "spawn.h"
 #include "layer.h"
 #include "fs.h"
 #include "sha256.h"
@@ -14,12 +15,10 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
-#include <linux/openat2.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
@@ -82,40 +81,19 @@ check_static_elf (int fd, const char *path, sbx_error **err)
   return 0;
 }
 
-/* Runs ARGV (no shell) and returns at most MAX bytes of its stdout. */
+/* Runs ARGV (no shell) and returns its stdout, which must be under MAX
+ * bytes. */
 static int
 run_capture (char *const argv[], size_t max, char **ret_out, sbx_error **err)
 {
-  int p[2];
-  if (pipe2 (p, O_CLOEXEC) < 0)
-    return sbx_error_errno (err, errno, "pipe");
-  pid_t pid = fork ();
-  if (pid < 0)
-    {
-      int e = errno;
-      close (p[0]);
-      close (p[1]);
-      return sbx_error_errno (err, e, "fork");
-    }
-  if (pid == 0)
-    {
-      int null = open ("/dev/null", O_RDWR | O_CLOEXEC);
-      if (null < 0 || dup2 (null, 0) < 0 || dup2 (p[1], 1) < 0 || dup2 (null, 2) < 0)
-        _exit (127);
-      execv (argv[0], argv);
-      _exit (127);
-    }
-  close (p[1]);
-  _cleanup_free_ char *out = xmalloc (max + 1);
-  ssize_t n = read_all (p[0], out, max);
-  close (p[0]);
+  _cleanup_free_ char *out = NULL;
   int status = 0;
-  wait_child (pid, &status);
-  if (n < 0 || (size_t) n >= max)
-    return sbx_error_set (err, SBX_E_INTERNAL, n < 0 ? (int) -n : 0, "`%s %s`: unreadable output", argv[0], argv[1]);
-  if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
-    return sbx_error_set (err, SBX_E_INTERNAL, 0, "`%s %s` failed (status 0x%x)", argv[0], argv[1], status);
-  out[n] = '\0';
+  if (sbx_spawn_capture (argv, max, &out, NULL, &status, err) < 0)
+    return -1;
+  if (strlen (out) >= max)
+    return sbx_error_set (err, SBX_E_INTERNAL, 0, "`%s %s`: unreadable output", argv[0], argv[1]);
+  if (status != 0)
+    return sbx_error_set (err, SBX_E_INTERNAL, 0, "`%s %s` failed (status %d)", argv[0], argv[1], status);
   *ret_out = steal_pointer (&out);
   return 0;
 }

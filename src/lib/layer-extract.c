@@ -4,6 +4,8 @@
  * writes it. */
 #include "config.h"
 #include "layer-internal.h"
+#include "openat.h"
+#include "spawn.h"
 #include "layer.h"
 #include "fs.h"
 #include "sha256.h"
@@ -16,12 +18,10 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
-#include <linux/openat2.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
@@ -46,15 +46,6 @@ helper_result_take (helper_result *res, sbx_error **err)
   return sbx_error_set (err, code, res->errnum, "%s", res->msg);
 }
 
-int
-wait_child (pid_t pid, int *ret_status)
-{
-  while (waitpid (pid, ret_status, 0) < 0)
-    if (errno != EINTR)
-      return -errno;
-  return 0;
-}
-
 /* Kills and reaps a helper that did not finish: on the parent's errors. */
 static void
 helper_cleanup (helper *h)
@@ -65,7 +56,7 @@ helper_cleanup (helper *h)
     {
       int status;
       kill (h->pid, SIGKILL);
-      wait_child (h->pid, &status);
+      sbx_spawn_wait (h->pid, &status);
     }
   h->pid = -1;
 }
@@ -165,7 +156,7 @@ helper_finish (helper *h, helper_result *ret, sbx_error **err)
   ssize_t n = read_all (h->resfd, ret, sizeof *ret);
   closep (&h->resfd);
   int status = 0;
-  wait_child (h->pid, &status);
+  sbx_spawn_wait (h->pid, &status);
   h->pid = -1;
   if (n != (ssize_t) sizeof *ret)
     return sbx_error_set (err, SBX_E_INTERNAL, 0, "helper process died (status 0x%x)", status);
@@ -598,12 +589,9 @@ open_parent_nofollow (const char *p, char **ret_base)
   size_t dirlen;
   split_path (p, &dirlen, ret_base);
   _cleanup_free_ char *dir = dirlen ? xstrndup (p, dirlen) : xstrdup (".");
-  struct open_how how = {
-    .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-    .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-  };
-  long fd = syscall (SYS_openat2, AT_FDCWD, dir, &how, sizeof how);
-  return fd < 0 ? -errno : (int) fd;
+  int fd = sbx_openat2 (AT_FDCWD, dir, O_PATH | O_DIRECTORY, 0,
+                        RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+  return fd < 0 ? -errno : fd;
 }
 
 /* What ARCHIVE_EXTRACT_SECURE_SYMLINKS does, in three syscalls rather than
@@ -636,9 +624,7 @@ guard_path (const char *p, const char *what, bool replace, sbx_error **err)
 static bool
 can_guard (void)
 {
-  _cleanup_free_ char *base = NULL;
-  _cleanup_close_ int fd = open_parent_nofollow ("x", &base);
-  return fd >= 0;
+  return sbx_have_openat2 ();
 }
 
 /* The most one extraction may expand to (sbx_layer_set_size_max); 0: no
@@ -663,7 +649,7 @@ static int
 extract_entry (struct archive *ar, struct archive *aw, struct archive_entry *e, bool guard, char ***opaque,
                uint64_t *size, sbx_error **err)
 {
-  _cleanup_free_ char *name = printable (sbx_ar.archive_entry_pathname (e));
+  _cleanup_free_ char *name = printable_masked (sbx_ar.archive_entry_pathname (e), 200, "(unreadable name)");
   _cleanup_free_ char *path = NULL;
   int kind = classify_entry (e, &path, err);
   if (kind == ENTRY_WHITEOUT)
@@ -779,7 +765,7 @@ apply_opaque (char **dirs, sbx_error **err)
 {
   for (size_t i = 0; dirs && dirs[i]; i++)
     {
-      _cleanup_free_ char *name = printable (dirs[i]);
+      _cleanup_free_ char *name = printable_masked (dirs[i], 200, "(unreadable name)");
       _cleanup_close_ int fd = open_dir_beneath (dirs[i], err);
       if (fd < 0)
         return sbx_error_wrap (err, "opaque directory `%s`", name);

@@ -15,12 +15,10 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
-#include <linux/openat2.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>

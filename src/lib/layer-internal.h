@@ -150,27 +150,6 @@ digest_hex (const char *digest)
   return hex[64] == '\0' ? hex : NULL;
 }
 
-/* Text from an archive fit for an error message: control bytes as '?', cut
- * after MAX bytes. */
-static inline char *
-printable_n (const char *s, size_t max)
-{
-  if (s == NULL)
-    return xstrdup ("(unreadable name)");
-  size_t n = strnlen (s, max);
-  char *r = xasprintf ("%.*s%s", (int) n, s, s[n] ? "..." : "");
-  for (char *p = r; *p; p++)
-    if ((unsigned char) *p < 0x20 || *p == 0x7f)
-      *p = '?';
-  return r;
-}
-
-static inline char *
-printable (const char *s)
-{
-  return printable_n (s, 200);
-}
-
 static inline bool
 errno_is_resource (int e)
 {
@@ -196,7 +175,6 @@ void split_path (const char *p, size_t *ret_dirlen, char **ret_base);
 la_ssize_t tar_sink_write (struct archive *a, void *data, const void *buf, size_t len);
 int tmp_layer_install (const char *root, tmp_layer *t, const char *hex, uint64_t size, bool synced, sbx_error **err);
 int tmp_layer_new (const char *root, tmp_layer *t, sbx_error **err);
-int wait_child (pid_t pid, int *ret_status);
 bool xattr_allowed (const char *name);
 
 #endif

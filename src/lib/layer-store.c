@@ -4,6 +4,7 @@
  * removal. The top of layer-internal.h says how a layer is made. */
 #include "config.h"
 #include "layer-internal.h"
+#include "spawn.h"
 #include "layer.h"
 #include "fs.h"
 #include "sha256.h"
@@ -16,12 +17,10 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
-#include <linux/openat2.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
@@ -287,7 +286,7 @@ sbx_layer_remove (const char *root, const char *digest, sbx_error **err)
   _cleanup_free_ char *dir = sbx_layer_dir (root, digest);
   if (dir == NULL)
     {
-      _cleanup_free_ char *name = printable (digest);
+      _cleanup_free_ char *name = printable_masked (digest, 200, "(unreadable name)");
       return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid layer digest `%s`", name);
     }
   if (ensure_layer_dirs (root, err) < 0)
@@ -416,6 +415,6 @@ sbx_layer_settle_later (const char *root)
       _exit (sbx_layer_settle (root) < 0 ? 1 : 0);
     }
   int status;
-  wait_child (pid, &status);
+  sbx_spawn_wait (pid, &status);
 #endif
 }

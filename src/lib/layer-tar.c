@@ -15,12 +15,10 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
-#include <linux/openat2.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
@@ -408,7 +406,7 @@ convert_to_oci (int tarfd, int outfd, sbx_error **err)
         break;
       if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
         return sbx_archive_fail (err, ar, "read layer.tar");
-      _cleanup_free_ char *name = printable (sbx_ar.archive_entry_pathname (e));
+      _cleanup_free_ char *name = printable_masked (sbx_ar.archive_entry_pathname (e), 200, "(unreadable name)");
       if (write_oci_entry (ar, aw, e, err) < 0)
         return sbx_error_wrap (err, "entry `%s`", name);
     }

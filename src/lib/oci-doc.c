@@ -12,10 +12,8 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 
 
 const char *
@@ -70,7 +68,7 @@ is_lower_hex (const char *s, size_t n)
 static int
 check_digest (const char *d, sbx_error **err)
 {
-  _cleanup_free_ char *name = printable (d);
+  _cleanup_free_ char *name = printable_masked (d, 120, "(none)");
   if (strncmp (d, DIGEST_PREFIX, strlen (DIGEST_PREFIX)) != 0)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "digest `%s`: only sha256 digests are supported", name);
   const char *hex = d + strlen (DIGEST_PREFIX);
@@ -298,7 +296,7 @@ check_header (yajl_val v, const char *what, bool (*type_ok) (const char *), sbx_
                           (long long) version);
   if (mt && !type_ok (mt))
     {
-      _cleanup_free_ char *name = printable (mt);
+      _cleanup_free_ char *name = printable_masked (mt, 120, "(none)");
       return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s: unexpected media type `%s`", what, name);
     }
   return 0;
@@ -351,7 +349,7 @@ sbx_oci_parse_manifest (const char *text, size_t len, sbx_oci_manifest **ret, sb
     return -1;
   if (m->config.media_type && !mt_is_config (m->config.media_type))
     {
-      _cleanup_free_ char *name = printable (m->config.media_type);
+      _cleanup_free_ char *name = printable_masked (m->config.media_type, 120, "(none)");
       return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "not a container image: its config is `%s`", name);
     }
   m->layers = xmalloc0 ((arr->u.array.len + 1) * sizeof *m->layers);
@@ -363,7 +361,7 @@ sbx_oci_parse_manifest (const char *text, size_t len, sbx_oci_manifest **ret, sb
       m->n_layers++;
       if (m->layers[i].media_type && !mt_is_layer (m->layers[i].media_type))
         {
-          _cleanup_free_ char *name = printable (m->layers[i].media_type);
+          _cleanup_free_ char *name = printable_masked (m->layers[i].media_type, 120, "(none)");
           return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s: unsupported media type `%s`", what, name);
         }
     }
@@ -406,7 +404,7 @@ parse_run_config (yajl_val c, sbx_oci_config *cfg, sbx_error **err)
   for (size_t i = 0; cfg->env && cfg->env[i]; i++)
     if (!env_entry_is_valid (cfg->env[i]))
       {
-        _cleanup_free_ char *name = printable (cfg->env[i]);
+        _cleanup_free_ char *name = printable_masked (cfg->env[i], 120, "(none)");
         return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid Env entry `%s`", name);
       }
   if (workdir && *workdir && (workdir[0] != '/' || strlen (workdir) >= WORKDIR_MAX || has_control (workdir)))
@@ -480,7 +478,7 @@ check_archive_path (const char *p, const char *what, sbx_error **err)
 {
   if (sbx_oci_path_ok (p))
     return 0;
-  _cleanup_free_ char *name = printable (p);
+  _cleanup_free_ char *name = printable_masked (p, 120, "(none)");
   return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s `%s` is not a safe relative path", what, name);
 }
 
@@ -537,7 +535,7 @@ sbx_oci_pick (const sbx_oci_desc *v, size_t n, const char *arch, size_t *ret_i, 
   _cleanup_free_ char *list = xstrdup ("");
   for (size_t i = 0; i < n && i < 16; i++)
     {
-      _cleanup_free_ char *os = printable (v[i].os), *a = printable (v[i].arch);
+      _cleanup_free_ char *os = printable_masked (v[i].os, 120, "(none)"), *a = printable_masked (v[i].arch, 120, "(none)");
       char *l = xasprintf ("%s%s%s/%s", list, i ? ", " : "", os, a);
       free (list);
       list = l;

@@ -11,10 +11,8 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 
 /* ---- export ---- */
 
@@ -124,8 +122,8 @@ gzip_layer (int tarfd, int workfd, out_blob *b, char diff_hex[65], sbx_error **e
     return sbx_error_errno (err, errno, "temp file");
   sink s = { .fd = out };
   sha256_init (&s.sha);
-  _cleanup_ar_write_ struct archive *a = sbx_ar.archive_write_new ();
-  _cleanup_ar_entry_ struct archive_entry *e = sbx_ar.archive_entry_new ();
+  _cleanup_archive_write_ struct archive *a = sbx_ar.archive_write_new ();
+  _cleanup_archive_entry_ struct archive_entry *e = sbx_ar.archive_entry_new ();
   uint64_t len;
   if (sbx_ar.archive_write_add_filter_gzip (a) != ARCHIVE_OK)
     return sbx_error_set (err, SBX_E_INTERNAL, 0, "libarchive has no built-in gzip support");
@@ -282,7 +280,7 @@ static int
 write_member (struct archive *a, const char *name, int64_t mtime, bool dir, const char *data, int fd, uint64_t size,
               sbx_error **err)
 {
-  _cleanup_ar_entry_ struct archive_entry *e = sbx_ar.archive_entry_new ();
+  _cleanup_archive_entry_ struct archive_entry *e = sbx_ar.archive_entry_new ();
   sbx_ar.archive_entry_set_pathname (e, name);
   sbx_ar.archive_entry_set_mode (e, dir ? (AE_IFDIR | 0755) : (AE_IFREG | 0644));
   sbx_ar.archive_entry_set_uid (e, 0);
@@ -330,7 +328,7 @@ write_oci_archive (int outfd, const out_blob *layers, size_t n, const out_blob *
   static const char layout[] = "{\"imageLayoutVersion\":\"1.0.0\"}";
   sink s = { .fd = outfd };
   sha256_init (&s.sha);
-  _cleanup_ar_write_ struct archive *a = sbx_ar.archive_write_new ();
+  _cleanup_archive_write_ struct archive *a = sbx_ar.archive_write_new ();
   sbx_ar.archive_write_set_format_pax_restricted (a);
   /* Names as the bytes they are: no conversion through the locale's
    * charset, which fails on a name that is not ASCII under C. */

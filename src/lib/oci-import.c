@@ -3,6 +3,7 @@
  * and layer checked against its digests, all layers installed or none. */
 #include "config.h"
 #include "oci-internal.h"
+#include "openat.h"
 #include "oci.h"
 #include "json.h"
 #include "layer.h"
@@ -12,10 +13,8 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 
 /* ---- reading a layout ---- */
 
@@ -25,23 +24,15 @@
 static int
 open_beneath (int dfd, const char *rel, struct stat *ret_st, sbx_error **err)
 {
-  struct open_how how = { .flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
-                          .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS };
-  _cleanup_free_ char *name = printable (rel);
-  long fd = -1;
-  for (int i = 0; i < 64 && fd < 0; i++)
-    {
-      fd = syscall (SYS_openat2, dfd, rel, &how, sizeof how);
-      if (fd < 0 && errno != EAGAIN && errno != EINTR)
-        break;
-    }
+  _cleanup_free_ char *name = printable_masked (rel, 120, "(none)");
+  int fd = sbx_openat2 (dfd, rel, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS);
   if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "`%s` is missing", name);
   if (fd < 0 && (errno == EXDEV || errno == ELOOP))
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "`%s` leads out of the image", name);
   if (fd < 0)
     return sbx_error_errno (err, errno, "open `%s`", name);
-  _cleanup_close_ int f = (int) fd;
+  _cleanup_close_ int f = fd;
   if (fstat (f, ret_st) < 0)
     return sbx_error_errno (err, errno, "stat `%s`", name);
   if (!S_ISREG (ret_st->st_mode))
@@ -67,7 +58,7 @@ read_beneath (int dfd, const char *rel, size_t max, char **ret, size_t *ret_len,
   _cleanup_close_ int fd = open_beneath (dfd, rel, &st, err);
   if (fd < 0)
     return -1;
-  _cleanup_free_ char *name = printable (rel);
+  _cleanup_free_ char *name = printable_masked (rel, 120, "(none)");
   if (st.st_size < 0 || (uint64_t) st.st_size > max)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "`%s` is larger than %zu bytes", name, max);
   _cleanup_free_ char *buf = xmalloc ((size_t) st.st_size + 1);
@@ -145,7 +136,7 @@ open_parent (int dfd, const char *name, char **ret_base, sbx_error **err)
       int next = openat (fd, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       if (next < 0)
         {
-          _cleanup_free_ char *pname = printable (name);
+          _cleanup_free_ char *pname = printable_masked (name, 120, "(none)");
           return sbx_error_set (err, errno == ENOTDIR ? SBX_E_INVALID_ARGUMENT : SBX_E_INTERNAL, errno,
                                 "member `%s`: open its directory", pname);
         }
@@ -175,7 +166,7 @@ pwrite_all (int fd, const void *buf, size_t len, off_t off)
 static int
 unpack_file (struct archive *a, int dfd, const char *name, int64_t size, sbx_error **err)
 {
-  _cleanup_free_ char *base = NULL, *pname = printable (name);
+  _cleanup_free_ char *base = NULL, *pname = printable_masked (name, 120, "(none)");
   _cleanup_close_ int dir = open_parent (dfd, name, &base, err);
   if (dir < 0)
     return -1;
@@ -290,7 +281,7 @@ make_links (int dfd, link_list *l, sbx_error **err)
         {
           if (l->v[i].path == NULL)
             continue;
-          _cleanup_free_ char *base = NULL, *pname = printable (l->v[i].path);
+          _cleanup_free_ char *base = NULL, *pname = printable_masked (l->v[i].path, 120, "(none)");
           _cleanup_close_ int dir = open_parent (dfd, l->v[i].path, &base, err);
           if (dir < 0)
             return -1;
@@ -311,7 +302,7 @@ static int
 unpack_member (struct archive *a, struct archive_entry *e, int dfd, const char *name, link_list *links,
                sbx_error **err)
 {
-  _cleanup_free_ char *pname = printable (name);
+  _cleanup_free_ char *pname = printable_masked (name, 120, "(none)");
   const char *hardlink = sbx_ar.archive_entry_hardlink (e);
   mode_t type = sbx_ar.archive_entry_filetype (e);
   if (hardlink)
@@ -365,7 +356,7 @@ member_name (const char *raw)
 static int
 unpack_archive (int fd, int dfd, bool *ret_image, sbx_error **err)
 {
-  _cleanup_ar_read_ struct archive *a = sbx_ar.archive_read_new ();
+  _cleanup_archive_read_ struct archive *a = sbx_ar.archive_read_new ();
   _cleanup_link_list_ link_list links = { 0 };
   *ret_image = false;
   if (sbx_archive_read_filters (a, err) < 0)
@@ -419,7 +410,7 @@ static int
 check_platform (const sbx_oci_config *cfg, sbx_error **err)
 {
   const char *arch = sbx_oci_host_arch ();
-  _cleanup_free_ char *os = printable (cfg->os), *a = printable (cfg->arch);
+  _cleanup_free_ char *os = printable_masked (cfg->os, 120, "(none)"), *a = printable_masked (cfg->arch, 120, "(none)");
   if (cfg->os && strcmp (cfg->os, "linux") != 0)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "the image is for %s, not linux", os);
   if (cfg->arch && strcmp (cfg->arch, arch) != 0)
@@ -452,16 +443,6 @@ stage_layer (const char *root, int fd, const sbx_oci_desc *blob, const char *dif
   return 0;
 }
 
-static bool
-env_has (char *const *env, const char *key)
-{
-  size_t n = strlen (key);
-  for (size_t i = 0; env && env[i]; i++)
-    if (strncmp (env[i], key, n) == 0 && env[i][n] == '=')
-      return true;
-  return false;
-}
-
 /* Extracts every staged layer, then installs them all: a layer refused by
  * the extraction leaves none behind. */
 static int
@@ -484,8 +465,8 @@ finish_import (const char *root, staged_list *l, const sbx_oci_config *cfg, sbx_
     sbx_layer_settle_later (root);
   /* What podman and docker add when an image has no PATH. */
   img->env = cfg->env ? strv_dup (cfg->env) : xmalloc0 (sizeof (char *));
-  if (!env_has (img->env, "PATH"))
-    strv_push (&img->env, DEFAULT_PATH);
+  if (strv_env_get (img->env, "PATH") == NULL)
+    strv_push (&img->env, "PATH=" SBX_DEFAULT_PATH);
   img->workdir = xstrdup (cfg->workdir ? cfg->workdir : "/");
   img->cmd = cfg->cmd && cfg->cmd[0] ? strv_dup (cfg->cmd) : NULL;
   img->user = dup_or_null (cfg->user);
@@ -542,7 +523,7 @@ check_oci_layout (int dfd, sbx_error **err)
     return sbx_error_wrap (err, "oci-layout");
   if (strncmp (version, "1.", 2) != 0)
     {
-      _cleanup_free_ char *name = printable (version);
+      _cleanup_free_ char *name = printable_masked (version, 120, "(none)");
       return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "oci-layout: unsupported version `%s`", name);
     }
   return 0;
@@ -628,7 +609,7 @@ read_docker_config (int dfd, const char *path, sbx_oci_config **ret, sbx_error *
   sha256_hex (text, len, hex);
   if (named && strncmp (named, hex, 64) != 0)
     {
-      _cleanup_free_ char *name = printable (path);
+      _cleanup_free_ char *name = printable_masked (path, 120, "(none)");
       return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "config `%s`: digest mismatch (it is sha256:%s)", name,
                             hex);
     }
@@ -683,7 +664,7 @@ import_rootfs (const char *root, const char *path, sbx_image **ret, sbx_error **
   img->layers = xmalloc0 (sizeof (char *));
   strv_push (&img->layers, digest);
   img->env = xmalloc0 (sizeof (char *));
-  strv_push (&img->env, DEFAULT_PATH);
+  strv_push (&img->env, "PATH=" SBX_DEFAULT_PATH);
   img->workdir = xstrdup ("/");
   img->size = size;
   *ret = steal_pointer (&img);

@@ -43,7 +43,6 @@
 #define ARCHIVE_MEMBERS_MAX 65536
 #define IO_BLOCK (1024 * 1024)
 #define DIGEST_PREFIX "sha256:"
-#define DEFAULT_PATH "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #define REF_NAME_ANNOTATION "org.opencontainers.image.ref.name"
 
 #define MT_OCI_INDEX "application/vnd.oci.image.index.v1+json"
@@ -54,42 +53,6 @@
 #define MT_DOCKER_LIST "application/vnd.docker.distribution.manifest.list.v2+json"
 #define MT_DOCKER_MANIFEST "application/vnd.docker.distribution.manifest.v2+json"
 #define MT_DOCKER_CONFIG "application/vnd.docker.container.image.v1+json"
-
-static inline void
-archive_read_freep_ (struct archive **a)
-{
-  if (*a)
-    sbx_ar.archive_read_free (*a);
-}
-static inline void
-archive_write_freep_ (struct archive **a)
-{
-  if (*a)
-    sbx_ar.archive_write_free (*a);
-}
-static inline void
-archive_entry_freep_ (struct archive_entry **e)
-{
-  if (*e)
-    sbx_ar.archive_entry_free (*e);
-}
-#define _cleanup_ar_read_ __attribute__ ((cleanup (archive_read_freep_)))
-#define _cleanup_ar_write_ __attribute__ ((cleanup (archive_write_freep_)))
-#define _cleanup_ar_entry_ __attribute__ ((cleanup (archive_entry_freep_)))
-
-/* Text from an archive fit for a message: control bytes as '?', cut. */
-static inline char *
-printable (const char *s)
-{
-  if (s == NULL)
-    return xstrdup ("(none)");
-  size_t n = strnlen (s, 120);
-  char *r = xasprintf ("%.*s%s", (int) n, s, s[n] ? "..." : "");
-  for (char *p = r; *p; p++)
-    if ((unsigned char) *p < 0x20 || *p == 0x7f)
-      *p = '?';
-  return r;
-}
 
 /* Shared between the oci-*.c files; each is described where it is defined. */
 int check_archive_path (const char *p, const char *what, sbx_error **err);
