@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "error.h"
+#include "sbx-limits.h"
 #include "store.h"
 
 /* Whether S has the form of a snapshot id. */
