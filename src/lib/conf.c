@@ -106,27 +106,6 @@ is_blank (char c)
   return c == ' ' || c == '\t';
 }
 
-/* S as it goes into a message: at most 64 characters, a tab as \t (no
- * other control byte gets past parse_line). */
-static char *
-printable (const char *s)
-{
-  size_t n = strlen (s);
-  bool cut = n > 64;
-  if (cut)
-    n = 64;
-  char *out = xmalloc (n * 2 + 4), *p = out;
-  for (size_t i = 0; i < n; i++)
-    if (s[i] == '\t')
-      p = stpcpy (p, "\\t");
-    else
-      *p++ = s[i];
-  if (cut)
-    p = stpcpy (p, "...");
-  *p = '\0';
-  return out;
-}
-
 /* Reads PATH (following symlinks: /etc/resolv.conf usually is one), a
  * regular file of at most MAX bytes, NUL-terminated. NOT_FOUND when it does
  * not exist, INVALID_ARGUMENT for anything else. */
@@ -335,7 +314,7 @@ set_private_policy (parser *p, const char *key, const char *v, sbx_error **err)
 {
   if (strcmp (v, "drop") != 0 && strcmp (v, "observe") != 0)
     {
-      _cleanup_free_ char *q = printable (v);
+      _cleanup_free_ char *q = printable_escaped (v, 64);
       return perr (p, key, err, "expected `drop` or `observe`, not `%s`", q);
     }
   p->conf->observe = strcmp (v, "observe") == 0;
@@ -399,7 +378,7 @@ set_expose_host (parser *p, const char *key, const char *v, sbx_error **err)
     }
   else if (!hostname_is_valid (v))
     {
-      _cleanup_free_ char *q = printable (v);
+      _cleanup_free_ char *q = printable_escaped (v, 64);
       return perr (p, key, err, "`%s` is not a host name ([A-Za-z0-9.-]) or an IPv6 address in brackets", q);
     }
   free (p->conf->expose_host);
@@ -419,7 +398,7 @@ set_expose_head_timeout (parser *p, const char *key, const char *v, sbx_error **
     x = x * 10 + (unsigned long) (v[i] - '0');
   if (n == 0 || n > 6 || (v[n] != '\0' && !ms))
     {
-      _cleanup_free_ char *q = printable (v);
+      _cleanup_free_ char *q = printable_escaped (v, 64);
       return perr (p, key, err, "expected seconds (such as `10`) or milliseconds (`500ms`), not `%s`", q);
     }
   unsigned long msec = ms ? x : x * 1000;
@@ -438,7 +417,7 @@ set_default_memory (parser *p, const char *key, const char *v, sbx_error **err)
     mem = 0;
   else if (parse_memory (v, &mem) < 0 || mem < SBX_MEMORY_MIN || mem > SBX_MEMORY_MAX)
     {
-      _cleanup_free_ char *q = printable (v);
+      _cleanup_free_ char *q = printable_escaped (v, 64);
       return perr (p, key, err, "`%s` is not 0 (no limit) or a size between 6Mi and 4Ti (MiB, or 512Mi, 1Gi, 2G)", q);
     }
   p->conf->default_memory = mem;
@@ -454,7 +433,7 @@ set_default_cpu (parser *p, const char *key, const char *v, sbx_error **err)
     cpu = 0;
   else if (parse_double (v, SBX_CPU_MIN, SBX_CPU_MAX, &cpu) < 0)
     {
-      _cleanup_free_ char *q = printable (v);
+      _cleanup_free_ char *q = printable_escaped (v, 64);
       return perr (p, key, err, "`%s` is not 0 (no limit) or a number of cores in 0.01..1024", q);
     }
   p->conf->default_cpu = cpu;
@@ -474,7 +453,7 @@ set_size (parser *p, const char *key, const char *v, uint64_t min, uint64_t max,
     }
   if (parse_memory (v, &n) < 0 || n < min || n > max)
     {
-      _cleanup_free_ char *q = printable (v);
+      _cleanup_free_ char *q = printable_escaped (v, 64);
       return perr (p, key, err, "`%s` is not %sa size between %llu MiB and %llu GiB (MiB, or with a unit: 512Mi, 10Gi, 2G)",
                    q, zero ? "0 or " : "", (unsigned long long) (min >> 20), (unsigned long long) (max >> 30));
     }
@@ -558,7 +537,7 @@ parse_line (parser *p, const char *s, size_t n, sbx_error **err)
     k++;
   if (k == KEY__MAX)
     {
-      _cleanup_free_ char *q = printable (key);
+      _cleanup_free_ char *q = printable_escaped (key, 64);
       return perr (p, NULL, err, "unknown key `%s`", q);
     }
   if (*value == '\0')

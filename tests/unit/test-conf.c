@@ -97,6 +97,10 @@ test_sizes (void)
     { "disk = 1Gi\ndisk = 2Gi\n", "t.conf:2: disk: given twice" },
     { "image_size_max = 0\n", "t.conf:1: image_size_max: `0` is not a size between 1 MiB" },
     { "store_reserve = lots\n", "t.conf:1: store_reserve: `lots` is not 0 or a size" },
+    /* The value in the message: a tab shown as \t, cut after 64 bytes. */
+    { "private_policy = dr\top\n", "private_policy: expected `drop` or `observe`, not `dr\\top`" },
+    { "store_reserve = " "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdefXYZ\n",
+      "store_reserve: `0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef...` is not" },
   };
   for (size_t i = 0; i < ARRAY_SIZE (bad); i++)
     {
