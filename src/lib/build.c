@@ -186,7 +186,7 @@ hash_tree (sha256_ctx *c, int dfd, const char *name, const char *rel, int depth,
   if (depth > TREE_DEPTH_MAX)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "context `%s`: nested too deep", rel);
   int sub = openat (dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  DIR *d = sub >= 0 ? fdopendir (sub) : NULL;
+  _cleanup_closedir_ DIR *d = sub >= 0 ? fdopendir (sub) : NULL;
   if (d == NULL)
     {
       if (sub >= 0)
@@ -201,7 +201,6 @@ hash_tree (sha256_ctx *c, int dfd, const char *name, const char *rel, int depth,
       _cleanup_free_ char *sr = xasprintf ("%s/%s", rel, names[i]);
       r = hash_tree (c, dirfd (d), names[i], sr, depth + 1, err);
     }
-  closedir (d);
   return r;
 }
 
@@ -274,7 +273,7 @@ copy_in (int root, int dfd, const char *name, const char *dest, int mode, int de
   if (sbx_fs_mkdir (root, dest, true, err) < 0)
     return -1;
   int sub = openat (dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  DIR *d = sub >= 0 ? fdopendir (sub) : NULL;
+  _cleanup_closedir_ DIR *d = sub >= 0 ? fdopendir (sub) : NULL;
   if (d == NULL)
     {
       if (sub >= 0)
@@ -291,7 +290,6 @@ copy_in (int root, int dfd, const char *name, const char *dest, int mode, int de
       _cleanup_free_ char *sub_dest = xasprintf ("%s%s%s", dest, l && dest[l - 1] == '/' ? "" : "/", de->d_name);
       r = copy_in (root, dirfd (d), de->d_name, sub_dest, mode, depth + 1, err);
     }
-  closedir (d);
   return r;
 }
 

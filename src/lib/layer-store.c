@@ -223,7 +223,7 @@ void
 sbx_layer_alias_gc (const char *root)
 {
   _cleanup_free_ char *dir = xasprintf ("%s/layers/alias", root);
-  DIR *d = opendir (dir);
+  _cleanup_closedir_ DIR *d = opendir (dir);
   if (d == NULL)
     return;
   for (struct dirent *de; (de = readdir (d));)
@@ -234,7 +234,6 @@ sbx_layer_alias_gc (const char *root)
       if (target == NULL || !sbx_layer_exists (root, target))
         unlinkat (dirfd (d), de->d_name, 0);
     }
-  closedir (d);
 }
 
 /* Moves the finished layer into place. SYNCED: on the disk first, or else
@@ -336,7 +335,7 @@ settling_layers (int dfd, size_t *n)
   seen_layer *v = NULL;
   *n = 0;
   _cleanup_close_ int fd = dup (dfd);
-  DIR *d = fd >= 0 ? fdopendir (fd) : NULL;
+  _cleanup_closedir_ DIR *d = fd >= 0 ? fdopendir (fd) : NULL;
   if (d == NULL)
     return NULL;
   fd = -1;
@@ -351,7 +350,6 @@ settling_layers (int dfd, size_t *n)
       v = xrealloc (v, (*n + 1) * sizeof *v);
       v[(*n)++] = (seen_layer) { .name = xstrdup (de->d_name), .ino = st.st_ino };
     }
-  closedir (d);
   return v;
 }
 

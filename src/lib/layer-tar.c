@@ -206,7 +206,7 @@ tar_entry (tar_out *t, int dfd, const char *name, const char *path, int depth, s
 static int
 tar_tree (tar_out *t, int dfd, const char *prefix, int depth, sbx_error **err)
 {
-  DIR *d = fdopendir (dfd);
+  _cleanup_closedir_ DIR *d = fdopendir (dfd);
   if (d == NULL)
     {
       close (dfd);
@@ -220,7 +220,6 @@ tar_tree (tar_out *t, int dfd, const char *prefix, int depth, sbx_error **err)
       _cleanup_free_ char *path = prefix[0] ? xasprintf ("%s/%s", prefix, names[i]) : xstrdup (names[i]);
       r = tar_entry (t, dirfd (d), names[i], path, depth, err);
     }
-  closedir (d);
   return r;
 }
 

@@ -286,13 +286,11 @@ sbx_snapshot_list (const sbx_store *st, sbx_snapshot_info **ret, size_t *ret_n, 
 {
   _cleanup_free_ char *dir = sbx_store_path (st, "snapshots");
   _cleanup_strv_ char **ids = xmalloc0 (sizeof (char *));
-  DIR *d = opendir (dir);
+  _cleanup_closedir_ DIR *d = opendir (dir);
   struct dirent *de;
   while (d && (de = readdir (d)) != NULL)
     if (sbx_snapshot_id_valid (de->d_name))
       strv_push (&ids, de->d_name);
-  if (d)
-    closedir (d);
   sbx_snapshot_info *v = xmalloc0 ((strv_len (ids) + 1) * sizeof *v);
   size_t n = 0;
   for (size_t i = 0; ids[i]; i++)
