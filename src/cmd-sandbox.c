@@ -123,8 +123,8 @@ create_opt (sbx_sandbox_opts *o, int key, const char *arg, sbx_error **err)
         if (cli_int ("port", arg, 1, 65535, &port, err) < 0)
           return -1;
         _cleanup_free_ char *s = xasprintf ("%lld", (long long) port);
-        if (strv_len (o->ports) >= 64)
-          return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "--port: at most 64 ports");
+        if (strv_len (o->ports) >= SBX_PORTS_MAX)
+          return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "--port: at most %d ports", SBX_PORTS_MAX);
         strv_push (&o->ports, s);
         return 1;
       }
@@ -140,7 +140,7 @@ create_opt (sbx_sandbox_opts *o, int key, const char *arg, sbx_error **err)
       o->cpu_default = false;
       if (strcmp (arg, "0") == 0)
         o->cpu = 0;
-      else if (parse_double (arg, 0.01, 1024, &o->cpu) < 0)
+      else if (parse_double (arg, SBX_CPU_MIN, SBX_CPU_MAX, &o->cpu) < 0)
         return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
                               "--cpu: `%s` is not 0 (no limit) or a number of cores in 0.01..1024", arg);
       return 1;
@@ -162,7 +162,7 @@ create_opt (sbx_sandbox_opts *o, int key, const char *arg, sbx_error **err)
       o->disk = (int64_t) mem;
       return 1;
     case O_PIDS:
-      return cli_int ("pids", arg, 8, 1 << 22, &o->pids, err) < 0 ? -1 : 1;
+      return cli_int ("pids", arg, SBX_PIDS_MIN, SBX_PIDS_MAX, &o->pids, err) < 0 ? -1 : 1;
     case O_KEEP_WARM:
       if (cli_int ("keep-warm", arg, -1, SBX_TIMEOUT_MAX, &o->keep_warm, err) < 0)
         return -1;

@@ -1,33 +1,14 @@
-/* sbx snapshot, restore, snapshots, rmsnap: memory snapshots under runsc.
- *
- * A snapshot is ROOT/snapshots/ID/{checkpoint/, snapshot.json}: runsc's
- * checkpoint of the sandbox (its processes and memory) and the files it had
- * (its image's layers plus one layer of what it wrote), with the options
- * to start it again. It is made in ROOT/snapshots/.tmp-ID and renamed into
- * place whole: a snapshot interrupted half-way is never listed. */
+/* sbx snapshot, restore, snapshots, rmsnap: memory snapshots under runsc
+ * (the work is in src/lib/snapshot.c). */
 #include "config.h"
-#include "build.h"
 #include "cli.h"
-#include "client.h"
-#include "image.h"
 #include "json.h"
-#include "layer.h"
 #include "lifecycle.h"
-#include "runtime.h"
-#include "sandbox.h"
+#include "snapshot.h"
 #include "util.h"
 
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
-#include <string.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#define SNAPSHOT_JSON_MAX (1 << 20)
-#define RESTORE_COUNT_MAX 64
+#include <stdio.h>
 
 const cli_opt sbx_snapshot_cli_opts[] = { { NULL } };
 const cli_opt sbx_snapshots_cli_opts[] = {
@@ -38,60 +19,6 @@ const cli_opt sbx_restore_cli_opts[] = {
   { "count", 'n', required_argument, "N", "start N sandboxes from the snapshot (default 1, at most 64)" },
   { NULL },
 };
-
-static bool
-snapshot_id_valid (const char *s)
-{
-  if (strncmp (s, "snap-", 5) != 0 || strlen (s) != 5 + 12)
-    return false;
-  for (const char *p = s + 5; *p; p++)
-    if (!strchr ("0123456789abcdef", *p))
-      return false;
-  return true;
-}
-
-static void
-snapshot_doc (yajl_gen g, const char *snap, const sbx_sandbox *sb, char *const *layers, int64_t chan_base,
-              yajl_val procs)
-{
-  const sbx_sandbox_opts *o = &sb->opts;
-  j_map (g);
-  j_kstr (g, "id", snap);
-  j_kint (g, "created", now_unix ());
-  j_kstr (g, "sandbox", sb->id);
-  j_kstr (g, "runtime", o->runtime);
-  j_kstrv (g, "layers", layers);
-  j_kstrv (g, "env", sb->image_env);
-  j_kstr (g, "workdir", sb->image_workdir);
-  j_kint (g, "chan_base", chan_base);
-  /* What the monitor's process table held (restore_procs in monitor.c). */
-  j_str (g, "procs");
-  if (procs && YAJL_IS_ARRAY (procs))
-    j_val (g, procs);
-  else
-    {
-      j_arr (g);
-      j_endarr (g);
-    }
-  j_str (g, "options");
-  j_map (g);
-  j_str (g, "cpu");
-  j_double (g, o->cpu);
-  j_kbool (g, "cpu_default", o->cpu_default);
-  j_kint (g, "memory", (long long) o->memory);
-  j_kbool (g, "memory_default", o->memory_default);
-  j_kint (g, "pids", o->pids);
-  j_kint (g, "keep_warm", o->keep_warm);
-  j_kint (g, "timeout", o->timeout);
-  j_kbool (g, "block_network", o->block_network);
-  j_kstrv (g, "ports", o->ports);
-  j_kbool (g, "public", o->public_ports);
-  j_kstr (g, "on_idle", o->on_idle_pause ? "pause" : "terminate");
-  j_kstrv (g, "env", o->env);
-  j_kstr (g, "cwd", o->cwd);
-  j_endmap (g);
-  j_endmap (g);
-}
 
 int
 cmd_snapshot (sbx_cli *cli, int argc, char **argv, sbx_error **err)
@@ -107,95 +34,10 @@ cmd_snapshot (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   if (argc - optind != 1)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "snapshot: usage: sbx snapshot ID");
   sbx_store *st;
-  _cleanup_free_ char *id = NULL;
-  _cleanup_sandbox_ sbx_sandbox *sb = NULL;
+  _cleanup_free_ char *id = NULL, *snap = NULL;
   if (cli_store (cli, &st, err) < 0 || cli_sandbox_id (cli, argv[optind], &id, err) < 0
-      || sbx_sandbox_get (st, id, &sb, err) < 0 || sbx_store_begin_write (st, "snapshot", err) < 0)
+      || sbx_snapshot_create (st, id, &snap, err) < 0)
     return -1;
-  if (strcmp (sb->opts.runtime, "runsc") != 0)
-    {
-      /* runc checkpoints through CRIU: say why that is not on offer here. */
-      static const char *const where[] = { "/usr/sbin/criu", "/sbin/criu", "/usr/bin/criu", "/usr/local/sbin/criu" };
-      const char *criu = NULL;
-      for (size_t i = 0; i < ARRAY_SIZE (where) && criu == NULL; i++)
-        if (access (where[i], X_OK) == 0)
-          criu = where[i];
-      char *check[] = { (char *) criu, (char *) "check", NULL };
-      _cleanup_free_ char *out = NULL, *errtext = NULL;
-      int status = -1;
-      bool have = criu && sbx_spawn_capture (check, 1 << 16, &out, &errtext, &status, NULL) == 0 && status != 127;
-      const char *why = !have ? "CRIU is not installed" : status != 0 ? "`criu check` fails on this kernel"
-                                                                     : "sbx restores runsc checkpoints only";
-      char first[256] = "";
-      if (have && status != 0 && errtext)
-        snprintf (first, sizeof first, " (%.*s)", (int) strcspn (errtext, "\n"), errtext);
-      return sbx_error_set (err, SBX_E_RUNTIME_UNAVAILABLE, 0,
-                            "sandbox %s runs on %s: memory snapshots need runsc here: %s%s", id, sb->opts.runtime, why,
-                            first);
-    }
-  if (sb->state != SBX_STATE_RUNNING)
-    return sbx_error_set (err, SBX_E_SANDBOX_NOT_RUNNING, 0, "sandbox %s is %s", id, sbx_state_name (sb->state));
-  _cleanup_close_ int layers_lock = sbx_store_layers_lock (st, LOCK_SH, err);
-  if (layers_lock < 0)
-    return -1;
-  /* What the sandbox wrote reaches its files before its memory is saved. */
-  char *sync_argv[] = { (char *) "/.sbx/init", (char *) "--sync", NULL };
-  sbx_exec_opts eo = { .argv = sync_argv };
-  int status = 0;
-  if (sbx_client_exec (st, id, &eo, -1, -1, 2, &status, err) < 0)
-    return -1;
-  _cleanup_free_ char *rnd = random_hex (6);
-  _cleanup_free_ char *snap = xasprintf ("snap-%s", rnd);
-  _cleanup_free_ char *dir = sbx_store_path (st, "snapshots");
-  _cleanup_free_ char *tmp = sbx_store_path (st, "snapshots/.tmp-%s", snap);
-  _cleanup_free_ char *ckpt = xasprintf ("%s/checkpoint", tmp);
-  _cleanup_free_ char *final = sbx_store_path (st, "snapshots/%s", snap);
-  if (mkdir_p (ckpt, 0700, err) < 0)
-    return -1;
-  /* Locked while it is made: gc removes only unlocked leftovers. */
-  _cleanup_close_ int tmplock = open (tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (tmplock < 0 || flock (tmplock, LOCK_EX) < 0)
-    return sbx_error_errno (err, errno, "lock `%s`", tmp);
-  int r = 0;
-  _cleanup_yajl_val_ yajl_val v = NULL;
-  _cleanup_free_ char *req = NULL;
-  {
-    _cleanup_yajl_gen_ yajl_gen g = j_new (false);
-    j_map (g);
-    j_kstr (g, "op", "snapshot");
-    j_kstr (g, "path", ckpt);
-    j_endmap (g);
-    req = j_take (g, NULL);
-  }
-  int64_t next_chan = 0;
-  if (sbx_client_call (st, id, req, &v, err) < 0)
-    r = -1;
-  else
-    j_get_int (v, "next_chan", false, &next_chan, NULL);
-  /* The checkpoint ended it: once its monitor is done, its files are still. */
-  if (r == 0 && sbx_sandbox_terminate (st, id, 60000, err) < 0)
-    r = -1;
-  _cleanup_free_ char *digest = NULL;
-  uint64_t size = 0;
-  if (r == 0 && sbx_layer_from_upper (st, id, &digest, &size, err) < 0)
-    r = -1;
-  if (r == 0)
-    {
-      _cleanup_strv_ char **layers = strv_dup (sb->layers);
-      strv_push (&layers, digest);
-      _cleanup_yajl_gen_ yajl_gen g = j_new (true);
-      snapshot_doc (g, snap, sb, layers, next_chan, j_get (v, "procs"));
-      size_t len;
-      _cleanup_free_ char *doc = j_take (g, &len);
-      _cleanup_free_ char *path = xasprintf ("%s/snapshot.json", tmp);
-      if (write_file_atomic (path, doc, len, 0600, err) < 0 || rename (tmp, final) < 0)
-        r = r < 0 ? r : sbx_error_errno (err, errno, "store snapshot %s", snap);
-    }
-  if (r < 0)
-    {
-      rm_rf (tmp, NULL);
-      return sbx_error_wrap (err, "snapshot %s", id);
-    }
   if (cli->json)
     {
       yajl_gen g = cli_json_begin ();
@@ -210,53 +52,6 @@ cmd_snapshot (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   return 0;
 }
 
-static int
-load_snapshot (const sbx_store *st, const char *snap, yajl_val *ret, sbx_error **err)
-{
-  if (!snapshot_id_valid (snap))
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "`%s` is not a snapshot id (snap-XXXXXXXXXXXX)", snap);
-  _cleanup_free_ char *path = sbx_store_path (st, "snapshots/%s/snapshot.json", snap);
-  _cleanup_free_ char *msg = xasprintf ("snapshot %s not found", snap);
-  return j_read_file (path, SNAPSHOT_JSON_MAX, "snapshot", msg, ret, err);
-}
-
-/* The create options a snapshot's sandboxes get: the source's. */
-static int
-restore_opts (yajl_val v, sbx_sandbox_opts *o, sbx_error **err)
-{
-  memset (o, 0, sizeof *o);
-  yajl_val opts = j_get (v, "options");
-  const char *cwd = NULL, *on_idle = NULL;
-  int64_t mem = 0;
-  o->runtime = xstrdup ("runsc");
-  o->keep_warm = SBX_KEEP_WARM_DEFAULT;
-  o->timeout = SBX_TIMEOUT_DEFAULT;
-  o->disk = -1; /* a snapshot from before disk limits: sbx.conf's default */
-  if (opts == NULL || j_get_int (opts, "memory", false, &mem, err) < 0
-      || j_get_int (opts, "disk", false, &o->disk, err) < 0
-      || j_get_int (opts, "pids", false, &o->pids, err) < 0 || j_get_int (opts, "keep_warm", false, &o->keep_warm, err) < 0
-      || j_get_int (opts, "timeout", false, &o->timeout, err) < 0
-      || j_get_bool (opts, "block_network", false, &o->block_network, err) < 0
-      || j_get_strv (opts, "ports", false, &o->ports, err) < 0 || j_get_bool (opts, "public", false, &o->public_ports, err) < 0
-      || j_get_strv (opts, "env", false, &o->env, err) < 0 || j_get_str (opts, "cwd", false, &cwd, err) < 0
-      || j_get_str (opts, "on_idle", false, &on_idle, err) < 0
-      || j_get_bool (opts, "cpu_default", false, &o->cpu_default, err) < 0
-      || j_get_bool (opts, "memory_default", false, &o->memory_default, err) < 0)
-    {
-      sbx_sandbox_opts_clear (o);
-      return opts == NULL ? sbx_error_set (err, SBX_E_INTERNAL, 0, "snapshot without options") : -1;
-    }
-  yajl_val cpu = j_get (opts, "cpu");
-  if (cpu && YAJL_IS_NUMBER (cpu))
-    o->cpu = YAJL_GET_DOUBLE (cpu);
-  o->memory = (uint64_t) mem;
-  o->on_idle_pause = on_idle && strcmp (on_idle, "pause") == 0;
-  o->cwd = cwd ? xstrdup (cwd) : NULL;
-  if (o->env == NULL)
-    o->env = xmalloc0 (sizeof (char *));
-  return 0;
-}
-
 int
 cmd_restore (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
@@ -266,7 +61,7 @@ cmd_restore (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   int key;
   const char *arg;
   while ((key = cli_next (&p, &arg, err)) > 0 && key != 'h')
-    if (cli_int ("count", arg, 1, RESTORE_COUNT_MAX, &count, err) < 0)
+    if (cli_int ("count", arg, 1, SBX_RESTORE_COUNT_MAX, &count, err) < 0)
       {
         key = -1;
         break;
@@ -278,43 +73,9 @@ cmd_restore (sbx_cli *cli, int argc, char **argv, sbx_error **err)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "restore: usage: sbx restore [--count N] SNAPSHOT");
   const char *snap = argv[optind];
   sbx_store *st;
-  _cleanup_yajl_val_ yajl_val v = NULL;
-  if (cli_store (cli, &st, err) < 0 || load_snapshot (st, snap, &v, err) < 0)
+  _cleanup_strv_ char **ids = NULL;
+  if (cli_store (cli, &st, err) < 0 || sbx_snapshot_restore (st, snap, count, &ids, err) < 0)
     return -1;
-  _cleanup_image_ sbx_image *img = xmalloc0 (sizeof *img);
-  const char *workdir = NULL;
-  int64_t chan_base = 0;
-  if (j_get_strv (v, "layers", true, &img->layers, err) < 0 || j_get_strv (v, "env", false, &img->env, err) < 0
-      || j_get_str (v, "workdir", false, &workdir, err) < 0 || j_get_int (v, "chan_base", false, &chan_base, err) < 0)
-    return -1;
-  img->workdir = xstrdup (workdir ? workdir : "/");
-  for (size_t i = 0; img->layers[i]; i++)
-    if (sbx_layer_check (st->root, img->layers[i], err) < 0)
-      return sbx_error_wrap (err, "restore %s", snap);
-  _cleanup_free_ char *ckpt = sbx_store_path (st, "snapshots/%s/checkpoint", snap);
-  /* All or nothing: the ids are printed once every restore ran; when one
-   * fails, those restored before it are ended and removed. */
-  _cleanup_strv_ char **ids = xmalloc0 (sizeof (char *));
-  for (int64_t i = 0; i < count; i++)
-    {
-      sbx_sandbox_opts o;
-      _cleanup_sandbox_ sbx_sandbox *sb = NULL;
-      if (restore_opts (v, &o, err) < 0 || sbx_sandbox_restore (st, &o, img, ckpt, chan_base, &sb, err) < 0)
-        {
-          sbx_sandbox_opts_clear (&o);
-          for (size_t j = 0; ids[j]; j++)
-            {
-              sbx_sandbox_terminate (st, ids[j], -1, NULL);
-              sbx_sandbox_remove (st, ids[j], NULL);
-            }
-          if (ids[0])
-            return sbx_error_wrap (err, "restore %s (the %zu restored before were ended and removed)", snap,
-                                   strv_len (ids));
-          return sbx_error_wrap (err, "restore %s", snap);
-        }
-      sbx_sandbox_opts_clear (&o);
-      strv_push (&ids, sb->id);
-    }
   if (cli->json)
     {
       yajl_gen g = cli_json_begin ();
@@ -347,45 +108,33 @@ cmd_snapshots (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   sbx_store *st;
   if (cli_store (cli, &st, err) < 0)
     return -1;
-  _cleanup_free_ char *dir = sbx_store_path (st, "snapshots");
-  char **ids = xmalloc0 (sizeof (char *));
-  DIR *d = opendir (dir);
-  struct dirent *de;
-  while (d && (de = readdir (d)) != NULL)
-    if (snapshot_id_valid (de->d_name))
-      strv_push (&ids, de->d_name);
-  if (d)
-    closedir (d);
+  sbx_snapshot_info *v = NULL;
+  size_t n = 0;
+  if (sbx_snapshot_list (st, &v, &n, err) < 0)
+    return -1;
   yajl_gen g = cli->json ? cli_json_begin () : NULL;
   if (g)
     j_arr (g);
   else if (!quiet)
     printf ("%-18s %-16s %s\n", "SNAPSHOT", "FROM", "CREATED");
-  for (size_t i = 0; ids[i]; i++)
+  for (size_t i = 0; i < n; i++)
     {
-      _cleanup_yajl_val_ yajl_val v = NULL;
-      if (load_snapshot (st, ids[i], &v, NULL) < 0)
-        continue;
-      const char *from = NULL;
-      int64_t created = 0;
-      j_get_str (v, "sandbox", false, &from, NULL);
-      j_get_int (v, "created", false, &created, NULL);
       char c[32];
-      format_time (created, c, sizeof c);
+      format_time (v[i].created, c, sizeof c);
       if (g)
         {
           j_map (g);
-          j_kstr (g, "id", ids[i]);
-          j_kstr (g, "sandbox", from);
-          j_kint (g, "created", created);
+          j_kstr (g, "id", v[i].id);
+          j_kstr (g, "sandbox", v[i].sandbox);
+          j_kint (g, "created", v[i].created);
           j_endmap (g);
         }
       else if (quiet)
-        printf ("%s\n", ids[i]);
+        printf ("%s\n", v[i].id);
       else
-        printf ("%-18s %-16s %s\n", ids[i], from ? from : "-", c);
+        printf ("%-18s %-16s %s\n", v[i].id, v[i].sandbox ? v[i].sandbox : "-", c);
     }
-  strv_free (ids);
+  sbx_snapshot_info_free (v, n);
   if (g)
     {
       j_endarr (g);
@@ -412,13 +161,8 @@ cmd_rmsnap (sbx_cli *cli, int argc, char **argv, sbx_error **err)
     return -1;
   for (int i = optind; i < argc; i++)
     {
-      _cleanup_yajl_val_ yajl_val v = NULL;
-      if (load_snapshot (st, argv[i], &v, err) < 0)
+      if (sbx_snapshot_remove (st, argv[i], err) < 0)
         return -1;
-      _cleanup_free_ char *dir = sbx_store_path (st, "snapshots/%s", argv[i]);
-      _cleanup_free_ char *gone = sbx_store_path (st, "snapshots/.rm-%s", argv[i]);
-      if (rename (dir, gone) < 0 || rm_rf (gone, err) < 0)
-        return errno ? sbx_error_errno (err, errno, "remove snapshot %s", argv[i]) : -1;
       if (!cli->json)
         printf ("%s\n", argv[i]);
     }

@@ -9,18 +9,18 @@
 #include "json.h"
 #include "layer.h"
 #include "lifecycle.h"
+#include "openat.h"
 #include "sandbox.h"
 #include "sha256.h"
+#include "spawn.h"
 #include "util.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -124,15 +124,6 @@ exec_context (const build *b)
 
 /* --- files from the build context ------------------------------------------ */
 
-static int
-open_beneath (int dir, const char *path, int flags)
-{
-  struct open_how how = { .flags = (uint64_t) (flags | O_CLOEXEC),
-                          .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS };
-  long fd = syscall (SYS_openat2, dir, path, &how, sizeof how);
-  return fd < 0 ? -errno : (int) fd;
-}
-
 /* The directory holding context path SRC, opened beneath the context with
  * no symlink on the way (-1 for the context itself: *ret_pd stays -1), and
  * SRC's last component in *ret_base (allocated). The last component is
@@ -149,9 +140,10 @@ open_src_parent (int ctx, const char *src, int *ret_pd, char **ret_base, sbx_err
   if (slash)
     {
       *slash = '\0';
-      int pd = open_beneath (ctx, p, O_RDONLY | O_DIRECTORY);
+      int pd = sbx_openat2 (ctx, p, O_RDONLY | O_DIRECTORY, 0,
+                            RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS);
       if (pd < 0)
-        return sbx_error_set (err, pd == -ENOENT ? SBX_E_NOT_FOUND : SBX_E_INVALID_ARGUMENT, -pd,
+        return sbx_error_set (err, errno == ENOENT ? SBX_E_NOT_FOUND : SBX_E_INVALID_ARGUMENT, errno,
                               "files: `%s` in the build context (a path through a symlink is not followed)", src);
       *ret_pd = pd;
     }
@@ -194,7 +186,7 @@ hash_tree (sha256_ctx *c, int dfd, const char *name, const char *rel, int depth,
   if (depth > TREE_DEPTH_MAX)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "context `%s`: nested too deep", rel);
   int sub = openat (dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  DIR *d = sub >= 0 ? fdopendir (sub) : NULL;
+  _cleanup_closedir_ DIR *d = sub >= 0 ? fdopendir (sub) : NULL;
   if (d == NULL)
     {
       if (sub >= 0)
@@ -209,7 +201,6 @@ hash_tree (sha256_ctx *c, int dfd, const char *name, const char *rel, int depth,
       _cleanup_free_ char *sr = xasprintf ("%s/%s", rel, names[i]);
       r = hash_tree (c, dirfd (d), names[i], sr, depth + 1, err);
     }
-  closedir (d);
   return r;
 }
 
@@ -282,7 +273,7 @@ copy_in (int root, int dfd, const char *name, const char *dest, int mode, int de
   if (sbx_fs_mkdir (root, dest, true, err) < 0)
     return -1;
   int sub = openat (dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  DIR *d = sub >= 0 ? fdopendir (sub) : NULL;
+  _cleanup_closedir_ DIR *d = sub >= 0 ? fdopendir (sub) : NULL;
   if (d == NULL)
     {
       if (sub >= 0)
@@ -299,7 +290,6 @@ copy_in (int root, int dfd, const char *name, const char *dest, int mode, int de
       _cleanup_free_ char *sub_dest = xasprintf ("%s%s%s", dest, l && dest[l - 1] == '/' ? "" : "/", de->d_name);
       r = copy_in (root, dirfd (d), de->d_name, sub_dest, mode, depth + 1, err);
     }
-  closedir (d);
   return r;
 }
 
@@ -549,21 +539,12 @@ debian_base (build *b, const char *suite, sbx_error **err)
       _cleanup_close_ int dirlock = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
       if (dirlock < 0 || flock (dirlock, LOCK_EX) < 0)
         return sbx_error_errno (err, errno, "lock `%s`", dir);
-      pid_t pid = fork ();
-      if (pid == 0)
-        {
-          dup2 (b->o->out_fd, 1);
-          dup2 (b->o->out_fd, 2);
-          execlp ("debootstrap", "debootstrap", "--variant=minbase", suite, dir, (char *) NULL);
-          _exit (127);
-        }
-      int status = 0;
-      if (pid > 0)
-        while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
-          ;
+      char *argv[] = { (char *) "debootstrap", (char *) "--variant=minbase", (char *) suite, dir, NULL };
+      sbx_spawn_io io = { .in_fd = -1, .out_fd = b->o->out_fd, .err_fd = b->o->out_fd };
+      int status = -1;
       int r = 0;
-      if (pid < 0 || !WIFEXITED (status) || WEXITSTATUS (status) != 0)
-        r = sbx_error_set (err, WIFEXITED (status) && WEXITSTATUS (status) == 127 ? SBX_E_NOT_FOUND : SBX_E_INVALID_ARGUMENT,
+      if (sbx_spawn_run (argv, &io, &status, NULL) < 0 || status != 0)
+        r = sbx_error_set (err, status == 127 ? SBX_E_NOT_FOUND : SBX_E_INVALID_ARGUMENT,
                            0, "debootstrap of `%s` failed (is debootstrap installed? is `%s` a suite?)", suite, suite);
       _cleanup_close_ int dfd = r == 0 ? open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
       _cleanup_close_ int tfd = r == 0 ? open (tar, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : -1;
@@ -582,7 +563,7 @@ debian_base (build *b, const char *suite, sbx_error **err)
     }
   b->img->layers = xmalloc0 (sizeof (char *));
   b->img->env = xmalloc0 (sizeof (char *));
-  strv_push (&b->img->env, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+  strv_push (&b->img->env, "PATH=" SBX_DEFAULT_PATH);
   b->img->workdir = xstrdup ("/");
   add_layer (b, digest, size);
   return 0;

@@ -347,7 +347,7 @@ set_default_cpu (parser *p, const char *key, const char *v, sbx_error **err)
   double cpu;
   if (strcmp (v, "0") == 0)
     cpu = 0;
-  else if (parse_double (v, 0.01, 1024, &cpu) < 0)
+  else if (parse_double (v, SBX_CPU_MIN, SBX_CPU_MAX, &cpu) < 0)
     {
       _cleanup_free_ char *q = printable_escaped (v, 64);
       return perr (p, key, err, "`%s` is not 0 (no limit) or a number of cores in 0.01..1024", q);

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sbx-limits.h"
 #include "egress.h" /* sbx_cidr, sbx_cidr_parse */
 #include "error.h"
 
@@ -38,8 +39,6 @@
 
 /* The shipped defaults of the disk keys (sbx.conf(5)). */
 #define SBX_DISK_DEFAULT (10ULL << 30)
-#define SBX_DISK_MIN (16ULL << 20)
-#define SBX_DISK_MAX (64ULL << 40)
 #define SBX_IMAGE_SIZE_MAX_DEFAULT (20ULL << 30)
 #define SBX_STORE_RESERVE_DEFAULT (1ULL << 30)
 

@@ -4,7 +4,7 @@
  * an older sbx made also keep that tar as layer.tar). A layer is made in
  * ROOT/layers/tmp/RANDOM and renamed into place whole, so the store never
  * holds a partial one; `pending` holds the boot id until the layer is on the
- * disk (layer.c says how). */
+ * disk (layer-internal.h says how). */
 #ifndef SBX_LAYER_H
 #define SBX_LAYER_H
 

@@ -43,6 +43,20 @@ validate_opts (const sbx_sandbox_opts *o, sbx_error **err)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "the timeout must be between 1 and %d seconds", SBX_TIMEOUT_MAX);
   if (o->keep_warm < -1 || o->keep_warm == 0 || o->keep_warm > SBX_TIMEOUT_MAX)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "the keep-warm time must be -1 or between 1 and %d seconds", SBX_TIMEOUT_MAX);
+  /* The bounds the options' parsers apply: here too for options that did
+   * not come through them (a snapshot's, read back from the store). */
+  if (o->cpu != 0 && !(o->cpu >= SBX_CPU_MIN && o->cpu <= SBX_CPU_MAX))
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "cpu limit %g is not 0 (no limit) or between %g and %d cores",
+                          o->cpu, SBX_CPU_MIN, SBX_CPU_MAX);
+  if (o->memory != 0 && (o->memory < SBX_MEMORY_MIN || o->memory > SBX_MEMORY_MAX))
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "memory limit %llu is not 0 (no limit) or between 6Mi and 4Ti",
+                          (unsigned long long) o->memory);
+  if (o->pids != 0 && (o->pids < SBX_PIDS_MIN || o->pids > SBX_PIDS_MAX))
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "process limit %lld is not between %d and %d",
+                          (long long) o->pids, SBX_PIDS_MIN, SBX_PIDS_MAX);
+  if (o->ports && strv_len (o->ports) > SBX_PORTS_MAX)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%zu ports: at most %d ports", strv_len (o->ports),
+                          SBX_PORTS_MAX);
   if (o->block_network && o->allow && o->allow[0])
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
                           "--block-network and --allow contradict each other: with no network nothing is allowed");

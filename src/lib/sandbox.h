@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include "error.h"
+#include "sbx-limits.h"
 #include "store.h"
 
 typedef enum sbx_state {
@@ -32,11 +33,7 @@ typedef enum sbx_state {
 
 #define SBX_KEEP_WARM_DEFAULT 600
 #define SBX_TIMEOUT_DEFAULT 3600
-#define SBX_TIMEOUT_MAX 86400
 #define SBX_PIDS_DEFAULT 1024
-/* --memory's range (0 aside: no limit). */
-#define SBX_MEMORY_MIN (6ULL << 20)
-#define SBX_MEMORY_MAX (1ULL << 42)
 
 typedef struct sbx_sandbox_opts {
   char *name;

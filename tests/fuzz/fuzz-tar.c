@@ -4,7 +4,7 @@
  * appears outside ROOT: not in the test's directory, not in the working
  * directory, not in the canary directories the seeds' symlinks point at.
  *
- * layer.c must be compiled with -DSBX_LAYER_FUZZING (extraction in-process,
+ * The layer-*.c files must be compiled with -DSBX_LAYER_FUZZING (extraction in-process,
  * without the chroot, so the checks are tested alone and their coverage seen).
  * With -fsanitize=fuzzer -DSBX_LIBFUZZER this is a libFuzzer target; without,
  * main runs a deterministic set of mutated tarballs and prints TAP, and

@@ -211,7 +211,7 @@ sbx_build_payload_tar () {
 
 # Waits (5 s at most) until no layer of this test's root is being settled
 # on the disk: the process an import leaves behind (an `sbx` of its own,
-# see layer.c) has ended. Before a test writes a layer's pending mark.
+# see layer-internal.h) has ended. Before a test writes a layer's pending mark.
 sbx_wait_settled () {
   local i rc
   for i in $(seq 500); do

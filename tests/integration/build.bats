@@ -244,3 +244,43 @@ a
   expect_not_contains "$output" never
   expect_eq "$(sbx ls -q | wc -l)" 0 "sandboxes left"
 }
+
+# debian:SUITE runs debootstrap from PATH. A stand-in here (the real one
+# fetches from the distribution's mirror, which only debian.bats reaches):
+# it makes a small tree for the suite `good` and fails for any other.
+@test "build: debian:SUITE runs debootstrap from PATH; its failure and its absence are errors with their codes" {
+  local bin=$BATS_TEST_TMPDIR/bin nobin=$BATS_TEST_TMPDIR/nobin ctx=$BATS_TEST_TMPDIR/ctx saved=$PATH
+  mkdir -p "$bin" "$nobin" "$ctx"
+  cat >"$bin/debootstrap" <<'SH'
+#!/bin/sh
+# debootstrap --variant=minbase SUITE DIR
+[ "$1" = --variant=minbase ] && [ "$2" = good ] || { echo "stand-in: no suite $2" >&2; exit 1; }
+# No fd of the caller's but stdio: only 0, 1, 2 are open here.
+ls /proc/self/fd | sort -n | tr '\n' ' ' >"$3/fds"
+mkdir -p "$3/etc" && echo stand-in >"$3/etc/debian_version"
+echo "stand-in: made $3"
+SH
+  chmod +x "$bin/debootstrap"
+  printf '{ "base": "debian:good", "steps": [ { "env": { "A": "b" } } ] }\n' >"$ctx/blueprint.json"
+  export PATH=$bin:$saved
+  run --separate-stderr sbx --json build "$ctx"
+  export PATH=$saved
+  expect_status 0
+  local files
+  files=$(cat "$SBX_ROOT"/layers/sha256/*/rootfs/etc/debian_version 2>/dev/null)
+  expect_eq "$files" stand-in "the tree debootstrap made, as a layer"
+  # ls's own directory fd is the one above 2.
+  expect_eq "$(cat "$SBX_ROOT"/layers/sha256/*/rootfs/fds 2>/dev/null)" "0 1 2 3 " "fds debootstrap inherited"
+  printf '{ "base": "debian:bad", "steps": [ { "env": { "A": "b" } } ] }\n' >"$ctx/blueprint.json"
+  export PATH=$bin:$saved
+  expect_error INVALID_ARGUMENT build "$ctx"
+  export PATH=$saved
+  expect_contains "$stderr" "debootstrap of \`bad\` failed"
+  # No debootstrap on PATH at all: NOT_FOUND.
+  ln -s "$(command -v sh)" "$nobin/sh"
+  run --separate-stderr env PATH="$nobin" "$SBX_BIN" --json build "$ctx"
+  expect_status 125
+  expect_eq "$(jget 'd["error"]["code"]')" NOT_FOUND "the code without debootstrap"
+  [ -z "$(find "$SBX_ROOT/layers/tmp" -mindepth 1 -maxdepth 1 -name 'debootstrap-*' 2>/dev/null)" ] \
+    || fail "debootstrap directories left: $(ls "$SBX_ROOT/layers/tmp")"
+}

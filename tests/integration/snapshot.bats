@@ -121,6 +121,44 @@ before" "second-generation files"
   sbx rmsnap "$snap" >/dev/null
 }
 
+@test "snapshot: restore holds stored options to create's limits and refuses oversized metadata" {
+  require_runtime runsc
+  local id snap doc before
+  id=$(sbx create --block-network)
+  snap=$(sbx snapshot "$id" | tail -n 1)
+  sbx terminate --rm "$id" >/dev/null
+  doc="$SBX_ROOT/snapshots/$snap/snapshot.json"
+  cp "$doc" "$BATS_TEST_TMPDIR/orig.json"
+  before=$(sbx ls -q | wc -l)
+  # Each edit is one create would refuse (sbx-limits.h); on restore it is
+  # the same INVALID_ARGUMENT, and nothing is made.
+  local edit
+  for edit in 'o["pids"] = 3' 'o["pids"] = 1 << 23' 'o["memory"] = 4096' 'o["memory"] = 1 << 43' \
+    'o["cpu"] = 5000' 'o["cpu"] = 0.001' 'o["disk"] = 4096' 'o["ports"] = [str(p) for p in range(1000, 1065)]'; do
+    py -c 'import json, sys
+d = json.load(open(sys.argv[1])); o = d["options"]
+'"$edit"'
+json.dump(d, open(sys.argv[1], "w"))' "$doc"
+    expect_error INVALID_ARGUMENT restore "$snap"
+    expect_eq "$(sbx ls -q | wc -l)" "$before" "no sandbox from a restore with $edit"
+    cp "$BATS_TEST_TMPDIR/orig.json" "$doc"
+  done
+  expect_error INVALID_ARGUMENT restore "$snap" --count 65
+  # Metadata past SBX_SNAPSHOT_JSON_MAX (1 MiB) is not read at all.
+  py -c 'import json, sys
+d = json.load(open(sys.argv[1])); d["pad"] = "x" * (1 << 20)
+json.dump(d, open(sys.argv[1], "w"))' "$doc"
+  expect_error INVALID_ARGUMENT restore "$snap"
+  expect_contains "$stderr" "larger than"
+  expect_eq "$(sbx ls -q | wc -l)" "$before" "no sandbox from oversized metadata"
+  # The file as it was restores: the edits were what was refused.
+  cp "$BATS_TEST_TMPDIR/orig.json" "$doc"
+  id=$(sbx restore "$snap")
+  expect_eq "$(sbx exec "$id" -- echo alive)" alive "the unedited snapshot restores"
+  sbx terminate --rm "$id" >/dev/null
+  sbx rmsnap "$snap" >/dev/null
+}
+
 @test "snapshot: kill -9 in the middle leaves no half-made snapshot; gc clears what it left" {
   require_runtime runsc
   local id pid n
