@@ -23,8 +23,11 @@
 #include <limits.h>
 #include <linux/openat2.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tap.h"
@@ -409,6 +412,50 @@ test_long_paths (void)
           errmsg (err));
 }
 
+/* In a child in a mount namespace of its own: a tmpfs on ROOT/mnt with a
+ * file in it. Exits 0 when reading /mnt/f through ROOT is PATH_INVALID (a
+ * mount crossed: RESOLVE_NO_XDEV), 2 when it reads, 3 when it fails
+ * otherwise, 4 when the mount could not be made. */
+static void
+xdev_child (void)
+{
+  _cleanup_free_ char *mnt = xasprintf ("%s/mnt", rootdir), *f = xasprintf ("%s/mnt/f", rootdir);
+  if (unshare (CLONE_NEWNS) < 0 || mount (NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 || mkdir (mnt, 0755) < 0
+      || mount ("tmpfs", mnt, "tmpfs", 0, "size=64k") < 0 || write_file_atomic (f, "mounted", 7, 0644, NULL) < 0)
+    _exit (4);
+  /* ROOT again: the old fd is of the mount in the parent's namespace. */
+  close (root);
+  root = open (rootdir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  sbx_error *err = NULL;
+  _cleanup_free_ char *s = read_in_root ("/mnt/f", &err);
+  if (s)
+    _exit (2);
+  printf ("# reading /mnt/f across a mount: %s\n", errmsg (err));
+  fflush (stdout);
+  _exit (err && err->code == SBX_E_PATH_INVALID ? 0 : 3);
+}
+
+static void
+test_xdev (void)
+{
+  if (geteuid () != 0)
+    {
+      tap_skip ("a mount inside the root is not crossed: mounting needs root");
+      return;
+    }
+  pid_t pid = fork ();
+  if (pid < 0)
+    abort ();
+  if (pid == 0)
+    xdev_child ();
+  int status = 0;
+  waitpid (pid, &status, 0);
+  _cleanup_free_ char *mnt = xasprintf ("%s/mnt", rootdir);
+  rmdir (mnt);
+  tap_ok (WIFEXITED (status) && WEXITSTATUS (status) == 0,
+          "a mount inside the root is not crossed: PATH_INVALID (status %#x)", status);
+}
+
 int
 main (void)
 {
@@ -424,7 +471,7 @@ main (void)
   base = tmpl;
   make_tree ();
 
-  tap_plan (42);
+  tap_plan (43);
   test_path_check ();
   test_reads ();
   test_escapes ();
@@ -432,6 +479,7 @@ main (void)
   test_writes ();
   test_dirs ();
   test_long_paths ();
+  test_xdev ();
 
   close (root);
   rm_rf (base, NULL);
