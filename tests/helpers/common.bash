@@ -59,16 +59,9 @@ sbx () {
 
 # --- skips ----------------------------------------------------------------
 
-# SBX_TEST_STRICT=1 (CI) turns every skip into a failure: a skip hides a
-# missing runtime or kernel feature as well as it hides a bug.
-eval "_sbx_bats_skip () $(declare -f skip | tail -n +2)"
-skip () {
-  if [ "${SBX_TEST_STRICT:-0}" = 1 ]; then
-    echo "skip in strict mode (SBX_TEST_STRICT=1): $*" >&2
-    return 1
-  fi
-  _sbx_bats_skip "$@"
-}
+# SBX_TEST_STRICT=1 (CI) turns every skip into a failure (skip.bash).
+# shellcheck source=skip.bash
+source "${BASH_SOURCE[0]%/*}/skip.bash"
 
 # --- small assertions -------------------------------------------------------
 

@@ -173,6 +173,7 @@ json.dump(d, open(sys.argv[1], "w"))' "$doc"
   run --separate-stderr sbx --json snapshots
   expect_status 0
   n=$(jget 'len(d)')
+  [ "$n" -le 1 ] || fail "one snapshot was asked for, $n are listed"
   if [ "$n" = 1 ]; then
     local snap c
     snap=$(jget 'd[0]["id"]')

@@ -32,17 +32,6 @@
 
 /* ---- Helpers for the root part ---- */
 
-/* A visible skip, or under SBX_TEST_STRICT a failure. */
-static void
-skip (const char *what)
-{
-  const char *strict = getenv ("SBX_TEST_STRICT");
-  if (strict && atoi (strict))
-    tap_ok (0, "%s (SBX_TEST_STRICT: a skip is a failure)", what);
-  else
-    tap_ok (1, "%s # SKIP", what);
-}
-
 static int
 sh (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
 static int
@@ -1095,7 +1084,7 @@ test_traffic (void)
   netenv ne = { .orig = -1, .hfd = -1, .sfd = -1, .wfd = -1 };
   if (netenv_setup (&ne, pfx) < 0)
     {
-      skip ("traffic tests: cannot make network namespaces with ip(8)");
+      tap_skip ("traffic tests: cannot make network namespaces with ip(8)");
       netenv_teardown (&ne);
       return;
     }
@@ -1204,7 +1193,7 @@ test_private_traffic (void)
   netenv ne = { .orig = -1, .hfd = -1, .sfd = -1, .wfd = -1 };
   if (netenv_setup (&ne, pfx) < 0)
     {
-      skip ("private traffic tests: cannot make network namespaces with ip(8)");
+      tap_skip ("private traffic tests: cannot make network namespaces with ip(8)");
       netenv_teardown (&ne);
       return;
     }
@@ -1312,7 +1301,7 @@ main (void)
   test_src.v4 = cidr ("198.18.0.2");
   test_src.v6 = cidr ("2001:db8:5b::2");
   if (geteuid () != 0 || system ("nft --version >/dev/null 2>&1") != 0)
-    skip ("nftables tests: need root and nft(8)");
+    tap_skip ("nftables tests: need root and nft(8)");
   else
     {
       test_ruleset ();

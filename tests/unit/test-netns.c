@@ -385,9 +385,8 @@ run (int x, int k)
   _cleanup_free_ char *off = sysctl_read (-1, host_v6_off);
   if (strcmp (off, "0") != 0)
     {
-      const char *strict = getenv ("SBX_TEST_STRICT");
       for (int i = 0; i < 3; i++)
-        tap_ok (!(strict && atoi (strict)), "IPv6 tests # SKIP IPv6 is off on the host's %s (%s)", host_if, off);
+        tap_skip ("IPv6 tests: IPv6 is off on the host's %s (%s)", host_if, off);
     }
   else
     {

@@ -200,7 +200,7 @@ test_oci (yajl_val doc)
 #elif defined(__aarch64__)
   tap_ok (arches_are (doc, "SCMP_ARCH_AARCH64"), "architectures is SCMP_ARCH_AARCH64 alone (no arm)");
 #else
-  tap_ok (1, "# SKIP architectures: no expectation for this architecture");
+  tap_skip ("architectures: no expectation for this architecture");
 #endif
   tap_ok (sc && YAJL_IS_ARRAY (sc) && sc->u.array.len > 0, "syscalls is a non-empty array");
   if (sc == NULL || !YAJL_IS_ARRAY (sc))
@@ -571,10 +571,16 @@ test_effects (void)
   for (size_t i = 0; i < ARRAY_SIZE (effects); i++)
     {
       const effect *e = &effects[i];
-      if (e->ia32 && !ia32)
-        tap_ok (ran && got[i] == -SIGSEGV,
-                "%s faults (SIGSEGV) in the filtered child too: no 32-bit syscall emulation in this kernel, "
-                "nothing to filter (got %d)", e->what, ran ? got[i] : 0);
+      /* Without the emulation the filter's 32-bit rules are not reached:
+       * a skip that says so (a failure under SBX_TEST_STRICT=1), after
+       * checking that the call faults in the filtered child as it does
+       * unfiltered, so that nothing ran. */
+      if (e->ia32 && !ia32 && ran && got[i] == -SIGSEGV)
+        tap_skip ("%s is killed (SIGSYS): not checked, this kernel has no 32-bit syscall emulation "
+                  "(int $0x80 faults, filtered or not)", e->what);
+      else if (e->ia32 && !ia32)
+        tap_ok (0, "%s faults (SIGSEGV) in the filtered child as unfiltered: no 32-bit syscall emulation (got %d)",
+                e->what, ran ? got[i] : 0);
       else if (e->ia32)
         tap_ok (ran && got[i] == e->want, "%s is killed (SIGSYS) (got %d)", e->what, ran ? got[i] : 0);
       else
