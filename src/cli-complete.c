@@ -81,7 +81,8 @@ static const command_operands operand_table[] = {
   { "help", { { "command", "@command" } } },
 };
 
-/* The verbs of `sbx fs ID VERB ARGS...` and their operands. */
+/* The verbs of `sbx fs ID VERB ARGS...` and their operands, as the fs
+ * command's summary in sbx_commands lists them (checked). */
 static const struct
 {
   const char *verb, *help, *args;
@@ -255,6 +256,25 @@ check_tables (sbx_error **err)
         if (!known_values (o->values, false) || (o->values && o->has_arg != required_argument))
           return sbx_error_set (err, SBX_E_INTERNAL, 0, "complete: %s --%s: bad values `%s`", c->name, o->name,
                                 o->values);
+    }
+  /* The verbs and their operands are those `sbx fs --help` lists
+   * ("...: read PATH, write PATH, ..."), no more, no fewer. */
+  const sbx_command *fs = cli_find ("fs");
+  const char *list = fs ? strstr (fs->summary, ": ") : NULL;
+  size_t nlisted = 1;
+  for (const char *p = list; p && (p = strstr (p + 1, ", ")); )
+    nlisted++;
+  if (list == NULL || nlisted != sizeof fs_verbs / sizeof *fs_verbs)
+    return sbx_error_set (err, SBX_E_INTERNAL, 0, "complete: fs_verbs does not match `sbx fs --help`");
+  for (size_t v = 0; v < sizeof fs_verbs / sizeof *fs_verbs; v++)
+    {
+      char item[128];
+      snprintf (item, sizeof item, "%s %s", fs_verbs[v].verb, fs_verbs[v].args);
+      const char *at = strstr (list, item);
+      while (at && (at[-1] != ' ' || !strchr (",.", at[strlen (item)])))
+        at = strstr (at + 1, item);
+      if (at == NULL)
+        return sbx_error_set (err, SBX_E_INTERNAL, 0, "complete: `sbx fs --help` has no `%s`", item);
     }
   if (ncmds != sizeof operand_table / sizeof *operand_table)
     return sbx_error_set (err, SBX_E_INTERNAL, 0, "complete: operand_table names a command sbx does not have");
