@@ -27,6 +27,9 @@ typedef struct cli_opt {
   int has_arg;          /* no_argument / required_argument */
   const char *metavar;
   const char *help;
+  /* What completes the value (src/cli-complete.c): words separated by
+   * spaces, or @image, @file, @dir; NULL: free text. */
+  const char *values;
 } cli_opt;
 
 typedef struct sbx_command {
@@ -57,6 +60,10 @@ int cli_next (cli_parser *p, const char **arg, sbx_error **err);
 void cli_parser_done (cli_parser *p);
 void cli_print_help (FILE *f, const sbx_command *cmd);
 const sbx_command *cli_find (const char *name);
+/* Writes the completion script for SHELL (bash, zsh, fish): the template
+ * on IN with its @SECTION@ lines filled from sbx_commands and the option
+ * tables (the hidden `sbx __complete-gen SHELL`, run by `make completions`). */
+int cli_complete_gen (FILE *in, FILE *out, const char *shell, sbx_error **err);
 
 /* Opens the store (creating it) on first use. */
 int cli_store (sbx_cli *cli, sbx_store **ret, sbx_error **err);

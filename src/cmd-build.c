@@ -21,10 +21,10 @@
 enum { O_FILE = 'f', O_TAG = 't', O_NO_CACHE = 256, O_RUNTIME };
 
 const cli_opt sbx_build_cli_opts[] = {
-  { "file", O_FILE, required_argument, "FILE", "the blueprint (default CONTEXT/blueprint.json; - for stdin)" },
-  { "tag", O_TAG, required_argument, "NAME", "tag the image NAME" },
+  { "file", O_FILE, required_argument, "FILE", "the blueprint (default CONTEXT/blueprint.json; - for stdin)", "@file" },
+  { "tag", O_TAG, required_argument, "NAME", "tag the image NAME", "@image" },
   { "no-cache", O_NO_CACHE, no_argument, NULL, "run every step again, whatever the cache holds" },
-  { "runtime", O_RUNTIME, required_argument, "RUNTIME", "runtime of the build sandboxes: runsc (default) or runc" },
+  { "runtime", O_RUNTIME, required_argument, "RUNTIME", "runtime of the build sandboxes: runsc (default) or runc", "runsc runc" },
   { NULL },
 };
 
@@ -202,7 +202,7 @@ cmd_build (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 }
 
 const cli_opt sbx_commit_cli_opts[] = {
-  { "tag", O_TAG, required_argument, "NAME", "tag the image NAME" },
+  { "tag", O_TAG, required_argument, "NAME", "tag the image NAME", "@image" },
   { NULL },
 };
 

@@ -182,7 +182,7 @@ static const struct
 
 enum { O_LANG = 'l' };
 const cli_opt sbx_run_code_cli_opts[] = {
-  { "lang", O_LANG, required_argument, "LANG", "python (default), sh, bash or node" },
+  { "lang", O_LANG, required_argument, "LANG", "python (default), sh, bash or node", "python sh bash node" },
   { "env", O_ENV, required_argument, "KEY=VALUE", "set an environment variable (repeatable)" },
   { "cwd", O_CWD, required_argument, "DIR", "working directory (absolute)" },
   { "timeout", O_TIMEOUT, required_argument, "SECONDS", "kill the snippet after SECONDS (1..86400); exit status 124" },

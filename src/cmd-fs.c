@@ -30,7 +30,7 @@
 enum { O_LIMIT = 256, O_CURSOR, O_NAME, O_PARENTS = 'p', O_RECURSIVE = 'r' };
 
 const cli_opt sbx_fs_cli_opts[] = {
-  { "limit", O_LIMIT, required_argument, "N", "ls: entries per page (1..10000, default 200)" },
+  { "limit", O_LIMIT, required_argument, "N", "ls: entries per page (1..10000, default 200)", "200 1000 10000" },
   { "cursor", O_CURSOR, required_argument, "CURSOR", "ls: the page after CURSOR (printed with the previous page)" },
   { "parents", O_PARENTS, no_argument, NULL, "mkdir: make missing parents, no error if it exists" },
   { "recursive", O_RECURSIVE, no_argument, NULL, "rmdir: remove the whole tree; watch: subdirectories too" },

@@ -15,7 +15,7 @@
 enum { O_TAG = 't', O_COMPRESSION = 256 };
 
 const cli_opt sbx_import_opts[] = {
-  { "tag", O_TAG, required_argument, "NAME", "tag the imported image NAME" },
+  { "tag", O_TAG, required_argument, "NAME", "tag the imported image NAME", "@image" },
   { NULL },
 };
 
@@ -97,7 +97,7 @@ cmd_import (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 
 const cli_opt sbx_export_opts[] = {
   { "compression", O_COMPRESSION, required_argument, "gzip|none",
-    "how the layers are stored in the archive (default gzip)" },
+    "how the layers are stored in the archive (default gzip)", "gzip none" },
   { NULL },
 };
 

@@ -22,7 +22,8 @@ const cli_opt sbx_ps_cli_opts[] = {
 enum { O_TIMEOUT = 256, O_SIGNAL = 's', O_FOLLOW = 'f', O_QUIET = 'q' };
 const cli_opt sbx_proc_cli_opts[] = {
   { "timeout", O_TIMEOUT, required_argument, "SECONDS", "wait: give up after SECONDS (error TIMEOUT)" },
-  { "signal", O_SIGNAL, required_argument, "SIG", "kill: the signal, by name (TERM, SIGTERM) or number (default KILL)" },
+  { "signal", O_SIGNAL, required_argument, "SIG", "kill: the signal, by name (TERM, SIGTERM) or number (default KILL)",
+    "HUP INT QUIT KILL USR1 USR2 ALRM TERM CONT STOP" },
   { "follow", O_FOLLOW, no_argument, NULL, "logs: keep printing new output until the process exits" },
   { NULL },
 };

@@ -26,20 +26,20 @@ enum {
 };
 
 #define CREATE_OPTS                                                                                             \
-  { "image", O_IMAGE, required_argument, "IMAGE", "image tag or id (default: busybox, built in)" },             \
+  { "image", O_IMAGE, required_argument, "IMAGE", "image tag or id (default: busybox, built in)", "@image" },             \
   { "name", O_NAME, required_argument, "NAME", "a unique name usable in place of the id" },                     \
   { "cpu", O_CPU, required_argument, "CORES", "CPU limit in cores, fractional (e.g. 0.5); 0: none (default 1, sbx.conf)" }, \
   { "memory", O_MEMORY, required_argument, "SIZE", "memory limit: MiB, or with a unit (512Mi, 1Gi, 1G); 0: none (default 1Gi, sbx.conf)" }, \
   { "pids", O_PIDS, required_argument, "N", "process limit (default 1024)" },                                   \
   { "disk", O_DISK, required_argument, "SIZE", "writable layer limit (default: sbx.conf's disk, 10Gi; 0: none)" }, \
-  { "runtime", O_RUNTIME, required_argument, "RUNTIME", "runsc (default) or runc" },                            \
+  { "runtime", O_RUNTIME, required_argument, "RUNTIME", "runsc (default) or runc", "runsc runc" },                            \
   { "block-network", O_BLOCK_NET, no_argument, NULL, "no network interface: loopback only, no DNS" },          \
   { "allow", O_ALLOW, required_argument, "CIDR", "reach only these destinations, plus DNS (repeatable; IPv4 or IPv6)" }, \
   { "port", O_PORT, required_argument, "PORT", "expose this port behind a token as a URL on the host (repeatable)" }, \
   { "public", O_PUBLIC, no_argument, NULL, "exposed ports need no token" },                                      \
-  { "keep-warm", O_KEEP_WARM, required_argument, "SECONDS", "idle lifetime (default 600, -1: until terminated)" }, \
+  { "keep-warm", O_KEEP_WARM, required_argument, "SECONDS", "idle lifetime (default 600, -1: until terminated)", "-1 60 600 3600" }, \
   { "timeout", O_TIMEOUT, required_argument, "SECONDS", "hard lifetime (default 3600, at most 86400)" },       \
-  { "on-idle", O_ON_IDLE, required_argument, "ACTION", "when the keep-warm time runs out: terminate (default) or pause" }, \
+  { "on-idle", O_ON_IDLE, required_argument, "ACTION", "when the keep-warm time runs out: terminate (default) or pause", "terminate pause" }, \
   { "env", 'e', required_argument, "KEY=VALUE", "set an environment variable for every command (repeatable)" },                 \
   { "cwd", O_CWD, required_argument, "DIR", "working directory for every command (absolute)" }
 
@@ -53,7 +53,8 @@ const cli_opt sbx_none_opts[] = { { NULL } };
 const cli_opt sbx_ls_opts[] = {
   { "quiet", 'q', no_argument, NULL, "print ids only" },
   { "sort", O_SORT, required_argument, "KEY",
-    "order by created (default: oldest first), id, name, state, runtime or image" },
+    "order by created (default: oldest first), id, name, state, runtime or image",
+    "created id name state runtime image" },
   { NULL },
 };
 const cli_opt sbx_wait_opts[] = {

@@ -16,7 +16,7 @@ const cli_opt sbx_snapshots_cli_opts[] = {
   { NULL },
 };
 const cli_opt sbx_restore_cli_opts[] = {
-  { "count", 'n', required_argument, "N", "start N sandboxes from the snapshot (default 1, at most 64)" },
+  { "count", 'n', required_argument, "N", "start N sandboxes from the snapshot (default 1, at most 64)", "1 2 4 8" },
   { NULL },
 };
 

@@ -218,6 +218,9 @@ main (int argc, char **argv)
       usage (stderr);
       return SBX_EXIT_ERROR;
     }
+  /* Hidden: writes a completion script from its template (make completions). */
+  if (strcmp (argv[ind], "__complete-gen") == 0 && ind + 2 == argc)
+    return cli_complete_gen (stdin, stdout, argv[ind + 1], &err) < 0 ? report_error (&cli, err) : 0;
   const sbx_command *cmd = cli_find (argv[ind]);
   if (cmd == NULL)
     {

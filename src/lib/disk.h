@@ -9,7 +9,7 @@
  * most the limit. A limit of 0 keeps the layer in ROOT/sandboxes/ID/upper
  * on the store's filesystem, unbounded, as before.
  *
- * Why an image rather than a project quota (measured, see the README):
+ * Why an image rather than a project quota (measured, see docs/performance.md):
  * quota needs the store's filesystem mounted with project quotas and a
  * kernel built with them (the reference host has neither: ext4 without
  * prjquota, no CONFIG_QFMT_V2, no CONFIG_XFS_QUOTA), while an image works on

@@ -473,3 +473,22 @@ EOF
 	done
 	[ "$n" -ge 10 ]
 }
+
+# --- generated completions ------------------------------------------------
+
+@test "docs: the committed completions are what make completions generates" {
+	# completions/*.in plus the command and option tables (src/cli-complete.c);
+	# regenerate with `make completions` after changing either.
+	local f sh fail=0
+	for f in sbx.bash:bash _sbx:zsh sbx.fish:fish; do
+		sh=${f#*:}
+		f=$SBX_SRCDIR/completions/${f%:*}
+		diff -u --label "$f (committed)" --label "sbx __complete-gen $sh" \
+			"$f" <("$SBX_BIN" __complete-gen "$sh" <"$f.in") || fail=1
+	done
+	[ "$fail" -eq 0 ]
+	# A shell it does not know is an error, not an empty script.
+	run "$SBX_BIN" __complete-gen csh </dev/null
+	[ "$status" -eq 125 ]
+	[[ $output == *INVALID_ARGUMENT*csh* ]]
+}
