@@ -41,7 +41,8 @@ sbx_code sbx_code_from_name (const char *name);
  * `return sbx_error_set (err, ...)`. A NULL err is allowed and discards. */
 int sbx_error_set (sbx_error **err, sbx_code code, int errnum, const char *fmt, ...)
   __attribute__ ((format (printf, 4, 5)));
-int sbx_error_setv (sbx_error **err, sbx_code code, int errnum, const char *fmt, va_list ap);
+int sbx_error_setv (sbx_error **err, sbx_code code, int errnum, const char *fmt, va_list ap)
+  __attribute__ ((format (printf, 4, 0)));
 /* Shorthand: INTERNAL with errno. */
 #define sbx_error_errno(err, errnum, ...) sbx_error_set ((err), SBX_E_INTERNAL, (errnum), __VA_ARGS__)
 /* Prepends "CONTEXT: " to the message of *err; returns -1. */
