@@ -146,7 +146,6 @@ cmd_snapshot (sbx_cli *cli, int argc, char **argv, sbx_error **err)
     return -1;
   _cleanup_free_ char *rnd = random_hex (6);
   _cleanup_free_ char *snap = xasprintf ("snap-%s", rnd);
-  _cleanup_free_ char *dir = sbx_store_path (st, "snapshots");
   _cleanup_free_ char *tmp = sbx_store_path (st, "snapshots/.tmp-%s", snap);
   _cleanup_free_ char *ckpt = xasprintf ("%s/checkpoint", tmp);
   _cleanup_free_ char *final = sbx_store_path (st, "snapshots/%s", snap);
