@@ -6,6 +6,7 @@
  * to start it again. It is made in ROOT/snapshots/.tmp-ID and renamed into
  * place whole: a snapshot interrupted half-way is never listed. */
 #include "config.h"
+#include "caps.h"
 #include "build.h"
 #include "cli.h"
 #include "client.h"
@@ -278,7 +279,7 @@ cmd_restore (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   const char *snap = argv[optind];
   sbx_store *st;
   _cleanup_yajl_val_ yajl_val v = NULL;
-  if (cli_store (cli, &st, err) < 0 || load_snapshot (st, snap, &v, err) < 0)
+  if (sbx_caps_require ("restore", err) < 0 || cli_store (cli, &st, err) < 0 || load_snapshot (st, snap, &v, err) < 0)
     return -1;
   _cleanup_image_ sbx_image *img = xmalloc0 (sizeof *img);
   const char *workdir = NULL;

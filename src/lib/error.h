@@ -24,6 +24,7 @@ typedef enum sbx_code {
   SBX_E_BUSY,
   SBX_E_RESOURCE_EXHAUSTED,
   SBX_E_INTERNAL,
+  SBX_E_PERMISSION_DENIED,
   SBX_E__MAX
 } sbx_code;
 
