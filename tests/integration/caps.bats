@@ -104,6 +104,11 @@ check_monitor () {
   expect_eq "$(state_of "$id")" terminated
   run sbx rm "$id"
   expect_status 0
+  # This sandbox's own host objects, by name, whatever other roots on the
+  # host do meanwhile (sbx_teardown's check covers the rest).
+  local mine
+  mine=$(_sbx_net_names | grep -F -e "${id#sb-}") || true
+  [ -z "$mine" ] || fail "$id: left behind: $mine"
 }
 
 @test "caps: a running sandbox's monitor keeps only what it needs [runc]" { check_monitor runc; }
