@@ -2,7 +2,9 @@
 # Installs what sbx needs to build, run and test on Debian or Ubuntu, as root.
 # Packages only: debootstrap and apt know their own mirrors. procps gives the
 # tests pgrep and pkill; curl, man-db and bash-completion are what the
-# README's tour uses (the URLs of exposed ports, `man sbx`, completion).
+# README's tour uses (the URLs of exposed ports, `man sbx`, completion);
+# clang, clang-format and libclang-rt-dev (libFuzzer, the sanitizers) are
+# CI's second compiler, format check and fuzzing build.
 set -eu
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q
@@ -12,4 +14,5 @@ apt-get install -y -q --no-install-recommends \
   busybox-static runc runsc nftables iproute2 procps \
   bats python3 python3-pip go-md2man \
   podman bubblewrap uidmap debootstrap \
-  curl man-db bash-completion zsh fish e2fsprogs util-linux
+  curl man-db bash-completion zsh fish e2fsprogs util-linux \
+  clang clang-format libclang-rt-dev libcap2-bin

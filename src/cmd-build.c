@@ -2,6 +2,7 @@
  * sandbox's files into one. */
 #include "config.h"
 #include "blueprint.h"
+#include "caps.h"
 #include "build.h"
 #include "cli.h"
 #include "client.h"
@@ -139,7 +140,8 @@ cmd_build (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   if (read_blueprint (file ? file : deffile, &text, &len, err) < 0 || sbx_blueprint_parse (text, len, &bp, err) < 0)
     return -1;
   sbx_store *st;
-  if (cli_store (cli, &st, err) < 0 || sbx_store_begin_write (st, "build", err) < 0)
+  if (sbx_caps_require ("build", err) < 0 || cli_store (cli, &st, err) < 0
+      || sbx_store_begin_write (st, "build", err) < 0)
     return -1;
   struct progress pr = { .tty = isatty (2) };
   sbx_build_opts o = { .context = context, .runtime = runtime, .no_cache = no_cache, .out_fd = 2,

@@ -1,6 +1,7 @@
 /* Sandbox lifecycle commands: create, run, ls, status, wait, terminate, rm,
  * logs, ttl, stats. */
 #include "config.h"
+#include "caps.h"
 #include "cgroup.h"
 #include "cli.h"
 #include "client.h"
@@ -222,6 +223,8 @@ cmd_create (sbx_cli *cli, int argc, char **argv, sbx_error **err)
     ret = -1;
   if (ret == 0 && optind < argc)
     ret = sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "create: unexpected argument `%s`", argv[optind]);
+  if (ret == 0 && sbx_caps_require ("create", err) < 0)
+    ret = -1;
   sbx_store *st;
   if (ret == 0 && (cli_store (cli, &st, err) < 0 || sbx_sandbox_create (st, &o, &sb, err) < 0))
     ret = -1;
@@ -285,6 +288,8 @@ cmd_run (sbx_cli *cli, int argc, char **argv, sbx_error **err)
     ret = sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
                          "run: no command and no --image whose cmd to run (usage: sbx run [OPTIONS] [--] CMD..., "
                          "or sbx run --image IMAGE)");
+  if (ret == 0 && sbx_caps_require ("run", err) < 0)
+    ret = -1;
   sbx_store *st;
   if (ret == 0 && cli_store (cli, &st, err) < 0)
     ret = -1;

@@ -1,6 +1,7 @@
 /* sbx snapshot, restore, snapshots, rmsnap: memory snapshots under runsc
  * (the work is in src/lib/snapshot.c). */
 #include "config.h"
+#include "caps.h"
 #include "cli.h"
 #include "json.h"
 #include "lifecycle.h"
@@ -74,7 +75,8 @@ cmd_restore (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   const char *snap = argv[optind];
   sbx_store *st;
   _cleanup_strv_ char **ids = NULL;
-  if (cli_store (cli, &st, err) < 0 || sbx_snapshot_restore (st, snap, count, &ids, err) < 0)
+  if (sbx_caps_require ("restore", err) < 0 || cli_store (cli, &st, err) < 0
+      || sbx_snapshot_restore (st, snap, count, &ids, err) < 0)
     return -1;
   if (cli->json)
     {

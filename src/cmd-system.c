@@ -1,5 +1,6 @@
 /* Host-wide commands: info, gc, version. */
 #include "config.h"
+#include "caps.h"
 #include "conf.h"
 #include "egress.h"
 #include "cli.h"
@@ -165,7 +166,7 @@ cmd_gc (sbx_cli *cli, int argc, char **argv, sbx_error **err)
     return r < 0 ? -1 : 0;
   sbx_store *st;
   sbx_gc_report rep;
-  if (cli_store (cli, &st, err) < 0 || sbx_gc (st, &rep, err) < 0)
+  if (sbx_caps_require ("gc", err) < 0 || cli_store (cli, &st, err) < 0 || sbx_gc (st, &rep, err) < 0)
     return -1;
   if (cli->json)
     {

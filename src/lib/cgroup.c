@@ -344,7 +344,6 @@ create_v1 (const char *rel, const sbx_cgroup_limits *l, sbx_error **err)
     }
   _cleanup_free_ char *mem = xasprintf (CG_ROOT "/memory%s", rel);
   _cleanup_free_ char *pids = xasprintf (CG_ROOT "/pids%s", rel);
-  _cleanup_free_ char *cpu = xasprintf (CG_ROOT "/cpu%s", rel);
   char v[64];
   if (l->memory > 0)
     {

@@ -22,6 +22,7 @@ static const char *const code_names[SBX_E__MAX] = {
   [SBX_E_BUSY] = "BUSY",
   [SBX_E_RESOURCE_EXHAUSTED] = "RESOURCE_EXHAUSTED",
   [SBX_E_INTERNAL] = "INTERNAL",
+  [SBX_E_PERMISSION_DENIED] = "PERMISSION_DENIED",
 };
 
 const char *

@@ -24,6 +24,7 @@ typedef enum sbx_code {
   SBX_E_BUSY,
   SBX_E_RESOURCE_EXHAUSTED,
   SBX_E_INTERNAL,
+  SBX_E_PERMISSION_DENIED,
   SBX_E__MAX
 } sbx_code;
 
@@ -41,7 +42,8 @@ sbx_code sbx_code_from_name (const char *name);
  * `return sbx_error_set (err, ...)`. A NULL err is allowed and discards. */
 int sbx_error_set (sbx_error **err, sbx_code code, int errnum, const char *fmt, ...)
   __attribute__ ((format (printf, 4, 5)));
-int sbx_error_setv (sbx_error **err, sbx_code code, int errnum, const char *fmt, va_list ap);
+int sbx_error_setv (sbx_error **err, sbx_code code, int errnum, const char *fmt, va_list ap)
+  __attribute__ ((format (printf, 4, 0)));
 /* Shorthand: INTERNAL with errno. */
 #define sbx_error_errno(err, errnum, ...) sbx_error_set ((err), SBX_E_INTERNAL, (errnum), __VA_ARGS__)
 /* Prepends "CONTEXT: " to the message of *err; returns -1. */

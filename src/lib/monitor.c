@@ -10,6 +10,7 @@
  * client is bounded by the agent's flow-control window. */
 #include "config.h"
 #include "monitor.h"
+#include "caps.h"
 #include "disk.h"
 #include "net.h"
 #include "proxy.h"
@@ -2551,7 +2552,7 @@ monitor_main (const sbx_store *st, sbx_sandbox *sb, int lock_fd, int sync_fd)
 
   _cleanup_error_ sbx_error *err = NULL;
   if (sbx_runtime_find (st, sb->opts.runtime, &m->rt, &err) < 0 || setup (m, &err) < 0
-      || own_cgroup_enter (m, &err) < 0)
+      || own_cgroup_enter (m, &err) < 0 || sbx_caps_drop_monitor (&err) < 0)
     {
       _cleanup_free_ char *text = sbx_error_text (err);
       finish (m, SBX_STATE_FAILED, SBX_REASON_ERROR, text);

@@ -112,7 +112,7 @@ sbx_store_free (sbx_store *st)
   free (st);
 }
 
-static char *
+static char *__attribute__ ((format (printf, 2, 0)))
 join (const char *base, const char *fmt, va_list ap)
 {
   char *rel = NULL;

@@ -22,10 +22,7 @@ tap_plan (int n)
   printf ("1..%d\n", n);
 }
 
-static inline int
-tap_ok (int cond, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
-
-static inline int
+static inline int __attribute__ ((format (printf, 2, 3)))
 tap_ok (int cond, const char *fmt, ...)
 {
   va_list ap;

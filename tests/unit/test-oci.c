@@ -271,7 +271,7 @@ test_docker (void)
 static void
 test_paths (void)
 {
-  static const char *const good[] = { "a", "a/b.tar", "blobs/sha256/" D64, "x.y/z..w", ".hidden" };
+  static const char *const good[] = { "a", "a/b.tar", ("blobs/sha256/" D64), "x.y/z..w", ".hidden" };
   static const char *const bad[] = { "", "/a", "..", "../a", "a/..", "a/../b", "a//b", "./a", "a/.", "a/", "a\nb",
                                      "a\\b" };
   for (size_t i = 0; i < ARRAY_SIZE (good); i++)

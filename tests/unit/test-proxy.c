@@ -556,7 +556,7 @@ backend_serve (int fd)
   free (be.head);
   be.head = xstrndup (buf, hl);
   pthread_mutex_unlock (&be.mu);
-  switch (be.mode)
+  switch ((int) be.mode)
     {
     case MODE_HELLO:
       write_all (fd, HELLO_RESP, strlen (HELLO_RESP));
@@ -851,7 +851,7 @@ test_authorized_relay (void)
   _cleanup_free_ char *ws = http (e.port,
                                   "GET /ws HTTP/1.1\r\n" AUTH "Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n", false);
   _cleanup_free_ char *wshead = backend_head ();
-  tap_ok (has (wshead, "\r\nConnection: Upgrade\r\n") && has (wshead, "\r\nUpgrade: websocket\r\n")
+  tap_ok (ws != NULL && has (wshead, "\r\nConnection: Upgrade\r\n") && has (wshead, "\r\nUpgrade: websocket\r\n")
             && !has (wshead, "Connection: close") && !has_nocase (wshead, "authorization"),
           "an Upgrade request keeps its Connection: Upgrade, loses its Authorization");
   loop_stop (&e);
