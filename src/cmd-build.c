@@ -4,6 +4,7 @@
 #include "blueprint.h"
 #include "build.h"
 #include "cli.h"
+#include "commands.h"
 #include "client.h"
 #include "sandbox.h"
 #include "image.h"

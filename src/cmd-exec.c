@@ -1,6 +1,7 @@
 /* sbx exec: run a command in a running sandbox through its agent. */
 #include "config.h"
 #include "cli.h"
+#include "commands.h"
 #include "client.h"
 #include "json.h"
 #include "sandbox.h"

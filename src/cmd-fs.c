@@ -6,6 +6,7 @@
  * exclusive for the ones that write: `sbx rm` takes it too). */
 #include "config.h"
 #include "cli.h"
+#include "commands.h"
 #include "client.h"
 #include "fs.h"
 #include "json.h"

@@ -1,6 +1,7 @@
 /* Image commands: images, import, export, tag, rmi. */
 #include "config.h"
 #include "cli.h"
+#include "commands.h"
 #include "image.h"
 #include "json.h"
 #include "layer.h"

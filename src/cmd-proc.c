@@ -2,6 +2,7 @@
  * as its monitor keeps them (running and recently ended, background output). */
 #include "config.h"
 #include "cli.h"
+#include "commands.h"
 #include "client.h"
 #include "json.h"
 #include "util.h"

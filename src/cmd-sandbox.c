@@ -3,6 +3,7 @@
 #include "config.h"
 #include "cgroup.h"
 #include "cli.h"
+#include "commands.h"
 #include "client.h"
 #include "disk.h"
 #include "image.h"

@@ -8,6 +8,7 @@
 #include "config.h"
 #include "build.h"
 #include "cli.h"
+#include "commands.h"
 #include "client.h"
 #include "image.h"
 #include "json.h"

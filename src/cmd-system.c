@@ -3,6 +3,7 @@
 #include "conf.h"
 #include "egress.h"
 #include "cli.h"
+#include "commands.h"
 #include "cgroup.h"
 #include "json.h"
 #include "lifecycle.h"
