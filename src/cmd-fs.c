@@ -1,9 +1,6 @@
-/* sbx fs, sbx cp: the sandbox's files from the host (DESIGN.md section 4).
- *
- * A running sandbox's merged root comes from its monitor as an fd; an ended
- * one's is mounted here, in a private mount namespace of this process, under
- * the sandbox's fs lock (shared and read-only for the verbs that only read,
- * exclusive for the ones that write: `sbx rm` takes it too). */
+/* sbx fs, sbx cp: the sandbox's files from the host (DESIGN.md section 4),
+ * through the file API (fs.h) in the root sbx_fs_root gives: the running
+ * sandbox's, or the ended one's mounted for this process. */
 #include "config.h"
 #include "cli.h"
 #include "commands.h"
@@ -19,12 +16,9 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <libgen.h>
-#include <sched.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/mman.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -46,47 +40,6 @@ struct fs_args {
   const char *cursor, *glob;
   bool parents, recursive;
 };
-
-/* --- the root ------------------------------------------------------------ */
-
-/* The merged root of sandbox ID. WRITE: the verb changes files. */
-static int
-fs_root (const sbx_store *st, const char *id, bool write, int *ret, sbx_error **err)
-{
-  sbx_error *e = NULL;
-  if (sbx_client_rootfd (st, id, ret, &e) == 0)
-    return 0;
-  if (e->code != SBX_E_SANDBOX_NOT_RUNNING)
-    {
-      *err = e;
-      return -1;
-    }
-  sbx_error_free (e);
-  _cleanup_sandbox_ sbx_sandbox *sb = NULL;
-  if (sbx_sandbox_get (st, id, &sb, err) < 0)
-    return -1;
-  if (!sbx_state_is_final (sb->state))
-    return sbx_error_set (err, SBX_E_SANDBOX_NOT_RUNNING, 0, "sandbox %s is %s", id, sbx_state_name (sb->state));
-  _cleanup_free_ char *lockp = sbx_store_path (st, "sandboxes/%s/fs.lock", id);
-  int lock = lock_path (lockp, write ? LOCK_EX : LOCK_SH, err);
-  if (lock < 0)
-    return -1;
-  /* The lock fd stays open (not CLOEXEC-closed before exit) for the call's life. */
-  _cleanup_close_ int cwd = open (".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (unshare (CLONE_NEWNS) < 0 || mount (NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-    return sbx_error_errno (err, errno, "a private mount namespace");
-  int r = sbx_sandbox_mount_root (st, sb, !write, err);
-  if (cwd >= 0 && fchdir (cwd) < 0)
-    r = r < 0 ? r : sbx_error_errno (err, errno, "fchdir");
-  if (r < 0)
-    return sbx_error_wrap (err, "mount the files of ended sandbox %s", id);
-  _cleanup_free_ char *merged = sbx_store_path (st, "sandboxes/%s/rootfs", id);
-  int fd = open (merged, O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0)
-    return sbx_error_errno (err, errno, "open `%s`", merged);
-  *ret = fd;
-  return 0;
-}
 
 /* --- output ------------------------------------------------------------ */
 
@@ -528,7 +481,7 @@ fs_run (sbx_cli *cli, const sbx_store *st, const char *id, const char *verb, cha
     if (sbx_fs_path_check (paths[i], err) < 0)
       return -1;
   _cleanup_close_ int root = -1;
-  if (fs_root (st, id, verbs[v].write, &root, err) < 0)
+  if (sbx_fs_root (st, id, verbs[v].write, &root, err) < 0)
     return -1;
   if (strcmp (verb, "read") == 0)
     return fs_read (cli, root, ops[0], err);

@@ -116,4 +116,11 @@ typedef int (*sbx_fs_event_fn) (void *data, const char *event, const char *path,
 int sbx_fs_watch (int root, const char *path, bool recursive, int stop_fd, sbx_fs_event_fn fn, void *data,
                   sbx_error **err);
 
+/* ROOT for sandbox ID (fs-root.c): a running sandbox's merged root from its
+ * monitor; an ended one's mounted in a private mount namespace of the
+ * calling process (for the rest of its life), under the sandbox's fs lock,
+ * read-only unless WRITE. */
+struct sbx_store;
+int sbx_fs_root (const struct sbx_store *st, const char *id, bool write, int *ret, sbx_error **err);
+
 #endif
