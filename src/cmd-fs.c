@@ -521,40 +521,44 @@ check_opts (const char *verb, const struct fs_args *a, bool limit_set, sbx_error
   return 0;
 }
 
+struct fs_parse {
+  struct fs_args a;
+  bool limit_set;
+};
+
+static int
+fs_opt (void *data, int key, const char *arg, sbx_error **err)
+{
+  struct fs_parse *p = data;
+  switch (key)
+    {
+    case O_LIMIT:
+      p->limit_set = true;
+      return cli_int ("limit", arg, 1, SBX_FS_LS_LIMIT_MAX, &p->a.limit, err);
+    case O_CURSOR:
+      p->a.cursor = arg;
+      return 0;
+    case O_NAME:
+      p->a.glob = arg;
+      return 0;
+    case O_PARENTS:
+      p->a.parents = true;
+      return 0;
+    default: /* O_RECURSIVE */
+      p->a.recursive = true;
+      return 0;
+    }
+}
+
 int
 cmd_fs (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
-  struct fs_args a = { .limit = SBX_FS_LS_LIMIT_DEFAULT };
-  bool limit_set = false;
-  cli_parser p;
-  cli_parser_init (&p, cli, cli_find ("fs"), argc, argv);
-  int key;
-  const char *arg;
-  while ((key = cli_next (&p, &arg, err)) > 0 && key != 'h')
-    {
-      if (key == O_LIMIT)
-        {
-          limit_set = true;
-          if (cli_int ("limit", arg, 1, SBX_FS_LS_LIMIT_MAX, &a.limit, err) < 0)
-            key = -1;
-        }
-      else if (key == O_CURSOR)
-        a.cursor = arg;
-      else if (key == O_NAME)
-        a.glob = arg;
-      else if (key == O_PARENTS)
-        a.parents = true;
-      else if (key == O_RECURSIVE)
-        a.recursive = true;
-      if (key < 0)
-        break;
-    }
-  cli_parser_done (&p);
-  if (key != 0)
-    return key < 0 ? -1 : 0;
-  int first = optind;
-  if (argc - first < 2)
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "fs: usage: sbx fs ID VERB ARGS... (see `sbx fs --help`)");
+  struct fs_parse p = { .a = { .limit = SBX_FS_LS_LIMIT_DEFAULT } };
+  int first, r = cli_simple_parse (cli, "fs", argc, argv, 2, -1, &first, fs_opt, &p, err);
+  if (r != 0)
+    return r < 0 ? -1 : 0;
+  struct fs_args a = p.a;
+  bool limit_set = p.limit_set;
   const char *verb = argv[first + 1];
   size_t v = 0;
   while (v < ARRAY_SIZE (verbs) && strcmp (verbs[v].verb, verb) != 0)
@@ -596,20 +600,12 @@ split_remote (const char *s, char **ref, const char **path)
 int
 cmd_cp (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
-  cli_parser p;
-  cli_parser_init (&p, cli, cli_find ("cp"), argc, argv);
-  int key;
-  const char *arg;
-  while ((key = cli_next (&p, &arg, err)) > 0 && key != 'h')
-    ;
-  cli_parser_done (&p);
-  if (key != 0)
-    return key < 0 ? -1 : 0;
-  if (argc - optind != 2)
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "cp: usage: sbx cp ID:PATH HOSTPATH | HOSTPATH ID:PATH");
+  int first, r = cli_simple_parse (cli, "cp", argc, argv, 2, 2, &first, NULL, NULL, err);
+  if (r != 0)
+    return r < 0 ? -1 : 0;
   _cleanup_free_ char *ref_a = NULL, *ref_b = NULL;
   const char *pa = NULL, *pb = NULL;
-  bool ra = split_remote (argv[optind], &ref_a, &pa), rb = split_remote (argv[optind + 1], &ref_b, &pb);
+  bool ra = split_remote (argv[first], &ref_a, &pa), rb = split_remote (argv[first + 1], &ref_b, &pb);
   if (ra == rb)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
                           "cp: exactly one side is a sandbox path (ID:/PATH), the other a host path");
@@ -622,10 +618,10 @@ cmd_cp (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   if (ra)
     {
       ops[0] = (char *) pa;
-      ops[1] = argv[optind + 1];
+      ops[1] = argv[first + 1];
       return fs_run (cli, st, id, "download", ops, &a, err);
     }
-  ops[0] = argv[optind];
+  ops[0] = argv[first];
   ops[1] = (char *) pb;
   return fs_run (cli, st, id, "upload", ops, &a, err);
 }

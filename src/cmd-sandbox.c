@@ -198,37 +198,26 @@ print_created (sbx_cli *cli, const sbx_sandbox *sb)
     }
 }
 
+static int
+create_cb (void *data, int key, const char *arg, sbx_error **err)
+{
+  return create_opt (data, key, arg, err) < 0 ? -1 : 0;
+}
+
 int
 cmd_create (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
-  /* Before any goto: the cleanup runs on every way out. */
   _cleanup_sandbox_ sbx_sandbox *sb = NULL;
   sbx_sandbox_opts o;
   opts_defaults (&o);
-  cli_parser p;
-  cli_parser_init (&p, cli, cli_find ("create"), argc, argv);
-  int key, ret = 0;
-  const char *arg;
-  while (ret == 0 && (key = cli_next (&p, &arg, err)) > 0)
-    {
-      if (key == 'h')
-        goto out;
-      if (create_opt (&o, key, arg, err) < 0)
-        ret = -1;
-    }
-  if (ret == 0 && key < 0)
-    ret = -1;
-  if (ret == 0 && optind < argc)
-    ret = sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "create: unexpected argument `%s`", argv[optind]);
+  int first, ret = cli_simple_parse (cli, "create", argc, argv, 0, 0, &first, create_cb, &o, err);
   sbx_store *st;
   if (ret == 0 && (cli_store (cli, &st, err) < 0 || sbx_sandbox_create (st, &o, &sb, err) < 0))
     ret = -1;
   if (ret == 0)
     print_created (cli, sb);
-out:
-  cli_parser_done (&p);
   sbx_sandbox_opts_clear (&o);
-  return ret;
+  return ret < 0 ? -1 : 0;
 }
 
 static int
@@ -255,54 +244,58 @@ run_image_cmd (sbx_store *st, const sbx_sandbox_opts *o, sbx_image **ret, sbx_er
   return 0;
 }
 
+struct run_args {
+  sbx_sandbox_opts o;
+  bool rm;
+};
+
+static int
+run_cb (void *data, int key, const char *arg, sbx_error **err)
+{
+  struct run_args *a = data;
+  if (key == O_RM)
+    {
+      a->rm = true;
+      return 0;
+    }
+  return create_opt (&a->o, key, arg, err) < 0 ? -1 : 0;
+}
+
 int
 cmd_run (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
-  /* Before any goto: the cleanup runs on every way out. */
   _cleanup_sandbox_ sbx_sandbox *sb = NULL;
   _cleanup_image_ sbx_image *img = NULL;
-  sbx_sandbox_opts o;
-  opts_defaults (&o);
-  bool rm = false;
-  cli_parser p;
-  cli_parser_init (&p, cli, cli_find ("run"), argc, argv);
-  int key, ret = 0, status = 0;
-  const char *arg;
-  while (ret == 0 && (key = cli_next (&p, &arg, err)) > 0)
+  struct run_args a = { .rm = false };
+  opts_defaults (&a.o);
+  int first, status = 0, ret = 0, r = cli_simple_parse (cli, "run", argc, argv, 0, -1, &first, run_cb, &a, err);
+  if (r != 0)
     {
-      if (key == 'h')
-        goto out;
-      if (key == O_RM)
-        rm = true;
-      else if (create_opt (&o, key, arg, err) < 0)
-        ret = -1;
+      sbx_sandbox_opts_clear (&a.o);
+      return r < 0 ? -1 : 0;
     }
-  if (ret == 0 && key < 0)
-    ret = -1;
-  if (ret == 0 && optind >= argc && o.image_ref == NULL)
+  if (first >= argc && a.o.image_ref == NULL)
     ret = sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
                          "run: no command and no --image whose cmd to run (usage: sbx run [OPTIONS] [--] CMD..., "
                          "or sbx run --image IMAGE)");
   sbx_store *st;
   if (ret == 0 && cli_store (cli, &st, err) < 0)
     ret = -1;
-  if (ret == 0 && optind >= argc && run_image_cmd (st, &o, &img, err) < 0)
+  if (ret == 0 && first >= argc && run_image_cmd (st, &a.o, &img, err) < 0)
     ret = -1;
-  if (ret == 0 && sbx_sandbox_create_from (st, &o, img, &sb, err) < 0)
+  if (ret == 0 && sbx_sandbox_create_from (st, &a.o, img, &sb, err) < 0)
     ret = -1;
   if (ret == 0)
     {
       _cleanup_error_ sbx_error *e2 = NULL;
-      ret = run_in (cli, st, sb, img ? img->cmd : argv + optind, &status, err);
+      ret = run_in (cli, st, sb, img ? img->cmd : argv + first, &status, err);
       sbx_sandbox_terminate (st, sb->id, -1, ret < 0 ? &e2 : err);
-      if (rm)
+      if (a.rm)
         sbx_sandbox_remove (st, sb->id, NULL);
       if (ret == 0)
         ret = status;
     }
-out:
-  cli_parser_done (&p);
-  sbx_sandbox_opts_clear (&o);
+  sbx_sandbox_opts_clear (&a.o);
   return ret;
 }
 
@@ -597,13 +590,6 @@ cmd_wait (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 }
 
 static int
-bool_opt (void *data, int key, const char *arg, sbx_error **err)
-{
-  *(bool *) data = true;
-  return 0;
-}
-
-static int
 print_ids (sbx_cli *cli, char **ids)
 {
   if (cli->json)
@@ -626,7 +612,7 @@ static int
 end_each (sbx_cli *cli, const char *name, bool terminate, int argc, char **argv, sbx_error **err)
 {
   bool flag = false;
-  int first, r = cli_simple_parse (cli, name, argc, argv, 1, -1, &first, bool_opt, &flag, err);
+  int first, r = cli_simple_parse (cli, name, argc, argv, 1, -1, &first, cli_flag_opt, &flag, err);
   if (r != 0)
     return r < 0 ? -1 : 0;
   bool do_terminate = terminate || flag, do_remove = !terminate || flag;
