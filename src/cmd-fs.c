@@ -15,7 +15,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <libgen.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -131,6 +130,24 @@ ok_json (sbx_cli *cli, const char *path)
 
 /* --- verbs ------------------------------------------------------------- */
 
+/* With --json, what a write, upload or download wrote: PATH in the
+ * sandbox, HOST_PATH (download) on the host, SIZE bytes. */
+static int
+size_json (sbx_cli *cli, const char *path, const char *host_path, uint64_t size)
+{
+  if (!cli->json)
+    return 0;
+  yajl_gen g = cli_json_begin ();
+  j_map (g);
+  j_kbytes (g, "path", path);
+  if (host_path)
+    j_kstr (g, "host_path", host_path);
+  j_kint (g, "size", (long long) size);
+  j_endmap (g);
+  cli_json_end (g);
+  return 0;
+}
+
 static int
 fs_read (sbx_cli *cli, int root, const char *path, sbx_error **err)
 {
@@ -164,103 +181,34 @@ fs_read (sbx_cli *cli, int root, const char *path, sbx_error **err)
   return 0;
 }
 
-/* Data from IN (stdin or a host file) into PATH, atomically. */
+/* Data from stdin into PATH, atomically. */
 static int
 fs_write_from (sbx_cli *cli, int root, const char *path, int in, mode_t mode, bool keep_mode, sbx_error **err)
 {
-  sbx_fs_writer w;
-  if (sbx_fs_write_begin (root, path, mode, keep_mode, &w, err) < 0)
+  uint64_t size;
+  if (sbx_fs_write_fd (root, path, in, mode, keep_mode, &size, err) < 0)
     return -1;
-  if (sbx_fs_copy (in, w.fd, err) < 0)
-    {
-      sbx_fs_write_abort (&w);
-      return sbx_error_wrap (err, "write `%s` (the old file is intact)", path);
-    }
-  struct stat st;
-  fstat (w.fd, &st);
-  if (sbx_fs_write_commit (&w, err) < 0)
-    return -1;
-  if (cli->json)
-    {
-      yajl_gen g = cli_json_begin ();
-      j_map (g);
-      j_kbytes (g, "path", path);
-      j_kint (g, "size", (long long) st.st_size);
-      j_endmap (g);
-      cli_json_end (g);
-    }
-  return 0;
+  return size_json (cli, path, NULL, size);
 }
 
 static int
 fs_upload (sbx_cli *cli, int root, const char *host, const char *path, sbx_error **err)
 {
-  /* Into an existing directory: under the host file's own name, as cp(1). */
   _cleanup_free_ char *inside = NULL;
-  int d = -1;
-  if (sbx_fs_open (root, path, O_PATH | O_DIRECTORY, true, &d, NULL) == 0)
-    {
-      close (d);
-      _cleanup_free_ char *copy = xstrdup (host);
-      size_t l = strlen (path);
-      inside = xasprintf ("%s%s%s", path, l && path[l - 1] == '/' ? "" : "/", basename (copy));
-      path = inside;
-    }
-  _cleanup_close_ int in = open (host, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-  if (in < 0)
-    return sbx_error_set (err, errno == ENOENT ? SBX_E_NOT_FOUND : SBX_E_INVALID_ARGUMENT, errno, "open `%s`", host);
-  struct stat st;
-  if (fstat (in, &st) < 0 || !S_ISREG (st.st_mode))
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "upload: `%s` is not a regular file", host);
-  return fs_write_from (cli, root, path, in, st.st_mode & 0777, false, err);
+  uint64_t size;
+  if (sbx_fs_upload (root, host, path, &inside, &size, err) < 0)
+    return -1;
+  return size_json (cli, inside, NULL, size);
 }
 
-/* The host side of download: a temporary file beside HOST, renamed over it
- * once complete (a directory HOST gets the file's own name inside). */
 static int
 fs_download (sbx_cli *cli, int root, const char *path, const char *host, sbx_error **err)
 {
-  struct stat st, hs;
-  _cleanup_close_ int in = -1;
-  if (sbx_fs_open_read (root, path, &st, &in, err) < 0)
-    return -1;
   _cleanup_free_ char *target = NULL;
-  if (stat (host, &hs) == 0 && S_ISDIR (hs.st_mode))
-    {
-      _cleanup_free_ char *copy = xstrdup (path);
-      target = xasprintf ("%s/%s", host, basename (copy));
-    }
-  else
-    target = xstrdup (host);
-  _cleanup_free_ char *dcopy = xstrdup (target);
-  const char *dir = dirname (dcopy);
-  _cleanup_free_ char *rnd = random_hex (6);
-  _cleanup_free_ char *tmp = xasprintf ("%s/.sbx-download-%s", dir, rnd);
-  /* A new host file as any program makes one, 0666 less the umask: never
-   * the sandbox's mode (0777, setuid, sticky: whatever it chose). */
-  _cleanup_close_ int out = open (tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-  if (out < 0)
-    return sbx_error_set (err, errno == ENOENT ? SBX_E_NOT_FOUND : SBX_E_INVALID_ARGUMENT, errno,
-                          "download: create a file in `%s`", dir);
-  int r = sbx_fs_copy (in, out, err);
-  if (r == 0 && rename (tmp, target) < 0)
-    r = sbx_error_set (err, SBX_E_INVALID_ARGUMENT, errno, "download: rename to `%s`", target);
-  if (r < 0)
-    {
-      unlink (tmp);
-      return -1;
-    }
-  if (cli->json)
-    {
-      yajl_gen g = cli_json_begin ();
-      j_map (g);
-      j_kbytes (g, "path", path);
-      j_kstr (g, "host_path", target);
-      j_kint (g, "size", (long long) st.st_size);
-      j_endmap (g);
-      cli_json_end (g);
-    }
-  return 0;
+  uint64_t size;
+  if (sbx_fs_download (root, path, host, &target, &size, err) < 0)
+    return -1;
+  return size_json (cli, path, target, size);
 }
 
 static int
