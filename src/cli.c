@@ -7,11 +7,27 @@
 #include "util.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <getopt.h>
 #include <string.h>
 #include <sys/mman.h>
 
 enum { KEY_HELP = 'h', KEY_JSON = 1000 };
+
+/* Option iteration over CMD's table plus --help and --json. Returns the key
+ * of the next option (its argument in *arg), 0 when options end (argv +
+ * *optind_out are the operands), 'h' after printing --help, or -1 with
+ * INVALID_ARGUMENT. Stops at the first operand and at "--". */
+typedef struct cli_parser {
+  const sbx_command *cmd;
+  sbx_cli *cli;
+  int argc;
+  char **argv;
+  void *longopts;
+  char *shortopts;
+} cli_parser;
 
 static size_t
 nopts (const cli_opt *o)
@@ -22,7 +38,7 @@ nopts (const cli_opt *o)
   return n;
 }
 
-void
+static void
 cli_parser_init (cli_parser *p, sbx_cli *cli, const sbx_command *cmd, int argc, char **argv)
 {
   size_t n = nopts (cmd->opts);
@@ -50,11 +66,23 @@ cli_parser_init (cli_parser *p, sbx_cli *cli, const sbx_command *cmd, int argc, 
   opterr = 0;
 }
 
-void
+static void
 cli_parser_done (cli_parser *p)
 {
   free (p->longopts);
   free (p->shortopts);
+}
+
+int
+cli_usage_error (const sbx_command *cmd, sbx_error **err, const char *fmt, ...)
+{
+  va_list ap;
+  va_start (ap, fmt);
+  _cleanup_free_ char *what = NULL;
+  if (vasprintf (&what, fmt, ap) < 0)
+    abort ();
+  va_end (ap);
+  return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s: %s (see `sbx %s --help`)", cmd->name, what, cmd->name);
 }
 
 /* getopt's optopt is a short option letter, or for a long option its key:
@@ -67,16 +95,15 @@ bad_option (cli_parser *p, sbx_error **err)
     {
       const char *eq = strchr (tok, '=');
       if (eq)
-        return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s: option `%.*s` takes no value", p->cmd->name,
-                              (int) (eq - tok), tok);
-      return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s: unknown option `%s`", p->cmd->name, tok);
+        return cli_usage_error (p->cmd, err, "option `%.*s` takes no value", (int) (eq - tok), tok);
+      return cli_usage_error (p->cmd, err, "unknown option `%s`", tok);
     }
   if (optopt > 32 && optopt < 127)
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s: unknown option `-%c`", p->cmd->name, optopt);
-  return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s: unknown option `%s`", p->cmd->name, tok);
+    return cli_usage_error (p->cmd, err, "unknown option `-%c`", optopt);
+  return cli_usage_error (p->cmd, err, "unknown option `%s`", tok);
 }
 
-int
+static int
 cli_next (cli_parser *p, const char **arg, sbx_error **err)
 {
   for (;;)
@@ -96,8 +123,7 @@ cli_next (cli_parser *p, const char **arg, sbx_error **err)
         case '?':
           return bad_option (p, err);
         case ':':
-          return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "sbx %s: option `%s` needs a value", p->cmd->name,
-                                p->argv[optind - 1]);
+          return cli_usage_error (p->cmd, err, "option `%s` needs a value", p->argv[optind - 1]);
         default:
           return c;
         }
@@ -220,14 +246,24 @@ cli_exec (sbx_cli *cli, const sbx_store *st, const char *id, const sbx_exec_opts
   return 0;
 }
 
-/* Parses a command with no options of its own beyond the table, leaving
- * operands in argv + *first. Returns 1 after --help. */
+int
+cli_operands (const sbx_command *cmd, int argc, char **argv, int first, int min, int max, sbx_error **err)
+{
+  int n = argc - first;
+  if (max >= 0 && n > max)
+    return cli_usage_error (cmd, err, "unexpected argument `%s`", argv[first + max]);
+  if (n < min)
+    return cli_usage_error (cmd, err, "expected %s", cmd->args ? cmd->args : "no arguments");
+  return 0;
+}
+
 int
 cli_simple_parse (sbx_cli *cli, const char *name, int argc, char **argv, int min, int max, int *first,
-              int (*on_opt) (void *, int, const char *, sbx_error **), void *data, sbx_error **err)
+                  int (*on_opt) (void *, int, const char *, sbx_error **), void *data, sbx_error **err)
 {
+  const sbx_command *cmd = cli_find (name);
   cli_parser p;
-  cli_parser_init (&p, cli, cli_find (name), argc, argv);
+  cli_parser_init (&p, cli, cmd, argc, argv);
   int key, ret = 0;
   const char *arg;
   while ((key = cli_next (&p, &arg, err)) > 0)
@@ -244,27 +280,29 @@ cli_simple_parse (sbx_cli *cli, const char *name, int argc, char **argv, int min
         }
     }
   cli_parser_done (&p);
-  if (ret < 0 || key < 0)
+  if (ret < 0 || key < 0 || cli_operands (cmd, argc, argv, optind, min, max, err) < 0)
     return -1;
-  int n = argc - optind;
-  if (n < min || (max >= 0 && n > max))
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "sbx %s: expected %s (see `sbx %s --help`)", name,
-                          cli_find (name)->args ? cli_find (name)->args : "no arguments", name);
   *first = optind;
+  return 0;
+}
+
+int
+cli_str_opt (void *data, int key, const char *arg, sbx_error **err)
+{
+  *(const char **) data = arg;
+  return 0;
+}
+
+int
+cli_flag_opt (void *data, int key, const char *arg, sbx_error **err)
+{
+  *(bool *) data = true;
   return 0;
 }
 
 int
 cli_no_args (sbx_cli *cli, const char *name, int argc, char **argv, sbx_error **err)
 {
-  cli_parser p;
-  cli_parser_init (&p, cli, cli_find (name), argc, argv);
-  const char *arg;
-  int key = cli_next (&p, &arg, err);
-  cli_parser_done (&p);
-  if (key != 0)
-    return key < 0 ? -1 : 1;
-  if (optind < argc)
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "sbx %s: unexpected argument `%s`", name, argv[optind]);
-  return 0;
+  int first;
+  return cli_simple_parse (cli, name, argc, argv, 0, 0, &first, NULL, NULL, err);
 }

@@ -42,22 +42,6 @@ typedef struct sbx_command {
 
 extern const sbx_command sbx_commands[];
 
-/* Option iteration over CMD's table plus --help and --json. Returns the key
- * of the next option (its argument in *arg), 0 when options end (argv +
- * *optind_out are the operands), 'h' after printing --help, or -1 with
- * INVALID_ARGUMENT. Stops at the first operand and at "--". */
-typedef struct cli_parser {
-  const sbx_command *cmd;
-  sbx_cli *cli;
-  int argc;
-  char **argv;
-  void *longopts;
-  char *shortopts;
-} cli_parser;
-
-void cli_parser_init (cli_parser *p, sbx_cli *cli, const sbx_command *cmd, int argc, char **argv);
-int cli_next (cli_parser *p, const char **arg, sbx_error **err);
-void cli_parser_done (cli_parser *p);
 void cli_print_help (FILE *f, const sbx_command *cmd);
 const sbx_command *cli_find (const char *name);
 /* Writes the completion script for SHELL (bash, zsh, fish): the template
@@ -68,15 +52,27 @@ int cli_complete_gen (FILE *in, FILE *out, const char *shell, sbx_error **err);
 /* Opens the store (creating it) on first use. */
 int cli_store (sbx_cli *cli, sbx_store **ret, sbx_error **err);
 
-/* Typed option values, INVALID_ARGUMENT naming the option. */
-/* Parses a command with no options beyond its table's, calling ON_OPT for
- * each; MIN..MAX operands (MAX -1: no limit) are left at argv + *FIRST.
- * 1 after --help. */
+/* The one parser every command uses: options from CMD NAME's table (plus
+ * --help and --json), each passed to ON_OPT (NULL: the table is empty)
+ * with DATA; then MIN..MAX operands (MAX -1: no limit), left at
+ * argv + *FIRST. 0 to go on, 1 after --help, -1 on error. A command whose
+ * usage has CMD stops taking options at its first operand. */
 int cli_simple_parse (sbx_cli *cli, const char *name, int argc, char **argv, int min, int max, int *first,
                       int (*on_opt) (void *, int, const char *, sbx_error **), void *data, sbx_error **err);
+/* ON_OPT for a command with one option: its value into the const char *
+ * at DATA (the last one given wins), or, for a flag, true into the bool. */
+int cli_str_opt (void *data, int key, const char *arg, sbx_error **err);
+int cli_flag_opt (void *data, int key, const char *arg, sbx_error **err);
 /* A command that takes no operands and no options of its own: 0 to go on,
  * 1 after --help, -1 on error. */
 int cli_no_args (sbx_cli *cli, const char *name, int argc, char **argv, sbx_error **err);
+/* The usage errors of every command, in one shape: INVALID_ARGUMENT with
+ * "CMD: PROBLEM (see `sbx CMD --help`)". */
+int cli_usage_error (const sbx_command *cmd, sbx_error **err, const char *fmt, ...)
+    __attribute__ ((format (printf, 3, 4)));
+/* ARGC - FIRST operands at argv + FIRST: MIN..MAX (MAX -1: no limit). */
+int cli_operands (const sbx_command *cmd, int argc, char **argv, int first, int min, int max, sbx_error **err);
+/* Typed option values, INVALID_ARGUMENT naming the option. */
 int cli_int (const char *opt, const char *s, int64_t min, int64_t max, int64_t *ret, sbx_error **err);
 
 /* Output: a JSON document on stdout with --json. */

@@ -5,6 +5,7 @@
 #include "caps.h"
 #include "build.h"
 #include "cli.h"
+#include "commands.h"
 #include "client.h"
 #include "commit.h"
 #include "sandbox.h"
@@ -96,43 +97,49 @@ interrupted (void *data)
          || sigismember (&pending, SIGHUP) == 1;
 }
 
+struct build_args {
+  const char *file, *tag, *runtime;
+  bool no_cache;
+};
+
+static int
+build_opt (void *data, int key, const char *arg, sbx_error **err)
+{
+  struct build_args *b = data;
+  switch (key)
+    {
+    case O_FILE:
+      b->file = arg;
+      break;
+    case O_TAG:
+      b->tag = arg;
+      break;
+    case O_NO_CACHE:
+      b->no_cache = true;
+      break;
+    case O_RUNTIME:
+      b->runtime = arg;
+      break;
+    default:
+      break;
+    }
+  return 0;
+}
+
 int
 cmd_build (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
-  const char *file = NULL, *tag = NULL, *runtime = "runsc";
-  bool no_cache = false;
-  cli_parser p;
-  cli_parser_init (&p, cli, cli_find ("build"), argc, argv);
-  int key;
-  const char *arg;
-  while ((key = cli_next (&p, &arg, err)) > 0 && key != 'h')
-    switch (key)
-      {
-      case O_FILE:
-        file = arg;
-        break;
-      case O_TAG:
-        tag = arg;
-        break;
-      case O_NO_CACHE:
-        no_cache = true;
-        break;
-      case O_RUNTIME:
-        runtime = arg;
-        break;
-      default:
-        break;
-      }
-  cli_parser_done (&p);
-  if (key != 0)
-    return key < 0 ? -1 : 0;
-  if (argc - optind > 1)
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "build: usage: sbx build [-f FILE] [--tag NAME] [CONTEXT]");
+  struct build_args b = { .runtime = "runsc" };
+  int first, parsed = cli_simple_parse (cli, "build", argc, argv, 0, 1, &first, build_opt, &b, err);
+  if (parsed != 0)
+    return parsed < 0 ? -1 : 0;
+  const char *file = b.file, *tag = b.tag, *runtime = b.runtime;
+  bool no_cache = b.no_cache;
   if (tag && !name_is_valid (tag))
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid tag `%s`", tag);
   if (strcmp (runtime, "runsc") != 0 && strcmp (runtime, "runc") != 0)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "unknown runtime `%s` (expected runsc or runc)", runtime);
-  const char *context = optind < argc ? argv[optind] : ".";
+  const char *context = first < argc ? argv[first] : ".";
   _cleanup_free_ char *deffile = xasprintf ("%s/blueprint.json", context);
   _cleanup_free_ char *text = NULL;
   size_t len = 0;
@@ -212,23 +219,15 @@ int
 cmd_commit (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
   const char *tag = NULL;
-  cli_parser p;
-  cli_parser_init (&p, cli, cli_find ("commit"), argc, argv);
-  int key;
-  const char *arg;
-  while ((key = cli_next (&p, &arg, err)) > 0 && key != 'h')
-    tag = arg;
-  cli_parser_done (&p);
-  if (key != 0)
-    return key < 0 ? -1 : 0;
-  if (argc - optind != 1)
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "commit: usage: sbx commit [--tag NAME] ID");
+  int first, parsed = cli_simple_parse (cli, "commit", argc, argv, 1, 1, &first, cli_str_opt, &tag, err);
+  if (parsed != 0)
+    return parsed < 0 ? -1 : 0;
   if (tag && !name_is_valid (tag))
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid tag `%s`", tag);
   sbx_store *st;
   _cleanup_free_ char *id = NULL, *digest = NULL;
   _cleanup_image_ sbx_image *img = NULL;
-  if (cli_store (cli, &st, err) < 0 || cli_sandbox_id (cli, argv[optind], &id, err) < 0
+  if (cli_store (cli, &st, err) < 0 || cli_sandbox_id (cli, argv[first], &id, err) < 0
       || sbx_commit (st, id, tag, &img, &digest, err) < 0)
     return -1;
   if (cli->json)

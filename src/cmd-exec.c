@@ -1,6 +1,7 @@
 /* sbx exec: run a command in a running sandbox through its agent. */
 #include "config.h"
 #include "cli.h"
+#include "commands.h"
 #include "client.h"
 #include "json.h"
 #include "sandbox.h"
@@ -107,30 +108,23 @@ exec_detached (sbx_cli *cli, const sbx_store *st, const char *id, sbx_exec_opts 
   return 0;
 }
 
+static int
+exec_cb (void *data, int key, const char *arg, sbx_error **err)
+{
+  return exec_opt (data, key, arg, err);
+}
+
 int
 cmd_exec (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
   sbx_exec_opts eo = { .env = xmalloc0 (sizeof (char *)) };
-  cli_parser p;
-  cli_parser_init (&p, cli, cli_find ("exec"), argc, argv);
-  int key, ret = 0, status = 0;
-  const char *arg;
-  while ((key = cli_next (&p, &arg, err)) > 0 && key != 'h')
-    if (exec_opt (&eo, key, arg, err) < 0)
-      {
-        key = -1;
-        break;
-      }
-  cli_parser_done (&p);
-  if (key == 'h' || key < 0)
+  /* ID, then (after an optional "--") the command. */
+  int first, ret = 0, status = 0, r = cli_simple_parse (cli, "exec", argc, argv, 2, -1, &first, exec_cb, &eo, err);
+  if (r != 0)
     {
       strv_free (eo.env);
-      return key < 0 ? -1 : 0;
+      return r < 0 ? -1 : 0;
     }
-  /* ID, then (after an optional "--") the command. */
-  int first = optind;
-  if (first >= argc || first + 1 >= argc)
-    ret = sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "exec: usage: sbx exec [OPTIONS] ID -- CMD [ARG...]");
   int cmd = first + 1;
   if (ret == 0 && strcmp (argv[cmd], "--") == 0)
     cmd++;
@@ -217,35 +211,40 @@ read_code (const char *arg, char **ret, sbx_error **err)
   return 0;
 }
 
+struct run_code_args {
+  sbx_exec_opts eo;
+  const char *lang;
+};
+
+static int
+run_code_cb (void *data, int key, const char *arg, sbx_error **err)
+{
+  struct run_code_args *a = data;
+  if (key != O_LANG)
+    return exec_opt (&a->eo, key, arg, err);
+  a->lang = arg;
+  return 0;
+}
+
 int
 cmd_run_code (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
-  sbx_exec_opts eo = { .env = xmalloc0 (sizeof (char *)) };
-  const char *lang = "python";
-  cli_parser p;
-  cli_parser_init (&p, cli, cli_find ("run-code"), argc, argv);
-  int key, ret = 0, status = 0;
-  const char *arg;
-  while ((key = cli_next (&p, &arg, err)) > 0 && key != 'h')
-    if (key == O_LANG)
-      lang = arg;
-    else if (exec_opt (&eo, key, arg, err) < 0)
-      {
-        key = -1;
-        break;
-      }
-  cli_parser_done (&p);
+  struct run_code_args a = { .eo = { .env = xmalloc0 (sizeof (char *)) }, .lang = "python" };
+  sbx_exec_opts eo;
+  const char *lang;
+  int ret = 0, status = 0, first;
+  int key = cli_simple_parse (cli, "run-code", argc, argv, 2, 2, &first, run_code_cb, &a, err);
+  eo = a.eo;
+  lang = a.lang;
   size_t li = 0;
   while (key == 0 && li < ARRAY_SIZE (langs) && strcmp (langs[li].lang, lang) != 0)
     li++;
   if (key == 0 && li == ARRAY_SIZE (langs))
     key = sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "run-code: unknown --lang `%s` (python, sh, bash, node)", lang);
-  if (key == 0 && optind + 2 != argc)
-    key = sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "run-code: usage: sbx run-code [OPTIONS] ID (CODE | -)");
   _cleanup_free_ char *code = NULL, *id = NULL, *missing = NULL;
   sbx_store *st;
-  if (key == 0 && (read_code (argv[optind + 1], &code, err) < 0 || cli_store (cli, &st, err) < 0
-                   || cli_sandbox_id (cli, argv[optind], &id, err) < 0))
+  if (key == 0 && (read_code (argv[first + 1], &code, err) < 0 || cli_store (cli, &st, err) < 0
+                   || cli_sandbox_id (cli, argv[first], &id, err) < 0))
     key = -1;
   if (key == 0)
     {
@@ -258,7 +257,7 @@ cmd_run_code (sbx_cli *cli, int argc, char **argv, sbx_error **err)
         ret = status;
     }
   strv_free (eo.env);
-  if (key == 'h')
+  if (key == 1)
     return 0;
   return key < 0 ? -1 : ret;
 }

@@ -1,11 +1,9 @@
-/* sbx fs, sbx cp: the sandbox's files from the host (DESIGN.md section 4).
- *
- * A running sandbox's merged root comes from its monitor as an fd; an ended
- * one's is mounted here, in a private mount namespace of this process, under
- * the sandbox's fs lock (shared and read-only for the verbs that only read,
- * exclusive for the ones that write: `sbx rm` takes it too). */
+/* sbx fs, sbx cp: the sandbox's files from the host (DESIGN.md section 4),
+ * through the file API (fs.h) in the root sbx_fs_root gives: the running
+ * sandbox's, or the ended one's mounted for this process. */
 #include "config.h"
 #include "cli.h"
+#include "commands.h"
 #include "client.h"
 #include "fs.h"
 #include "json.h"
@@ -17,13 +15,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <libgen.h>
-#include <sched.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/mman.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -45,47 +39,6 @@ struct fs_args {
   const char *cursor, *glob;
   bool parents, recursive;
 };
-
-/* --- the root ------------------------------------------------------------ */
-
-/* The merged root of sandbox ID. WRITE: the verb changes files. */
-static int
-fs_root (const sbx_store *st, const char *id, bool write, int *ret, sbx_error **err)
-{
-  sbx_error *e = NULL;
-  if (sbx_client_rootfd (st, id, ret, &e) == 0)
-    return 0;
-  if (e->code != SBX_E_SANDBOX_NOT_RUNNING)
-    {
-      *err = e;
-      return -1;
-    }
-  sbx_error_free (e);
-  _cleanup_sandbox_ sbx_sandbox *sb = NULL;
-  if (sbx_sandbox_get (st, id, &sb, err) < 0)
-    return -1;
-  if (!sbx_state_is_final (sb->state))
-    return sbx_error_set (err, SBX_E_SANDBOX_NOT_RUNNING, 0, "sandbox %s is %s", id, sbx_state_name (sb->state));
-  _cleanup_free_ char *lockp = sbx_store_path (st, "sandboxes/%s/fs.lock", id);
-  int lock = lock_path (lockp, write ? LOCK_EX : LOCK_SH, err);
-  if (lock < 0)
-    return -1;
-  /* The lock fd stays open (not CLOEXEC-closed before exit) for the call's life. */
-  _cleanup_close_ int cwd = open (".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (unshare (CLONE_NEWNS) < 0 || mount (NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-    return sbx_error_errno (err, errno, "a private mount namespace");
-  int r = sbx_sandbox_mount_root (st, sb, !write, err);
-  if (cwd >= 0 && fchdir (cwd) < 0)
-    r = r < 0 ? r : sbx_error_errno (err, errno, "fchdir");
-  if (r < 0)
-    return sbx_error_wrap (err, "mount the files of ended sandbox %s", id);
-  _cleanup_free_ char *merged = sbx_store_path (st, "sandboxes/%s/rootfs", id);
-  int fd = open (merged, O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0)
-    return sbx_error_errno (err, errno, "open `%s`", merged);
-  *ret = fd;
-  return 0;
-}
 
 /* --- output ------------------------------------------------------------ */
 
@@ -177,6 +130,24 @@ ok_json (sbx_cli *cli, const char *path)
 
 /* --- verbs ------------------------------------------------------------- */
 
+/* With --json, what a write, upload or download wrote: PATH in the
+ * sandbox, HOST_PATH (download) on the host, SIZE bytes. */
+static int
+size_json (sbx_cli *cli, const char *path, const char *host_path, uint64_t size)
+{
+  if (!cli->json)
+    return 0;
+  yajl_gen g = cli_json_begin ();
+  j_map (g);
+  j_kbytes (g, "path", path);
+  if (host_path)
+    j_kstr (g, "host_path", host_path);
+  j_kint (g, "size", (long long) size);
+  j_endmap (g);
+  cli_json_end (g);
+  return 0;
+}
+
 static int
 fs_read (sbx_cli *cli, int root, const char *path, sbx_error **err)
 {
@@ -210,103 +181,34 @@ fs_read (sbx_cli *cli, int root, const char *path, sbx_error **err)
   return 0;
 }
 
-/* Data from IN (stdin or a host file) into PATH, atomically. */
+/* Data from stdin into PATH, atomically. */
 static int
 fs_write_from (sbx_cli *cli, int root, const char *path, int in, mode_t mode, bool keep_mode, sbx_error **err)
 {
-  sbx_fs_writer w;
-  if (sbx_fs_write_begin (root, path, mode, keep_mode, &w, err) < 0)
+  uint64_t size;
+  if (sbx_fs_write_fd (root, path, in, mode, keep_mode, &size, err) < 0)
     return -1;
-  if (sbx_fs_copy (in, w.fd, err) < 0)
-    {
-      sbx_fs_write_abort (&w);
-      return sbx_error_wrap (err, "write `%s` (the old file is intact)", path);
-    }
-  struct stat st;
-  fstat (w.fd, &st);
-  if (sbx_fs_write_commit (&w, err) < 0)
-    return -1;
-  if (cli->json)
-    {
-      yajl_gen g = cli_json_begin ();
-      j_map (g);
-      j_kbytes (g, "path", path);
-      j_kint (g, "size", (long long) st.st_size);
-      j_endmap (g);
-      cli_json_end (g);
-    }
-  return 0;
+  return size_json (cli, path, NULL, size);
 }
 
 static int
 fs_upload (sbx_cli *cli, int root, const char *host, const char *path, sbx_error **err)
 {
-  /* Into an existing directory: under the host file's own name, as cp(1). */
   _cleanup_free_ char *inside = NULL;
-  int d = -1;
-  if (sbx_fs_open (root, path, O_PATH | O_DIRECTORY, true, &d, NULL) == 0)
-    {
-      close (d);
-      _cleanup_free_ char *copy = xstrdup (host);
-      size_t l = strlen (path);
-      inside = xasprintf ("%s%s%s", path, l && path[l - 1] == '/' ? "" : "/", basename (copy));
-      path = inside;
-    }
-  _cleanup_close_ int in = open (host, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-  if (in < 0)
-    return sbx_error_set (err, errno == ENOENT ? SBX_E_NOT_FOUND : SBX_E_INVALID_ARGUMENT, errno, "open `%s`", host);
-  struct stat st;
-  if (fstat (in, &st) < 0 || !S_ISREG (st.st_mode))
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "upload: `%s` is not a regular file", host);
-  return fs_write_from (cli, root, path, in, st.st_mode & 0777, false, err);
+  uint64_t size;
+  if (sbx_fs_upload (root, host, path, &inside, &size, err) < 0)
+    return -1;
+  return size_json (cli, inside, NULL, size);
 }
 
-/* The host side of download: a temporary file beside HOST, renamed over it
- * once complete (a directory HOST gets the file's own name inside). */
 static int
 fs_download (sbx_cli *cli, int root, const char *path, const char *host, sbx_error **err)
 {
-  struct stat st, hs;
-  _cleanup_close_ int in = -1;
-  if (sbx_fs_open_read (root, path, &st, &in, err) < 0)
-    return -1;
   _cleanup_free_ char *target = NULL;
-  if (stat (host, &hs) == 0 && S_ISDIR (hs.st_mode))
-    {
-      _cleanup_free_ char *copy = xstrdup (path);
-      target = xasprintf ("%s/%s", host, basename (copy));
-    }
-  else
-    target = xstrdup (host);
-  _cleanup_free_ char *dcopy = xstrdup (target);
-  const char *dir = dirname (dcopy);
-  _cleanup_free_ char *rnd = random_hex (6);
-  _cleanup_free_ char *tmp = xasprintf ("%s/.sbx-download-%s", dir, rnd);
-  /* A new host file as any program makes one, 0666 less the umask: never
-   * the sandbox's mode (0777, setuid, sticky: whatever it chose). */
-  _cleanup_close_ int out = open (tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-  if (out < 0)
-    return sbx_error_set (err, errno == ENOENT ? SBX_E_NOT_FOUND : SBX_E_INVALID_ARGUMENT, errno,
-                          "download: create a file in `%s`", dir);
-  int r = sbx_fs_copy (in, out, err);
-  if (r == 0 && rename (tmp, target) < 0)
-    r = sbx_error_set (err, SBX_E_INVALID_ARGUMENT, errno, "download: rename to `%s`", target);
-  if (r < 0)
-    {
-      unlink (tmp);
-      return -1;
-    }
-  if (cli->json)
-    {
-      yajl_gen g = cli_json_begin ();
-      j_map (g);
-      j_kbytes (g, "path", path);
-      j_kstr (g, "host_path", target);
-      j_kint (g, "size", (long long) st.st_size);
-      j_endmap (g);
-      cli_json_end (g);
-    }
-  return 0;
+  uint64_t size;
+  if (sbx_fs_download (root, path, host, &target, &size, err) < 0)
+    return -1;
+  return size_json (cli, path, target, size);
 }
 
 static int
@@ -527,7 +429,7 @@ fs_run (sbx_cli *cli, const sbx_store *st, const char *id, const char *verb, cha
     if (sbx_fs_path_check (paths[i], err) < 0)
       return -1;
   _cleanup_close_ int root = -1;
-  if (fs_root (st, id, verbs[v].write, &root, err) < 0)
+  if (sbx_fs_root (st, id, verbs[v].write, &root, err) < 0)
     return -1;
   if (strcmp (verb, "read") == 0)
     return fs_read (cli, root, ops[0], err);
@@ -567,40 +469,44 @@ check_opts (const char *verb, const struct fs_args *a, bool limit_set, sbx_error
   return 0;
 }
 
+struct fs_parse {
+  struct fs_args a;
+  bool limit_set;
+};
+
+static int
+fs_opt (void *data, int key, const char *arg, sbx_error **err)
+{
+  struct fs_parse *p = data;
+  switch (key)
+    {
+    case O_LIMIT:
+      p->limit_set = true;
+      return cli_int ("limit", arg, 1, SBX_FS_LS_LIMIT_MAX, &p->a.limit, err);
+    case O_CURSOR:
+      p->a.cursor = arg;
+      return 0;
+    case O_NAME:
+      p->a.glob = arg;
+      return 0;
+    case O_PARENTS:
+      p->a.parents = true;
+      return 0;
+    default: /* O_RECURSIVE */
+      p->a.recursive = true;
+      return 0;
+    }
+}
+
 int
 cmd_fs (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
-  struct fs_args a = { .limit = SBX_FS_LS_LIMIT_DEFAULT };
-  bool limit_set = false;
-  cli_parser p;
-  cli_parser_init (&p, cli, cli_find ("fs"), argc, argv);
-  int key;
-  const char *arg;
-  while ((key = cli_next (&p, &arg, err)) > 0 && key != 'h')
-    {
-      if (key == O_LIMIT)
-        {
-          limit_set = true;
-          if (cli_int ("limit", arg, 1, SBX_FS_LS_LIMIT_MAX, &a.limit, err) < 0)
-            key = -1;
-        }
-      else if (key == O_CURSOR)
-        a.cursor = arg;
-      else if (key == O_NAME)
-        a.glob = arg;
-      else if (key == O_PARENTS)
-        a.parents = true;
-      else if (key == O_RECURSIVE)
-        a.recursive = true;
-      if (key < 0)
-        break;
-    }
-  cli_parser_done (&p);
-  if (key != 0)
-    return key < 0 ? -1 : 0;
-  int first = optind;
-  if (argc - first < 2)
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "fs: usage: sbx fs ID VERB ARGS... (see `sbx fs --help`)");
+  struct fs_parse p = { .a = { .limit = SBX_FS_LS_LIMIT_DEFAULT } };
+  int first, r = cli_simple_parse (cli, "fs", argc, argv, 2, -1, &first, fs_opt, &p, err);
+  if (r != 0)
+    return r < 0 ? -1 : 0;
+  struct fs_args a = p.a;
+  bool limit_set = p.limit_set;
   const char *verb = argv[first + 1];
   size_t v = 0;
   while (v < ARRAY_SIZE (verbs) && strcmp (verbs[v].verb, verb) != 0)
@@ -642,20 +548,12 @@ split_remote (const char *s, char **ref, const char **path)
 int
 cmd_cp (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
-  cli_parser p;
-  cli_parser_init (&p, cli, cli_find ("cp"), argc, argv);
-  int key;
-  const char *arg;
-  while ((key = cli_next (&p, &arg, err)) > 0 && key != 'h')
-    ;
-  cli_parser_done (&p);
-  if (key != 0)
-    return key < 0 ? -1 : 0;
-  if (argc - optind != 2)
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "cp: usage: sbx cp ID:PATH HOSTPATH | HOSTPATH ID:PATH");
+  int first, r = cli_simple_parse (cli, "cp", argc, argv, 2, 2, &first, NULL, NULL, err);
+  if (r != 0)
+    return r < 0 ? -1 : 0;
   _cleanup_free_ char *ref_a = NULL, *ref_b = NULL;
   const char *pa = NULL, *pb = NULL;
-  bool ra = split_remote (argv[optind], &ref_a, &pa), rb = split_remote (argv[optind + 1], &ref_b, &pb);
+  bool ra = split_remote (argv[first], &ref_a, &pa), rb = split_remote (argv[first + 1], &ref_b, &pb);
   if (ra == rb)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
                           "cp: exactly one side is a sandbox path (ID:/PATH), the other a host path");
@@ -668,10 +566,10 @@ cmd_cp (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   if (ra)
     {
       ops[0] = (char *) pa;
-      ops[1] = argv[optind + 1];
+      ops[1] = argv[first + 1];
       return fs_run (cli, st, id, "download", ops, &a, err);
     }
-  ops[0] = argv[optind];
+  ops[0] = argv[first];
   ops[1] = (char *) pb;
   return fs_run (cli, st, id, "upload", ops, &a, err);
 }

@@ -1,6 +1,7 @@
 /* Image commands: images, import, export, tag, rmi. */
 #include "config.h"
 #include "cli.h"
+#include "commands.h"
 #include "image.h"
 #include "json.h"
 #include "layer.h"
@@ -46,22 +47,12 @@ int
 cmd_import (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
   const char *tag = NULL;
-  cli_parser p;
-  cli_parser_init (&p, cli, cli_find ("import"), argc, argv);
-  int key;
-  const char *arg;
-  while ((key = cli_next (&p, &arg, err)) > 0 && key != 'h')
-    tag = arg;
-  cli_parser_done (&p);
-  if (key == 'h')
-    return 0;
-  if (key < 0)
-    return -1;
-  if (optind + 1 != argc)
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "import: usage: sbx import [--tag NAME] FILE|DIR");
+  int first, parsed = cli_simple_parse (cli, "import", argc, argv, 1, 1, &first, cli_str_opt, &tag, err);
+  if (parsed != 0)
+    return parsed < 0 ? -1 : 0;
   if (tag && !name_is_valid (tag))
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid tag `%s`", tag);
-  const char *file = argv[optind];
+  const char *file = argv[first];
   sbx_store *st;
   if (cli_store (cli, &st, err) < 0 || sbx_store_begin_write (st, "import", err) < 0)
     return -1;
@@ -115,32 +106,27 @@ export_ref_name (const sbx_store *st, const char *ref, const sbx_image *img)
   return xstrdup (tags[0]);
 }
 
+static int
+compression_opt (void *data, int key, const char *arg, sbx_error **err)
+{
+  sbx_oci_compression *comp = data;
+  if (strcmp (arg, "gzip") == 0)
+    *comp = SBX_OCI_GZIP;
+  else if (strcmp (arg, "none") == 0)
+    *comp = SBX_OCI_UNCOMPRESSED;
+  else
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "export: --compression is gzip or none, not `%s`", arg);
+  return 0;
+}
+
 int
 cmd_export (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
   sbx_oci_compression comp = SBX_OCI_GZIP;
-  cli_parser p;
-  cli_parser_init (&p, cli, cli_find ("export"), argc, argv);
-  int key;
-  const char *arg;
-  while ((key = cli_next (&p, &arg, err)) > 0 && key != 'h')
-    {
-      if (strcmp (arg, "gzip") == 0)
-        comp = SBX_OCI_GZIP;
-      else if (strcmp (arg, "none") == 0)
-        comp = SBX_OCI_UNCOMPRESSED;
-      else
-        {
-          key = sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "export: --compression is gzip or none, not `%s`", arg);
-          break;
-        }
-    }
-  cli_parser_done (&p);
-  if (key != 0)
-    return key < 0 ? -1 : 0;
-  if (argc - optind != 2)
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "export: usage: sbx export [--compression gzip|none] IMAGE FILE");
-  const char *ref = argv[optind], *file = argv[optind + 1];
+  int first, parsed = cli_simple_parse (cli, "export", argc, argv, 2, 2, &first, compression_opt, &comp, err);
+  if (parsed != 0)
+    return parsed < 0 ? -1 : 0;
+  const char *ref = argv[first], *file = argv[first + 1];
   sbx_store *st;
   _cleanup_image_ sbx_image *img = NULL;
   uint64_t size = 0;
@@ -183,17 +169,9 @@ int
 cmd_rmi (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
   bool force = false;
-  cli_parser p;
-  cli_parser_init (&p, cli, cli_find ("rmi"), argc, argv);
-  int key;
-  const char *arg;
-  while ((key = cli_next (&p, &arg, err)) > 0 && key != 'h')
-    force = true;
-  cli_parser_done (&p);
-  if (key != 0)
-    return key < 0 ? -1 : 0;
-  if (optind >= argc)
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "rmi: usage: sbx rmi [--force] IMAGE...");
+  int first, parsed = cli_simple_parse (cli, "rmi", argc, argv, 1, -1, &first, cli_flag_opt, &force, err);
+  if (parsed != 0)
+    return parsed < 0 ? -1 : 0;
   sbx_store *st;
   if (cli_store (cli, &st, err) < 0)
     return -1;
@@ -201,7 +179,7 @@ cmd_rmi (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   if (g)
     j_arr (g);
   int ret = 0;
-  for (int i = optind; i < argc && ret == 0; i++)
+  for (int i = first; i < argc && ret == 0; i++)
     {
       _cleanup_free_ char *id = NULL;
       bool untagged;
@@ -231,22 +209,15 @@ cmd_rmi (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 int
 cmd_tag (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
-  cli_parser p;
-  cli_parser_init (&p, cli, cli_find ("tag"), argc, argv);
-  int key;
-  const char *arg;
-  key = cli_next (&p, &arg, err);
-  cli_parser_done (&p);
-  if (key != 0)
-    return key < 0 ? -1 : 0;
-  if (argc - optind != 2)
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "tag: usage: sbx tag IMAGE NAME");
-  const char *name = argv[optind + 1];
+  int first, parsed = cli_simple_parse (cli, "tag", argc, argv, 2, 2, &first, NULL, NULL, err);
+  if (parsed != 0)
+    return parsed < 0 ? -1 : 0;
+  const char *name = argv[first + 1];
   if (!name_is_valid (name))
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid tag `%s`", name);
   sbx_store *st;
   _cleanup_image_ sbx_image *img = NULL;
-  if (cli_store (cli, &st, err) < 0 || sbx_image_resolve (st, argv[optind], &img, err) < 0
+  if (cli_store (cli, &st, err) < 0 || sbx_image_resolve (st, argv[first], &img, err) < 0
       || sbx_tag_set (st, name, img->id, err) < 0)
     return -1;
   if (cli->json)

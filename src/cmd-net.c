@@ -1,6 +1,7 @@
 /* A running sandbox's network: net (egress), expose and urls (ports). */
 #include "config.h"
 #include "cli.h"
+#include "commands.h"
 #include "client.h"
 #include "egress.h"
 #include "json.h"

@@ -2,6 +2,7 @@
  * as its monitor keeps them (running and recently ended, background output). */
 #include "config.h"
 #include "cli.h"
+#include "commands.h"
 #include "client.h"
 #include "json.h"
 #include "util.h"
@@ -46,30 +47,24 @@ parse_signal (const char *s)
   return -1;
 }
 
-/* Parses the options of ps/proc; operands end up in argv + *first. *FLAG:
- * proc's --follow, or ps's --quiet. */
+/* The options of ps/proc. FLAG: proc's --follow, or ps's --quiet. */
+struct proc_args {
+  int64_t timeout;
+  int sig;
+  bool flag;
+};
+
 static int
-parse (sbx_cli *cli, const char *name, int argc, char **argv, int *first, int64_t *timeout, int *sig, bool *flag,
-       sbx_error **err)
+proc_opt (void *data, int key, const char *arg, sbx_error **err)
 {
-  cli_parser p;
-  cli_parser_init (&p, cli, cli_find (name), argc, argv);
-  int key;
-  const char *arg;
-  while ((key = cli_next (&p, &arg, err)) > 0 && key != 'h')
-    {
-      if (key == O_TIMEOUT && cli_int ("timeout", arg, 1, 86400, timeout, err) < 0)
-        key = -1;
-      else if (key == O_SIGNAL && (*sig = parse_signal (arg)) < 0)
-        key = sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "--signal: `%s` is not a signal name or number", arg);
-      else if (key == O_FOLLOW || key == O_QUIET)
-        *flag = true;
-      if (key < 0)
-        break;
-    }
-  cli_parser_done (&p);
-  *first = optind;
-  return key;
+  struct proc_args *a = data;
+  if (key == O_TIMEOUT)
+    return cli_int ("timeout", arg, 1, 86400, &a->timeout, err);
+  if (key == O_SIGNAL && (a->sig = parse_signal (arg)) < 0)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "--signal: `%s` is not a signal name or number", arg);
+  if (key == O_FOLLOW || key == O_QUIET)
+    a->flag = true;
+  return 0;
 }
 
 static const char *
@@ -91,15 +86,11 @@ jint (yajl_val v, const char *k, int64_t def)
 int
 cmd_ps (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
-  int first;
-  int64_t t;
-  int sig;
-  bool quiet = false;
-  int key = parse (cli, "ps", argc, argv, &first, &t, &sig, &quiet, err);
+  struct proc_args pa = { 0 };
+  int first, key = cli_simple_parse (cli, "ps", argc, argv, 1, 1, &first, proc_opt, &pa, err);
   if (key != 0)
     return key < 0 ? -1 : 0;
-  if (argc - first != 1)
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "ps: usage: sbx ps ID");
+  bool quiet = pa.flag;
   sbx_store *st;
   _cleanup_free_ char *id = NULL;
   _cleanup_yajl_val_ yajl_val v = NULL;
@@ -200,14 +191,13 @@ logs_json (const sbx_store *st, const char *id, const char *req, sbx_error **err
 int
 cmd_proc (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
-  int first, sig = 0;
-  int64_t timeout = 0, pid;
-  bool follow = false;
-  int key = parse (cli, "proc", argc, argv, &first, &timeout, &sig, &follow, err);
+  struct proc_args pa = { 0 };
+  int first, key = cli_simple_parse (cli, "proc", argc, argv, 3, 3, &first, proc_opt, &pa, err);
   if (key != 0)
     return key < 0 ? -1 : 0;
-  if (argc - first != 3)
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "proc: usage: sbx proc ID PID status|wait|kill|logs");
+  int sig = pa.sig;
+  int64_t timeout = pa.timeout, pid;
+  bool follow = pa.flag;
   const char *action = argv[first + 2];
   static const char *const actions[] = { "status", "wait", "kill", "logs" };
   size_t a = 0;

@@ -2,18 +2,17 @@
  * logs, ttl, stats. */
 #include "config.h"
 #include "caps.h"
-#include "cgroup.h"
 #include "cli.h"
+#include "commands.h"
 #include "client.h"
 #include "disk.h"
 #include "image.h"
 #include "json.h"
 #include "lifecycle.h"
-#include "runtime.h"
 #include "sandbox.h"
+#include "stats.h"
 #include "util.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -201,28 +200,19 @@ print_created (sbx_cli *cli, const sbx_sandbox *sb)
     }
 }
 
+static int
+create_cb (void *data, int key, const char *arg, sbx_error **err)
+{
+  return create_opt (data, key, arg, err) < 0 ? -1 : 0;
+}
+
 int
 cmd_create (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
-  /* Before any goto: the cleanup runs on every way out. */
   _cleanup_sandbox_ sbx_sandbox *sb = NULL;
   sbx_sandbox_opts o;
   opts_defaults (&o);
-  cli_parser p;
-  cli_parser_init (&p, cli, cli_find ("create"), argc, argv);
-  int key, ret = 0;
-  const char *arg;
-  while (ret == 0 && (key = cli_next (&p, &arg, err)) > 0)
-    {
-      if (key == 'h')
-        goto out;
-      if (create_opt (&o, key, arg, err) < 0)
-        ret = -1;
-    }
-  if (ret == 0 && key < 0)
-    ret = -1;
-  if (ret == 0 && optind < argc)
-    ret = sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "create: unexpected argument `%s`", argv[optind]);
+  int first, ret = cli_simple_parse (cli, "create", argc, argv, 0, 0, &first, create_cb, &o, err);
   if (ret == 0 && sbx_caps_require ("create", err) < 0)
     ret = -1;
   sbx_store *st;
@@ -230,10 +220,8 @@ cmd_create (sbx_cli *cli, int argc, char **argv, sbx_error **err)
     ret = -1;
   if (ret == 0)
     print_created (cli, sb);
-out:
-  cli_parser_done (&p);
   sbx_sandbox_opts_clear (&o);
-  return ret;
+  return ret < 0 ? -1 : 0;
 }
 
 static int
@@ -260,31 +248,37 @@ run_image_cmd (sbx_store *st, const sbx_sandbox_opts *o, sbx_image **ret, sbx_er
   return 0;
 }
 
+struct run_args {
+  sbx_sandbox_opts o;
+  bool rm;
+};
+
+static int
+run_cb (void *data, int key, const char *arg, sbx_error **err)
+{
+  struct run_args *a = data;
+  if (key == O_RM)
+    {
+      a->rm = true;
+      return 0;
+    }
+  return create_opt (&a->o, key, arg, err) < 0 ? -1 : 0;
+}
+
 int
 cmd_run (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
-  /* Before any goto: the cleanup runs on every way out. */
   _cleanup_sandbox_ sbx_sandbox *sb = NULL;
   _cleanup_image_ sbx_image *img = NULL;
-  sbx_sandbox_opts o;
-  opts_defaults (&o);
-  bool rm = false;
-  cli_parser p;
-  cli_parser_init (&p, cli, cli_find ("run"), argc, argv);
-  int key, ret = 0, status = 0;
-  const char *arg;
-  while (ret == 0 && (key = cli_next (&p, &arg, err)) > 0)
+  struct run_args a = { .rm = false };
+  opts_defaults (&a.o);
+  int first, status = 0, ret = 0, r = cli_simple_parse (cli, "run", argc, argv, 0, -1, &first, run_cb, &a, err);
+  if (r != 0)
     {
-      if (key == 'h')
-        goto out;
-      if (key == O_RM)
-        rm = true;
-      else if (create_opt (&o, key, arg, err) < 0)
-        ret = -1;
+      sbx_sandbox_opts_clear (&a.o);
+      return r < 0 ? -1 : 0;
     }
-  if (ret == 0 && key < 0)
-    ret = -1;
-  if (ret == 0 && optind >= argc && o.image_ref == NULL)
+  if (first >= argc && a.o.image_ref == NULL)
     ret = sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
                          "run: no command and no --image whose cmd to run (usage: sbx run [OPTIONS] [--] CMD..., "
                          "or sbx run --image IMAGE)");
@@ -293,23 +287,21 @@ cmd_run (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   sbx_store *st;
   if (ret == 0 && cli_store (cli, &st, err) < 0)
     ret = -1;
-  if (ret == 0 && optind >= argc && run_image_cmd (st, &o, &img, err) < 0)
+  if (ret == 0 && first >= argc && run_image_cmd (st, &a.o, &img, err) < 0)
     ret = -1;
-  if (ret == 0 && sbx_sandbox_create_from (st, &o, img, &sb, err) < 0)
+  if (ret == 0 && sbx_sandbox_create_from (st, &a.o, img, &sb, err) < 0)
     ret = -1;
   if (ret == 0)
     {
       _cleanup_error_ sbx_error *e2 = NULL;
-      ret = run_in (cli, st, sb, img ? img->cmd : argv + optind, &status, err);
+      ret = run_in (cli, st, sb, img ? img->cmd : argv + first, &status, err);
       sbx_sandbox_terminate (st, sb->id, -1, ret < 0 ? &e2 : err);
-      if (rm)
+      if (a.rm)
         sbx_sandbox_remove (st, sb->id, NULL);
       if (ret == 0)
         ret = status;
     }
-out:
-  cli_parser_done (&p);
-  sbx_sandbox_opts_clear (&o);
+  sbx_sandbox_opts_clear (&a.o);
   return ret;
 }
 
@@ -412,17 +404,7 @@ load_sandbox (sbx_cli *cli, const char *ref, sbx_store **st, sbx_sandbox **sb, s
   _cleanup_free_ char *id = NULL;
   if (cli_store (cli, st, err) < 0 || cli_sandbox_id (cli, ref, &id, err) < 0)
     return -1;
-  if (sbx_sandbox_get (*st, id, sb, err) < 0)
-    return -1;
-  /* A running sandbox's counters are read live from its cgroup. */
-  if ((*sb)->state == SBX_STATE_RUNNING)
-    {
-      _cleanup_free_ char *cg = sbx_store_cgroup_path (*st, id);
-      sbx_cgroup_stats cs;
-      sbx_cgroup_stats_read (cg, &cs);
-      sbx_sandbox_merge_stats (*sb, &cs);
-    }
-  return 0;
+  return sbx_sandbox_get_live (*st, id, sb, err);
 }
 
 int
@@ -539,14 +521,10 @@ cmd_ls (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   if (r != 0)
     return r < 0 ? -1 : 0;
   sbx_store *st;
-  _cleanup_strv_ char **ids = NULL;
-  if (cli_store (cli, &st, err) < 0 || sbx_sandbox_list (st, &ids, err) < 0)
+  sbx_sandbox **sbs;
+  size_t n;
+  if (cli_store (cli, &st, err) < 0 || sbx_sandbox_get_all (st, &sbs, &n, err) < 0)
     return -1;
-  size_t n = 0, cap = strv_len (ids);
-  sbx_sandbox **sbs = xmalloc0 ((cap + 1) * sizeof *sbs);
-  for (size_t i = 0; ids[i]; i++)
-    if (sbx_sandbox_get (st, ids[i], &sbs[n], NULL) == 0)
-      n++;
   qsort_r (sbs, n, sizeof *sbs, cmp_sandboxes, &a.sort);
   yajl_gen g = NULL;
   if (cli->json)
@@ -557,11 +535,8 @@ cmd_ls (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   else if (!a.quiet)
     printf ("%-16s %-16s %-12s %-18s %-7s %s\n", "ID", "NAME", "STATE", "REASON", "RUNTIME", "CREATED");
   for (size_t i = 0; i < n; i++)
-    {
-      print_ls_row (g, a.quiet, sbs[i]);
-      sbx_sandbox_free (sbs[i]);
-    }
-  free (sbs);
+    print_ls_row (g, a.quiet, sbs[i]);
+  sbx_sandboxes_free (sbs);
   if (g)
     {
       j_endarr (g);
@@ -621,13 +596,6 @@ cmd_wait (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 }
 
 static int
-bool_opt (void *data, int key, const char *arg, sbx_error **err)
-{
-  *(bool *) data = true;
-  return 0;
-}
-
-static int
 print_ids (sbx_cli *cli, char **ids)
 {
   if (cli->json)
@@ -650,7 +618,7 @@ static int
 end_each (sbx_cli *cli, const char *name, bool terminate, int argc, char **argv, sbx_error **err)
 {
   bool flag = false;
-  int first, r = cli_simple_parse (cli, name, argc, argv, 1, -1, &first, bool_opt, &flag, err);
+  int first, r = cli_simple_parse (cli, name, argc, argv, 1, -1, &first, cli_flag_opt, &flag, err);
   if (r != 0)
     return r < 0 ? -1 : 0;
   bool do_terminate = terminate || flag, do_remove = !terminate || flag;
@@ -691,17 +659,10 @@ cmd_logs (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   _cleanup_free_ char *id = NULL;
   if (cli_store (cli, &st, err) < 0 || cli_sandbox_id (cli, argv[first], &id, err) < 0)
     return -1;
-  _cleanup_free_ char *path = sbx_store_path (st, "sandboxes/%s/log", id);
   _cleanup_free_ char *text = NULL;
   size_t len = 0;
-  if (read_file (path, 64 << 20, &text, &len, err) < 0)
-    {
-      if ((*err)->code != SBX_E_NOT_FOUND)
-        return -1;
-      sbx_error_free (*err);
-      *err = NULL;
-      text = xstrdup ("");
-    }
+  if (sbx_sandbox_log_read (st, id, &text, &len, err) < 0)
+    return -1;
   if (cli->json)
     {
       yajl_gen g = cli_json_begin ();
@@ -807,119 +768,29 @@ cmd_resume (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   return pause_resume (cli, "resume", argc, argv, err);
 }
 
-/* Bytes the tree at DIRFD takes on disk (blocks), never following links. */
-static int64_t
-disk_usage (int dirfd_, int depth)
-{
-  int64_t total = 0;
-  int fd = dup (dirfd_);
-  DIR *d = fd >= 0 ? fdopendir (fd) : NULL;
-  if (d == NULL)
-    {
-      if (fd >= 0)
-        close (fd);
-      return 0;
-    }
-  struct dirent *de;
-  while ((de = readdir (d)) != NULL)
-    {
-      struct stat st;
-      if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0
-          || fstatat (dirfd (d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-        continue;
-      total += (int64_t) st.st_blocks * 512;
-      if (S_ISDIR (st.st_mode) && depth < 256)
-        {
-          _cleanup_close_ int sub = openat (dirfd (d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-          if (sub >= 0)
-            total += disk_usage (sub, depth + 1);
-        }
-    }
-  closedir (d);
-  return total;
-}
-
-/* Bytes in and out of the interfaces (but loopback) of PID's network
- * namespace. */
-static void
-net_bytes (pid_t pid, int64_t *rx, int64_t *tx)
-{
-  *rx = *tx = 0;
-  _cleanup_free_ char *path = xasprintf ("/proc/%d/net/dev", (int) pid), *text = NULL;
-  if (pid <= 0 || read_file (path, 1 << 20, &text, NULL, NULL) < 0)
-    return;
-  for (char *line = strtok (text, "\n"); line; line = strtok (NULL, "\n"))
-    {
-      char name[64];
-      long long r, t, skip;
-      if (sscanf (line, " %63[^:]: %lld %lld %lld %lld %lld %lld %lld %lld %lld", name, &r, &skip, &skip, &skip, &skip,
-                  &skip, &skip, &skip, &t) == 10
-          && strcmp (name, "lo") != 0)
-        {
-          *rx += r;
-          *tx += t;
-        }
-    }
-}
-
-/* The pid the runtime reports for the container (its init under runc, the
- * sandbox process under runsc): its network namespace is the sandbox's. */
-static pid_t
-container_pid (const sbx_store *st, const sbx_sandbox *sb)
-{
-  _cleanup_runtime_ sbx_runtime *rt = NULL;
-  if (sbx_runtime_find (st, sb->opts.runtime, &rt, NULL) < 0)
-    return 0;
-  const char *args[] = { sb->id, NULL };
-  _cleanup_strv_ char **argv = sbx_runtime_argv (rt, "state", args);
-  _cleanup_free_ char *out = NULL;
-  int status = -1;
-  if (sbx_spawn_capture (argv, 1 << 20, &out, NULL, &status, NULL) < 0 || status != 0)
-    return 0;
-  _cleanup_yajl_val_ yajl_val v = NULL;
-  int64_t pid = 0;
-  if (j_parse (out, strlen (out), 1 << 20, "state", &v, NULL) == 0)
-    j_get_int (v, "pid", false, &pid, NULL);
-  return (pid_t) pid;
-}
-
 /* sbx stats ID: what one sandbox uses now. */
 static int
 stats_one (sbx_cli *cli, const char *ref, sbx_error **err)
 {
   sbx_store *st;
-  _cleanup_sandbox_ sbx_sandbox *sb = NULL;
-  if (load_sandbox (cli, ref, &st, &sb, err) < 0)
+  _cleanup_free_ char *id = NULL;
+  sbx_stats s;
+  if (cli_store (cli, &st, err) < 0 || cli_sandbox_id (cli, ref, &id, err) < 0
+      || sbx_sandbox_stats (st, id, &s, err) < 0)
     return -1;
-  bool running = sb->state == SBX_STATE_RUNNING;
-  sbx_cgroup_stats cs = { 0 };
-  if (running)
-    {
-      _cleanup_free_ char *cg = sbx_store_cgroup_path (st, sb->id);
-      sbx_cgroup_stats_read (cg, &cs);
-    }
-  /* With a limit, what its image takes on the host; without, its files. */
-  _cleanup_free_ char *upper = sbx_store_path (st, "sandboxes/%s/upper", sb->id);
-  _cleanup_close_ int ufd = sb->opts.disk > 0 ? -1 : open (upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  int64_t disk = sb->opts.disk > 0 ? sbx_disk_used (st, sb) : ufd >= 0 ? disk_usage (ufd, 0) : 0, rx = 0, tx = 0;
-  if (disk < 0)
-    disk = 0;
-  if (running)
-    net_bytes (container_pid (st, sb), &rx, &tx);
-  int64_t peak = cs.memory_peak > sb->memory_peak ? cs.memory_peak : sb->memory_peak;
   if (cli->json)
     {
       yajl_gen g = cli_json_begin ();
       j_map (g);
-      j_kstr (g, "id", sb->id);
-      j_kstr (g, "state", sbx_state_name (sb->state));
-      j_kbool (g, "paused", sb->paused);
+      j_kstr (g, "id", id);
+      j_kstr (g, "state", sbx_state_name (s.state));
+      j_kbool (g, "paused", s.paused);
       /* What only a running sandbox has is null once it has ended. */
-      if (running)
+      if (s.running)
         {
-          j_kint (g, "cpu_time_ms", cs.cpu_usage_ns / 1000000);
-          j_kint (g, "memory", cs.memory_current);
-          j_kint (g, "pids", cs.pids_current);
+          j_kint (g, "cpu_time_ms", s.cpu_time_ns / 1000000);
+          j_kint (g, "memory", s.memory);
+          j_kint (g, "pids", s.pids);
         }
       else
         {
@@ -930,20 +801,20 @@ stats_one (sbx_cli *cli, const char *ref, sbx_error **err)
               j_null (g);
             }
         }
-      j_kint (g, "memory_peak", peak);
-      j_kint (g, "disk", disk);
-      j_kint (g, "disk_limit", sb->opts.disk);
-      j_kint (g, "net_rx_bytes", rx);
-      j_kint (g, "net_tx_bytes", tx);
+      j_kint (g, "memory_peak", s.memory_peak);
+      j_kint (g, "disk", s.disk);
+      j_kint (g, "disk_limit", s.disk_limit);
+      j_kint (g, "net_rx_bytes", s.net_rx_bytes);
+      j_kint (g, "net_tx_bytes", s.net_tx_bytes);
       j_endmap (g);
       cli_json_end (g);
       return 0;
     }
   printf ("id:          %s\nstate:       %s%s\ncpu:         %.3f s\nmemory:      %.1f MiB (peak %.1f MiB)\n"
           "pids:        %lld\ndisk:        %.1f MiB written\nnetwork:     %lld bytes in, %lld bytes out\n",
-          sb->id, sbx_state_name (sb->state), sb->paused ? " (paused)" : "", (double) cs.cpu_usage_ns / 1e9,
-          (double) cs.memory_current / 1048576.0, (double) peak / 1048576.0, (long long) cs.pids_current,
-          (double) disk / 1048576.0, (long long) rx, (long long) tx);
+          id, sbx_state_name (s.state), s.paused ? " (paused)" : "", (double) s.cpu_time_ns / 1e9,
+          (double) s.memory / 1048576.0, (double) s.memory_peak / 1048576.0, (long long) s.pids,
+          (double) s.disk / 1048576.0, (long long) s.net_rx_bytes, (long long) s.net_tx_bytes);
   return 0;
 }
 
@@ -956,36 +827,26 @@ cmd_stats (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   if (first < argc)
     return stats_one (cli, argv[first], err);
   sbx_store *st;
-  _cleanup_strv_ char **ids = NULL;
-  if (cli_store (cli, &st, err) < 0 || sbx_sandbox_list (st, &ids, err) < 0)
+  sbx_state_counts c;
+  if (cli_store (cli, &st, err) < 0 || sbx_sandbox_count (st, &c, err) < 0)
     return -1;
-  long counts[SBX_STATE__MAX] = { 0 }, total = 0;
-  for (size_t i = 0; ids[i]; i++)
-    {
-      _cleanup_sandbox_ sbx_sandbox *sb = NULL;
-      if (sbx_sandbox_get (st, ids[i], &sb, NULL) == 0)
-        {
-          counts[sb->state]++;
-          total++;
-        }
-    }
   yajl_gen g = cli->json ? cli_json_begin () : NULL;
   if (g)
     j_map (g);
   for (int s = 0; s < SBX_STATE__MAX; s++)
     {
       if (g)
-        j_kint (g, sbx_state_name ((sbx_state) s), counts[s]);
+        j_kint (g, sbx_state_name ((sbx_state) s), c.n[s]);
       else
-        printf ("%-12s %ld\n", sbx_state_name ((sbx_state) s), counts[s]);
+        printf ("%-12s %ld\n", sbx_state_name ((sbx_state) s), c.n[s]);
     }
   if (g)
     {
-      j_kint (g, "total", total);
+      j_kint (g, "total", c.total);
       j_endmap (g);
       cli_json_end (g);
     }
   else
-    printf ("%-12s %ld\n", "total", total);
+    printf ("%-12s %ld\n", "total", c.total);
   return 0;
 }

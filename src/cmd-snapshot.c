@@ -3,6 +3,7 @@
 #include "config.h"
 #include "caps.h"
 #include "cli.h"
+#include "commands.h"
 #include "json.h"
 #include "lifecycle.h"
 #include "snapshot.h"
@@ -24,19 +25,12 @@ const cli_opt sbx_restore_cli_opts[] = {
 int
 cmd_snapshot (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
-  cli_parser p;
-  cli_parser_init (&p, cli, cli_find ("snapshot"), argc, argv);
-  int key;
-  const char *arg;
-  key = cli_next (&p, &arg, err);
-  cli_parser_done (&p);
+  int op, key = cli_simple_parse (cli, "snapshot", argc, argv, 1, 1, &op, NULL, NULL, err);
   if (key != 0)
     return key < 0 ? -1 : 0;
-  if (argc - optind != 1)
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "snapshot: usage: sbx snapshot ID");
   sbx_store *st;
   _cleanup_free_ char *id = NULL, *snap = NULL;
-  if (cli_store (cli, &st, err) < 0 || cli_sandbox_id (cli, argv[optind], &id, err) < 0
+  if (cli_store (cli, &st, err) < 0 || cli_sandbox_id (cli, argv[op], &id, err) < 0
       || sbx_snapshot_create (st, id, &snap, err) < 0)
     return -1;
   if (cli->json)
@@ -53,26 +47,20 @@ cmd_snapshot (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   return 0;
 }
 
+static int
+count_opt (void *data, int key, const char *arg, sbx_error **err)
+{
+  return cli_int ("count", arg, 1, SBX_RESTORE_COUNT_MAX, data, err);
+}
+
 int
 cmd_restore (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
   int64_t count = 1;
-  cli_parser p;
-  cli_parser_init (&p, cli, cli_find ("restore"), argc, argv);
-  int key;
-  const char *arg;
-  while ((key = cli_next (&p, &arg, err)) > 0 && key != 'h')
-    if (cli_int ("count", arg, 1, SBX_RESTORE_COUNT_MAX, &count, err) < 0)
-      {
-        key = -1;
-        break;
-      }
-  cli_parser_done (&p);
+  int first, key = cli_simple_parse (cli, "restore", argc, argv, 1, 1, &first, count_opt, &count, err);
   if (key != 0)
     return key < 0 ? -1 : 0;
-  if (argc - optind != 1)
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "restore: usage: sbx restore [--count N] SNAPSHOT");
-  const char *snap = argv[optind];
+  const char *snap = argv[first];
   sbx_store *st;
   _cleanup_strv_ char **ids = NULL;
   if (sbx_caps_require ("restore", err) < 0 || cli_store (cli, &st, err) < 0
@@ -148,20 +136,13 @@ cmd_snapshots (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 int
 cmd_rmsnap (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
-  cli_parser p;
-  cli_parser_init (&p, cli, cli_find ("rmsnap"), argc, argv);
-  int key;
-  const char *arg;
-  key = cli_next (&p, &arg, err);
-  cli_parser_done (&p);
+  int first, key = cli_simple_parse (cli, "rmsnap", argc, argv, 1, -1, &first, NULL, NULL, err);
   if (key != 0)
     return key < 0 ? -1 : 0;
-  if (optind >= argc)
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "rmsnap: usage: sbx rmsnap SNAPSHOT...");
   sbx_store *st;
   if (cli_store (cli, &st, err) < 0)
     return -1;
-  for (int i = optind; i < argc; i++)
+  for (int i = first; i < argc; i++)
     {
       if (sbx_snapshot_remove (st, argv[i], err) < 0)
         return -1;

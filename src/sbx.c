@@ -2,55 +2,14 @@
  * place where an error becomes a message and exit status 125. */
 #include "config.h"
 #include "cli.h"
+#include "commands.h"
 #include "json.h"
 #include "util.h"
 
 #include <getopt.h>
 #include <string.h>
 
-int cmd_create (sbx_cli *, int, char **, sbx_error **);
-int cmd_run (sbx_cli *, int, char **, sbx_error **);
-int cmd_exec (sbx_cli *, int, char **, sbx_error **);
-int cmd_run_code (sbx_cli *, int, char **, sbx_error **);
-int cmd_ps (sbx_cli *, int, char **, sbx_error **);
-int cmd_proc (sbx_cli *, int, char **, sbx_error **);
-int cmd_fs (sbx_cli *, int, char **, sbx_error **);
-int cmd_cp (sbx_cli *, int, char **, sbx_error **);
-int cmd_rmi (sbx_cli *, int, char **, sbx_error **);
-int cmd_tag (sbx_cli *, int, char **, sbx_error **);
-int cmd_build (sbx_cli *, int, char **, sbx_error **);
-int cmd_pause (sbx_cli *, int, char **, sbx_error **);
-int cmd_resume (sbx_cli *, int, char **, sbx_error **);
-int cmd_commit (sbx_cli *, int, char **, sbx_error **);
-int cmd_snapshot (sbx_cli *, int, char **, sbx_error **);
-int cmd_restore (sbx_cli *, int, char **, sbx_error **);
-int cmd_snapshots (sbx_cli *, int, char **, sbx_error **);
-int cmd_rmsnap (sbx_cli *, int, char **, sbx_error **);
-int cmd_ls (sbx_cli *, int, char **, sbx_error **);
-int cmd_status (sbx_cli *, int, char **, sbx_error **);
-int cmd_wait (sbx_cli *, int, char **, sbx_error **);
-int cmd_terminate (sbx_cli *, int, char **, sbx_error **);
-int cmd_rm (sbx_cli *, int, char **, sbx_error **);
-int cmd_logs (sbx_cli *, int, char **, sbx_error **);
-int cmd_ttl (sbx_cli *, int, char **, sbx_error **);
-int cmd_net (sbx_cli *, int, char **, sbx_error **);
-int cmd_expose (sbx_cli *, int, char **, sbx_error **);
-int cmd_urls (sbx_cli *, int, char **, sbx_error **);
-int cmd_stats (sbx_cli *, int, char **, sbx_error **);
-int cmd_images (sbx_cli *, int, char **, sbx_error **);
-int cmd_import (sbx_cli *, int, char **, sbx_error **);
-int cmd_export (sbx_cli *, int, char **, sbx_error **);
-int cmd_info (sbx_cli *, int, char **, sbx_error **);
-int cmd_gc (sbx_cli *, int, char **, sbx_error **);
-int cmd_version (sbx_cli *, int, char **, sbx_error **);
 static int cmd_help (sbx_cli *, int, char **, sbx_error **);
-
-extern const cli_opt sbx_run_code_cli_opts[], sbx_ps_cli_opts[], sbx_proc_cli_opts[], sbx_fs_cli_opts[],
-    sbx_cp_cli_opts[], sbx_rmi_opts[], sbx_build_cli_opts[], sbx_commit_cli_opts[],
-    sbx_snapshot_cli_opts[], sbx_restore_cli_opts[];
-extern const cli_opt sbx_create_opts[], sbx_run_opts[], sbx_exec_cli_opts[], sbx_ls_opts[], sbx_wait_opts[],
-    sbx_rm_opts[], sbx_terminate_opts[], sbx_import_opts[], sbx_none_opts[], sbx_logs_opts[];
-extern const cli_opt sbx_export_opts[], sbx_net_cli_opts[], sbx_images_opts[], sbx_snapshots_cli_opts[];
 
 const sbx_command sbx_commands[] = {
   { "create", cmd_create, NULL, "Create a sandbox and print its id.", sbx_create_opts },

@@ -116,4 +116,25 @@ typedef int (*sbx_fs_event_fn) (void *data, const char *event, const char *path,
 int sbx_fs_watch (int root, const char *path, bool recursive, int stop_fd, sbx_fs_event_fn fn, void *data,
                   sbx_error **err);
 
+/* Copies between the host and ROOT (fs-host.c), each replacing its target
+ * atomically; *RET_SIZE: the bytes written. Everything from IN into PATH
+ * (MODE for a new file; KEEP_MODE: an existing file keeps its own). */
+int sbx_fs_write_fd (int root, const char *path, int in, mode_t mode, bool keep_mode, uint64_t *ret_size,
+                     sbx_error **err);
+/* The regular host file HOST into PATH, or into PATH/its name when PATH is
+ * a directory (as cp(1)); *RET_PATH: the path written. */
+int sbx_fs_upload (int root, const char *host, const char *path, char **ret_path, uint64_t *ret_size,
+                   sbx_error **err);
+/* PATH out to HOST, or to HOST/its name when HOST is a directory, with a
+ * new host file's mode (0666 less the umask); *RET_TARGET: the host path. */
+int sbx_fs_download (int root, const char *path, const char *host, char **ret_target, uint64_t *ret_size,
+                     sbx_error **err);
+
+/* ROOT for sandbox ID (fs-root.c): a running sandbox's merged root from its
+ * monitor; an ended one's mounted in a private mount namespace of the
+ * calling process (for the rest of its life), under the sandbox's fs lock,
+ * read-only unless WRITE. */
+struct sbx_store;
+int sbx_fs_root (const struct sbx_store *st, const char *id, bool write, int *ret, sbx_error **err);
+
 #endif

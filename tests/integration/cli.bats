@@ -82,6 +82,56 @@ commands () {
   done
 }
 
+# usage_error WANT ARGS...: `sbx ARGS...` fails as a usage error, exit 125,
+# stdout empty and stderr exactly `sbx: INVALID_ARGUMENT: WANT`; with
+# --json the same message in the error document.
+usage_error () {
+  local want=$1
+  shift
+  run --separate-stderr "$SBX_BIN" "$@" </dev/null
+  [ "$status" -eq 125 ] || fail "sbx $*: exit $status, not 125 (stderr: $stderr)"
+  expect_eq "$output" "" "stdout of sbx $*"
+  expect_eq "$stderr" "sbx: INVALID_ARGUMENT: $want" "stderr of sbx $*"
+  run --separate-stderr "$SBX_BIN" --json "$@" </dev/null
+  [ "$status" -eq 125 ] || fail "sbx --json $*: exit $status, not 125"
+  expect_eq "$(jget 'd["error"]["code"]')" INVALID_ARGUMENT "code of sbx --json $*"
+  expect_eq "$(jget 'd["error"]["message"]')" "$want" "message of sbx --json $*"
+}
+
+@test "cli: usage errors of every command come in one format" {
+  local c usage args see opt n=0
+  for c in $(commands); do
+    see="(see \`sbx $c --help\`)"
+    usage_error "$c: unknown option \`--no-such-option\` $see" "$c" --no-such-option
+    usage_error "$c: unknown option \`-Z\` $see" "$c" -Z
+    usage_error "$c: option \`--help\` takes no value $see" "$c" --help=yes
+    # An option of the command's own that takes a value, given none.
+    opt=$("$SBX_BIN" "$c" --help | awk '$1 ~ /^--[a-z-]+$/ && $2 ~ /^[A-Z]/ { print $1; exit }
+      $1 ~ /^-[a-zA-Z],$/ && $2 ~ /^--/ && $3 ~ /^[A-Z]/ { print $2; exit }')
+    if [ -n "$opt" ]; then
+      usage_error "$c: option \`$opt\` needs a value $see" "$c" "$opt"
+      n=$((n + 1))
+    fi
+    # The operands: what follows [OPTIONS] on the usage line.
+    usage=$("$SBX_BIN" "$c" --help | head -n 1)
+    args=${usage#"Usage: sbx $c [OPTIONS]"}
+    args=${args# }
+    if [ -z "$args" ]; then
+      usage_error "$c: unexpected argument \`extra\` $see" "$c" extra
+    elif [[ $args != \[* ]]; then
+      usage_error "$c: expected $args $see" "$c"
+    fi
+  done
+  [ "$n" -ge 10 ] || fail "only $n commands with an option that takes a value"
+  # Past the most operands a command takes: the first one too many is named.
+  usage_error "status: unexpected argument \`b\` (see \`sbx status --help\`)" status a b
+  usage_error "stats: unexpected argument \`b\` (see \`sbx stats --help\`)" stats a b
+  usage_error "build: unexpected argument \`b\` (see \`sbx build --help\`)" build a b
+  usage_error "help: unexpected argument \`ps\` (see \`sbx help --help\`)" help ls ps
+  usage_error "tag: unexpected argument \`c\` (see \`sbx tag --help\`)" tag a b c
+  usage_error "proc: unexpected argument \`d\` (see \`sbx proc --help\`)" proc a b c d
+}
+
 @test "cli: a missing option value is INVALID_ARGUMENT" {
   expect_error INVALID_ARGUMENT create --memory
   expect_error INVALID_ARGUMENT wait sb-000000000000 --timeout
