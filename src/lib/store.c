@@ -155,7 +155,7 @@ copy_file (const char *src, const char *dst, mode_t mode, sbx_error **err)
   _cleanup_free_ char *data = NULL;
   size_t len = 0;
   if (read_file (src, 64 << 20, &data, &len, err) < 0)
-    return sbx_error_wrap (err, "read `%s`", src);
+    return -1;
   return write_file_atomic (dst, data, len, mode, err);
 }
 
@@ -187,15 +187,18 @@ sbx_store_top_layer (const sbx_store *st, const char *init_path, char **ret_path
 {
   static const char *const dirs[] = { "dev", "proc", "sys", "etc", ".sbx", "tmp" };
   _cleanup_free_ char *top = sbx_store_path (st, "top/v1");
+  /* The modes are set, not left to the caller's umask: this layer is the
+   * sandbox's /, /etc, /tmp, which its other users must reach. */
   if (mkdir_p (top, 0755, err) < 0)
     return -1;
+  if (chmod (top, 0755) < 0)
+    return sbx_error_errno (err, errno, "chmod `%s`", top);
   for (size_t i = 0; i < ARRAY_SIZE (dirs); i++)
     {
       _cleanup_free_ char *p = xasprintf ("%s/%s", top, dirs[i]);
-      if (mkdir (p, strcmp (dirs[i], "tmp") == 0 ? 01777 : 0755) < 0 && errno != EEXIST)
+      mode_t mode = strcmp (dirs[i], "tmp") == 0 ? 01777 : 0755;
+      if ((mkdir (p, mode) < 0 && errno != EEXIST) || chmod (p, mode) < 0)
         return sbx_error_errno (err, errno, "mkdir `%s`", p);
-      if (strcmp (dirs[i], "tmp") == 0)
-        chmod (p, 01777);
     }
   static const struct
   {

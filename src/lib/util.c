@@ -210,7 +210,11 @@ write_at (int dirfd, const char *name, const void *data, size_t len, mode_t mode
   _cleanup_close_ int fd = openat (dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
   if (fd < 0)
     return sbx_error_errno (err, errno, "create `%s`", tmp);
-  int r = write_all (fd, data, len);
+  /* MODE exactly, whatever the caller's umask: files sbx writes for a
+   * sandbox's root (its /etc/hosts) are read there by other users. */
+  int r = fchmod (fd, mode) < 0 ? -errno : 0;
+  if (r == 0)
+    r = write_all (fd, data, len);
   if (r == 0 && sync && fsync (fd) < 0)
     r = -errno;
   if (r < 0)

@@ -352,9 +352,9 @@ main (void)
   if (mkdtemp (tmpl) == NULL)
     abort ();
   base = tmpl;
-  /* The modes checked are those of a caller with the usual umask: store.c
-   * makes the top layer with mkdir and open modes the umask narrows. */
-  umask (022);
+  /* A narrow umask (077) must not narrow the top layer's modes: they are
+   * the sandbox's /, /etc and /tmp. */
+  umask (077);
   tap_plan (35);
   test_layout ();
   test_tag ();
