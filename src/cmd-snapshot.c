@@ -158,17 +158,8 @@ cmd_snapshot (sbx_cli *cli, int argc, char **argv, sbx_error **err)
     return sbx_error_errno (err, errno, "lock `%s`", tmp);
   int r = 0;
   _cleanup_yajl_val_ yajl_val v = NULL;
-  _cleanup_free_ char *req = NULL;
-  {
-    _cleanup_yajl_gen_ yajl_gen g = j_new (false);
-    j_map (g);
-    j_kstr (g, "op", "snapshot");
-    j_kstr (g, "path", ckpt);
-    j_endmap (g);
-    req = j_take (g, NULL);
-  }
   int64_t next_chan = 0;
-  if (sbx_client_call (st, id, req, &v, err) < 0)
+  if (sbx_client_snapshot (st, id, ckpt, &v, err) < 0)
     r = -1;
   else
     j_get_int (v, "next_chan", false, &next_chan, NULL);
