@@ -19,6 +19,7 @@
 #include "image.h"
 #include "json.h"
 #include "proto.h"
+#include "proto-ops.h"
 #include "ring.h"
 #include "sblog.h"
 #include "runtime.h"
@@ -276,6 +277,18 @@ static void
 reply_json (struct client *c, const char *json)
 {
   buf_frame (&c->out, SBX_MSG_REPLY, 0, json, strlen (json));
+}
+
+/* A reply of one integer field: {KEY: V}. */
+static void
+reply_int (struct client *c, const char *key, long long v)
+{
+  _cleanup_yajl_gen_ yajl_gen g = j_new (false);
+  j_map (g);
+  j_kint (g, key, v);
+  j_endmap (g);
+  _cleanup_free_ char *s = j_take (g, NULL);
+  reply_json (c, s);
 }
 
 static void
@@ -640,7 +653,7 @@ handle_ps (struct mon *m, struct client *c)
 
 /* proc_status, proc_wait, proc_kill, proc_logs: {"op", "pid", ...}. */
 static void
-handle_proc (struct mon *m, struct client *c, const char *op, yajl_val req)
+handle_proc (struct mon *m, struct client *c, sbx_op op, yajl_val req)
 {
   static const char *const keys[] = { "op", "pid", "timeout_ms", "signal", "follow", NULL };
   _cleanup_error_ sbx_error *err = NULL;
@@ -661,14 +674,14 @@ handle_proc (struct mon *m, struct client *c, const char *op, yajl_val req)
       return;
     }
   c->watch_chan = p->chan;
-  if (strcmp (op, "proc_status") == 0)
+  if (op == SBX_OP_PROC_STATUS)
     reply_proc (c, p);
-  else if (strcmp (op, "proc_wait") == 0)
+  else if (op == SBX_OP_PROC_WAIT)
     {
       c->watch = WATCH_WAIT;
       c->wait_deadline = timeout > 0 ? now_ms_monotonic () + (uint64_t) timeout : 0;
     }
-  else if (strcmp (op, "proc_kill") == 0)
+  else if (op == SBX_OP_PROC_KILL)
     {
       if (sig < 1 || sig > 64)
         reply_error (c, SBX_E_INVALID_ARGUMENT, "signal out of range");
@@ -926,8 +939,7 @@ handle_ttl (struct mon *m, struct client *c, yajl_val req)
   m->deadline = now_ms_monotonic () + (uint64_t) secs * 1000;
   m->sb->deadline = now_unix () + secs;
   save_state (m);
-  _cleanup_free_ char *s = xasprintf ("{\"deadline\":%lld}", (long long) m->sb->deadline);
-  reply_json (c, s);
+  reply_int (c, "deadline", m->sb->deadline);
   c->closing = true;
 }
 
@@ -1102,70 +1114,147 @@ handle_net (struct mon *m, struct client *c, yajl_val req)
 }
 
 static void
+op_exec (struct mon *m, struct client *c, yajl_val req)
+{
+  _cleanup_error_ sbx_error *err = NULL;
+  if (handle_exec (m, c, req, &err) < 0)
+    reply_error (c, err->code, err->msg);
+}
+
+static void
+op_terminate (struct mon *m, struct client *c, yajl_val req)
+{
+  reply_json (c, "{\"ok\":true}");
+  begin_shutdown (m, SBX_STATE_TERMINATED, SBX_REASON_KILLED);
+}
+
+static void
+op_wait (struct mon *m, struct client *c, yajl_val req)
+{
+  /* answered by EOF when the monitor exits */
+}
+
+static void
+op_pause_resume (struct mon *m, struct client *c, bool pause)
+{
+  _cleanup_error_ sbx_error *err = NULL;
+  if (set_paused (m, pause, &err) < 0)
+    reply_error (c, err->code, err->msg);
+  else
+    {
+      reply_json (c, m->sb->paused ? "{\"paused\":true}" : "{\"paused\":false}");
+      c->closing = true;
+    }
+}
+
+static void
+op_pause (struct mon *m, struct client *c, yajl_val req)
+{
+  op_pause_resume (m, c, true);
+}
+
+static void
+op_resume (struct mon *m, struct client *c, yajl_val req)
+{
+  op_pause_resume (m, c, false);
+}
+
+static void
+op_rootfd (struct mon *m, struct client *c, yajl_val req)
+{
+  handle_rootfd (m, c);
+}
+
+static void
+op_ps (struct mon *m, struct client *c, yajl_val req)
+{
+  handle_ps (m, c);
+}
+
+static void
+op_proc_status (struct mon *m, struct client *c, yajl_val req)
+{
+  handle_proc (m, c, SBX_OP_PROC_STATUS, req);
+}
+
+static void
+op_proc_wait (struct mon *m, struct client *c, yajl_val req)
+{
+  handle_proc (m, c, SBX_OP_PROC_WAIT, req);
+}
+
+static void
+op_proc_kill (struct mon *m, struct client *c, yajl_val req)
+{
+  handle_proc (m, c, SBX_OP_PROC_KILL, req);
+}
+
+static void
+op_proc_logs (struct mon *m, struct client *c, yajl_val req)
+{
+  handle_proc (m, c, SBX_OP_PROC_LOGS, req);
+}
+
+static void
+op_ping (struct mon *m, struct client *c, yajl_val req)
+{
+  reply_json (c, "{\"ok\":true}");
+  c->closing = true;
+}
+
+/* OP_ENDING: served while the sandbox is terminating, by the EOF when the
+ * monitor exits (a terminate for a sandbox already ending waits for the
+ * end, as wait does: its caller wants it over, and the EOF says when).
+ * OP_RUNNING: refused while the sandbox is paused. */
+enum { OP_ENDING = 1 << 0, OP_RUNNING = 1 << 1 };
+
+static const struct op {
+  void (*handler) (struct mon *m, struct client *c, yajl_val req);
+  unsigned flags;
+} ops[SBX_OP__MAX] = {
+  [SBX_OP_EXEC] = { op_exec, OP_RUNNING },
+  [SBX_OP_TERMINATE] = { op_terminate, OP_ENDING },
+  [SBX_OP_WAIT] = { op_wait, OP_ENDING },
+  [SBX_OP_TTL] = { handle_ttl, 0 },
+  [SBX_OP_PAUSE] = { op_pause, 0 },
+  [SBX_OP_RESUME] = { op_resume, 0 },
+  [SBX_OP_SNAPSHOT] = { handle_snapshot, 0 },
+  [SBX_OP_NET] = { handle_net, 0 },
+  [SBX_OP_EXPOSE] = { handle_expose, 0 },
+  [SBX_OP_ROOTFD] = { op_rootfd, 0 },
+  [SBX_OP_PS] = { op_ps, 0 },
+  [SBX_OP_PROC_STATUS] = { op_proc_status, 0 },
+  [SBX_OP_PROC_WAIT] = { op_proc_wait, 0 },
+  [SBX_OP_PROC_KILL] = { op_proc_kill, OP_RUNNING },
+  [SBX_OP_PROC_LOGS] = { op_proc_logs, 0 },
+  [SBX_OP_PING] = { op_ping, 0 },
+};
+
+static void
 handle_request (struct mon *m, struct client *c, const unsigned char *p, size_t len)
 {
   _cleanup_error_ sbx_error *err = NULL;
   _cleanup_yajl_val_ yajl_val req = NULL;
-  const char *op = NULL;
+  const char *name = NULL;
   if (j_parse ((const char *) p, len, REQUEST_MAX, "request", &req, &err) < 0
-      || j_get_str (req, "op", true, &op, &err) < 0)
+      || j_get_str (req, "op", true, &name, &err) < 0)
     {
       reply_error (c, err->code, err->msg);
       return;
     }
   touch (m);
-  /* A terminate for a sandbox already ending waits for the end, as wait
-   * does: its caller wants it over, and the EOF says when. */
-  if (m->shutting_down && (strcmp (op, "wait") == 0 || strcmp (op, "terminate") == 0))
+  sbx_op op = sbx_op_from_name (name);
+  const struct op *o = op < SBX_OP__MAX ? &ops[op] : NULL;
+  if (m->shutting_down && o && (o->flags & OP_ENDING))
     ; /* answered by EOF when the monitor exits */
   else if (m->shutting_down)
     reply_error (c, SBX_E_SANDBOX_NOT_RUNNING, "the sandbox is terminating");
-  else if (m->sb->paused && (strcmp (op, "exec") == 0 || strcmp (op, "proc_kill") == 0))
+  else if (m->sb->paused && o && (o->flags & OP_RUNNING))
     reply_error (c, SBX_E_SANDBOX_NOT_RUNNING, "the sandbox is paused (sbx resume)");
-  else if (strcmp (op, "exec") == 0)
-    {
-      if (handle_exec (m, c, req, &err) < 0)
-        reply_error (c, err->code, err->msg);
-    }
-  else if (strcmp (op, "terminate") == 0)
-    {
-      reply_json (c, "{\"ok\":true}");
-      begin_shutdown (m, SBX_STATE_TERMINATED, SBX_REASON_KILLED);
-    }
-  else if (strcmp (op, "ttl") == 0)
-    handle_ttl (m, c, req);
-  else if (strcmp (op, "wait") == 0)
-    ; /* answered by EOF when the monitor exits */
-  else if (strcmp (op, "pause") == 0 || strcmp (op, "resume") == 0)
-    {
-      if (set_paused (m, strcmp (op, "pause") == 0, &err) < 0)
-        reply_error (c, err->code, err->msg);
-      else
-        {
-          reply_json (c, m->sb->paused ? "{\"paused\":true}" : "{\"paused\":false}");
-          c->closing = true;
-        }
-    }
-  else if (strcmp (op, "snapshot") == 0)
-    handle_snapshot (m, c, req);
-  else if (strcmp (op, "net") == 0)
-    handle_net (m, c, req);
-  else if (strcmp (op, "expose") == 0)
-    handle_expose (m, c, req);
-  else if (strcmp (op, "rootfd") == 0)
-    handle_rootfd (m, c);
-  else if (strcmp (op, "ps") == 0)
-    handle_ps (m, c);
-  else if (strncmp (op, "proc_", 5) == 0 && (strcmp (op + 5, "status") == 0 || strcmp (op + 5, "wait") == 0
-                                            || strcmp (op + 5, "kill") == 0 || strcmp (op + 5, "logs") == 0))
-    handle_proc (m, c, op, req);
-  else if (strcmp (op, "ping") == 0)
-    {
-      reply_json (c, "{\"ok\":true}");
-      c->closing = true;
-    }
-  else
+  else if (o == NULL)
     reply_error (c, SBX_E_INVALID_ARGUMENT, "unknown request");
+  else
+    o->handler (m, c, req);
 }
 
 /* Frames a client sends once its exec runs: stdin, signals, resizes. */
@@ -1461,8 +1550,7 @@ agent_frame (struct mon *m, const struct sbx_frame_hdr *h, const unsigned char *
        * waited only for the pid. */
       if (c && h->type == SBX_MSG_STARTED)
         {
-          _cleanup_free_ char *s = xasprintf ("{\"pid\":%u}", pr->pid);
-          reply_json (c, s);
+          reply_int (c, "pid", pr->pid);
           c->exec_done = true;
           c->closing = true;
         }
