@@ -594,10 +594,30 @@ proc_frame (struct mon *m, struct proc *p, const struct sbx_frame_hdr *h, const 
   return p;
 }
 
+/* One process as JSON: as `sbx ps` and `sbx proc` show it (PROC_VIEW), or
+ * as a snapshot keeps it for a restored monitor (PROC_SAVED, read back by
+ * restore_procs). */
+enum proc_form { PROC_VIEW, PROC_SAVED };
+
 static void
-proc_json (yajl_gen g, const struct proc *p)
+proc_json (yajl_gen g, const struct proc *p, enum proc_form form)
 {
   j_map (g);
+  if (form == PROC_SAVED)
+    {
+      j_kint (g, "chan", p->chan);
+      j_kint (g, "pid", p->pid);
+      j_kstr (g, "command", p->cmd);
+      j_kbool (g, "tty", p->tty);
+      j_kint (g, "started_at", p->started_at);
+      j_kbool (g, "ended", p->ended);
+      j_kint (g, "ended_at", p->ended_at);
+      j_kint (g, "exit_code", p->exit_code);
+      j_kint (g, "signal", p->signal);
+      j_kbool (g, "timed_out", p->timed_out);
+      j_endmap (g);
+      return;
+    }
   j_kint (g, "pid", p->pid);
   j_kstr (g, "command", p->cmd);
   j_kstr (g, "state", p->pid == 0 ? "starting" : p->ended ? "exited" : "running");
@@ -624,11 +644,23 @@ proc_json (yajl_gen g, const struct proc *p)
   j_endmap (g);
 }
 
+/* The process table: every process (PROC_VIEW) or those that started
+ * (PROC_SAVED: one not yet started is nothing a restore could follow). */
+static void
+procs_json (yajl_gen g, const struct mon *m, enum proc_form form)
+{
+  j_arr (g);
+  for (size_t i = 0; i < m->nprocs; i++)
+    if (form == PROC_VIEW || m->procs[i]->pid != 0)
+      proc_json (g, m->procs[i], form);
+  j_endarr (g);
+}
+
 static void
 reply_proc (struct client *c, const struct proc *p)
 {
   _cleanup_yajl_gen_ yajl_gen g = j_new (false);
-  proc_json (g, p);
+  proc_json (g, p, PROC_VIEW);
   _cleanup_free_ char *s = j_take (g, NULL);
   reply_json (c, s);
   c->closing = true;
@@ -641,10 +673,7 @@ handle_ps (struct mon *m, struct client *c)
   _cleanup_yajl_gen_ yajl_gen g = j_new (false);
   j_map (g);
   j_str (g, "processes");
-  j_arr (g);
-  for (size_t i = 0; i < m->nprocs; i++)
-    proc_json (g, m->procs[i]);
-  j_endarr (g);
+  procs_json (g, m, PROC_VIEW);
   j_endmap (g);
   _cleanup_free_ char *s = j_take (g, NULL);
   reply_json (c, s);
@@ -863,26 +892,7 @@ handle_snapshot (struct mon *m, struct client *c, yajl_val req)
   j_kbool (g, "ok", true);
   j_kint (g, "next_chan", m->next_chan + 1);
   j_str (g, "procs");
-  j_arr (g);
-  for (size_t i = 0; i < m->nprocs; i++)
-    {
-      const struct proc *p = m->procs[i];
-      if (p->pid == 0)
-        continue;
-      j_map (g);
-      j_kint (g, "chan", p->chan);
-      j_kint (g, "pid", p->pid);
-      j_kstr (g, "command", p->cmd);
-      j_kbool (g, "tty", p->tty);
-      j_kint (g, "started_at", p->started_at);
-      j_kbool (g, "ended", p->ended);
-      j_kint (g, "ended_at", p->ended_at);
-      j_kint (g, "exit_code", p->exit_code);
-      j_kint (g, "signal", p->signal);
-      j_kbool (g, "timed_out", p->timed_out);
-      j_endmap (g);
-    }
-  j_endarr (g);
+  procs_json (g, m, PROC_SAVED);
   j_endmap (g);
   _cleanup_free_ char *s = j_take (g, NULL);
   reply_json (c, s);
