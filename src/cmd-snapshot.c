@@ -64,7 +64,7 @@ snapshot_doc (yajl_gen g, const char *snap, const sbx_sandbox *sb, char *const *
   j_kstrv (g, "env", sb->image_env);
   j_kstr (g, "workdir", sb->image_workdir);
   j_kint (g, "chan_base", chan_base);
-  /* What the monitor's process table held (restore_procs in monitor.c). */
+  /* What the monitor's process table held (mon_restore_procs in monitor-proc.c). */
   j_str (g, "procs");
   if (procs && YAJL_IS_ARRAY (procs))
     j_val (g, procs);

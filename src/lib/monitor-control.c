@@ -29,11 +29,11 @@
  * is queued before it (the common case: no copy); queues what the socket
  * does not take. */
 void
-client_send_frame (struct client *c, uint16_t type, const void *p, size_t n)
+mon_client_send_frame (struct client *c, uint16_t type, const void *p, size_t n)
 {
   if (c->out.len > 0)
     {
-      buf_frame (&c->out, type, 0, p, n);
+      mon_buf_frame (&c->out, type, 0, p, n);
       return;
     }
   unsigned char hdr[SBX_PROTO_HDR_SIZE];
@@ -50,35 +50,35 @@ client_send_frame (struct client *c, uint16_t type, const void *p, size_t n)
   size_t done = (size_t) w;
   if (done < sizeof hdr)
     {
-      buf_append (&c->out, hdr + done, sizeof hdr - done);
+      mon_buf_append (&c->out, hdr + done, sizeof hdr - done);
       done = 0;
     }
   else
     done -= sizeof hdr;
   if (done < n)
-    buf_append (&c->out, (const unsigned char *) p + done, n - done);
+    mon_buf_append (&c->out, (const unsigned char *) p + done, n - done);
 }
 
 void
-reply_json (struct client *c, const char *json)
+mon_reply_json (struct client *c, const char *json)
 {
-  buf_frame (&c->out, SBX_MSG_REPLY, 0, json, strlen (json));
+  mon_buf_frame (&c->out, SBX_MSG_REPLY, 0, json, strlen (json));
 }
 
 /* A reply of one integer field: {KEY: V}. */
 void
-reply_int (struct client *c, const char *key, long long v)
+mon_reply_int (struct client *c, const char *key, long long v)
 {
   _cleanup_yajl_gen_ yajl_gen g = j_new (false);
   j_map (g);
   j_kint (g, key, v);
   j_endmap (g);
   _cleanup_free_ char *s = j_take (g, NULL);
-  reply_json (c, s);
+  mon_reply_json (c, s);
 }
 
 void
-reply_error (struct client *c, sbx_code code, const char *msg)
+mon_reply_error (struct client *c, sbx_code code, const char *msg)
 {
   _cleanup_yajl_gen_ yajl_gen g = j_new (false);
   j_map (g);
@@ -89,14 +89,14 @@ reply_error (struct client *c, sbx_code code, const char *msg)
   j_endmap (g);
   j_endmap (g);
   _cleanup_free_ char *s = j_take (g, NULL);
-  reply_json (c, s);
+  mon_reply_json (c, s);
   c->closing = true;
 }
 
 /* --- clients ----------------------------------------------------------- */
 
 struct client *
-client_by_chan (struct mon *m, uint32_t chan)
+mon_client_by_chan (struct mon *m, uint32_t chan)
 {
   for (size_t i = 0; i < m->nclients; i++)
     if (m->clients[i]->chan == chan && !m->clients[i]->exec_done)
@@ -105,14 +105,14 @@ client_by_chan (struct mon *m, uint32_t chan)
 }
 
 void
-client_free (struct mon *m, size_t i)
+mon_client_free (struct mon *m, size_t i)
 {
   struct client *c = m->clients[i];
   if (c->chan && !c->exec_done)
     {
       /* The caller went away: its command must not run on unobserved. */
       uint32_t sig = SIGKILL;
-      to_agent (m, SBX_MSG_SIGNAL, c->chan, &sig, sizeof sig);
+      mon_to_agent (m, SBX_MSG_SIGNAL, c->chan, &sig, sizeof sig);
       if (c->chan == m->end_chan)
         m->end_orphaned = true;
     }
@@ -186,8 +186,8 @@ handle_exec (struct mon *m, struct client *c, yajl_val req, sbx_error **err)
   if (end)
     m->end_chan = c->chan;
   c->stdin_window = SBX_PROTO_WINDOW;
-  proc_new (m, c->chan, argv, detach, tty);
-  to_agent (m, SBX_MSG_EXEC, c->chan, payload, (size_t) n);
+  mon_proc_new (m, c->chan, argv, detach, tty);
+  mon_to_agent (m, SBX_MSG_EXEC, c->chan, payload, (size_t) n);
   return 0;
 }
 
@@ -202,25 +202,25 @@ handle_snapshot (struct mon *m, struct client *c, yajl_val req)
   _cleanup_error_ sbx_error *err = NULL;
   if (j_get_str (req, "path", true, &path, &err) < 0 || path[0] != '/')
     {
-      reply_error (c, SBX_E_INVALID_ARGUMENT, "snapshot: an absolute path is required");
+      mon_reply_error (c, SBX_E_INVALID_ARGUMENT, "snapshot: an absolute path is required");
       return;
     }
   if (strcmp (m->rt->name, "runsc") != 0)
     {
-      reply_error (c, SBX_E_RUNTIME_UNAVAILABLE,
+      mon_reply_error (c, SBX_E_RUNTIME_UNAVAILABLE,
                    "snapshots need runsc: runc would need CRIU, which this host's sbx does not use");
       return;
     }
   if (m->net)
     {
-      reply_error (c, SBX_E_RUNTIME_UNAVAILABLE,
+      mon_reply_error (c, SBX_E_RUNTIME_UNAVAILABLE,
                    "this runsc cannot checkpoint a sandbox on the host network stack: snapshots need a sandbox "
                    "created with --block-network");
       return;
     }
-  if (m->sb->paused && set_paused (m, false, &err) < 0)
+  if (m->sb->paused && mon_set_paused (m, false, &err) < 0)
     {
-      reply_error (c, err->code, err->msg);
+      mon_reply_error (c, err->code, err->msg);
       return;
     }
   const char *args[] = { "--image-path", path, m->sb->id, NULL };
@@ -229,10 +229,10 @@ handle_snapshot (struct mon *m, struct client *c, yajl_val req)
   if (st != 0)
     {
       _cleanup_free_ char *msg = xasprintf ("runsc checkpoint failed: %s", err ? err->msg : errtext ? errtext : "");
-      reply_error (c, SBX_E_INTERNAL, msg);
+      mon_reply_error (c, SBX_E_INTERNAL, msg);
       return;
     }
-  mlog (m, "checkpointed into %s", path);
+  mon_log (m, "checkpointed into %s", path);
   /* The process table goes into the snapshot: a restored monitor knows
    * what the restored agent runs (sbx ps, proc wait, logs from then on). */
   _cleanup_yajl_gen_ yajl_gen g = j_new (false);
@@ -240,12 +240,12 @@ handle_snapshot (struct mon *m, struct client *c, yajl_val req)
   j_kbool (g, "ok", true);
   j_kint (g, "next_chan", m->next_chan + 1);
   j_str (g, "procs");
-  procs_json (g, m, PROC_SAVED);
+  mon_procs_json (g, m, PROC_SAVED);
   j_endmap (g);
   _cleanup_free_ char *s = j_take (g, NULL);
-  reply_json (c, s);
+  mon_reply_json (c, s);
   c->closing = true;
-  begin_shutdown (m, SBX_STATE_TERMINATED, "snapshot");
+  mon_begin_shutdown (m, SBX_STATE_TERMINATED, "snapshot");
 }
 
 /* `sbx fs`: the merged root as an O_PATH fd (SCM_RIGHTS with the reply);
@@ -255,7 +255,7 @@ handle_rootfd (struct mon *m, struct client *c)
 {
   if (m->root_fd < 0 || c->out.len > 0)
     {
-      reply_error (c, SBX_E_SANDBOX_NOT_RUNNING, "the sandbox's root is not mounted");
+      mon_reply_error (c, SBX_E_SANDBOX_NOT_RUNNING, "the sandbox's root is not mounted");
       return;
     }
   static const char reply[] = "{\"ok\":true}";
@@ -281,7 +281,7 @@ handle_rootfd (struct mon *m, struct client *c)
     w = sendmsg (c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
   while (w < 0 && errno == EINTR);
   if (w > 0 && (size_t) w < sizeof frame)
-    buf_append (&c->out, frame + w, sizeof frame - (size_t) w);
+    mon_buf_append (&c->out, frame + w, sizeof frame - (size_t) w);
   c->closing = true;
 }
 
@@ -291,13 +291,13 @@ handle_ttl (struct mon *m, struct client *c, yajl_val req)
   int64_t secs = -1;
   if (j_get_int (req, "seconds", true, &secs, NULL) < 0 || secs < 1 || secs > SBX_TIMEOUT_MAX)
     {
-      reply_error (c, SBX_E_INVALID_ARGUMENT, "ttl: seconds must be between 1 and 86400");
+      mon_reply_error (c, SBX_E_INVALID_ARGUMENT, "ttl: seconds must be between 1 and 86400");
       return;
     }
   m->deadline = now_ms_monotonic () + (uint64_t) secs * 1000;
   m->sb->deadline = now_unix () + secs;
-  save_state (m);
-  reply_int (c, "deadline", m->sb->deadline);
+  mon_save_state (m);
+  mon_reply_int (c, "deadline", m->sb->deadline);
   c->closing = true;
 }
 
@@ -306,14 +306,14 @@ op_exec (struct mon *m, struct client *c, yajl_val req)
 {
   _cleanup_error_ sbx_error *err = NULL;
   if (handle_exec (m, c, req, &err) < 0)
-    reply_error (c, err->code, err->msg);
+    mon_reply_error (c, err->code, err->msg);
 }
 
 static void
 op_terminate (struct mon *m, struct client *c, yajl_val req)
 {
-  reply_json (c, "{\"ok\":true}");
-  begin_shutdown (m, SBX_STATE_TERMINATED, SBX_REASON_KILLED);
+  mon_reply_json (c, "{\"ok\":true}");
+  mon_begin_shutdown (m, SBX_STATE_TERMINATED, SBX_REASON_KILLED);
 }
 
 static void
@@ -326,11 +326,11 @@ static void
 op_pause_resume (struct mon *m, struct client *c, bool pause)
 {
   _cleanup_error_ sbx_error *err = NULL;
-  if (set_paused (m, pause, &err) < 0)
-    reply_error (c, err->code, err->msg);
+  if (mon_set_paused (m, pause, &err) < 0)
+    mon_reply_error (c, err->code, err->msg);
   else
     {
-      reply_json (c, m->sb->paused ? "{\"paused\":true}" : "{\"paused\":false}");
+      mon_reply_json (c, m->sb->paused ? "{\"paused\":true}" : "{\"paused\":false}");
       c->closing = true;
     }
 }
@@ -356,37 +356,37 @@ op_rootfd (struct mon *m, struct client *c, yajl_val req)
 static void
 op_ps (struct mon *m, struct client *c, yajl_val req)
 {
-  handle_ps (m, c);
+  mon_handle_ps (m, c);
 }
 
 static void
 op_proc_status (struct mon *m, struct client *c, yajl_val req)
 {
-  handle_proc (m, c, SBX_OP_PROC_STATUS, req);
+  mon_handle_proc (m, c, SBX_OP_PROC_STATUS, req);
 }
 
 static void
 op_proc_wait (struct mon *m, struct client *c, yajl_val req)
 {
-  handle_proc (m, c, SBX_OP_PROC_WAIT, req);
+  mon_handle_proc (m, c, SBX_OP_PROC_WAIT, req);
 }
 
 static void
 op_proc_kill (struct mon *m, struct client *c, yajl_val req)
 {
-  handle_proc (m, c, SBX_OP_PROC_KILL, req);
+  mon_handle_proc (m, c, SBX_OP_PROC_KILL, req);
 }
 
 static void
 op_proc_logs (struct mon *m, struct client *c, yajl_val req)
 {
-  handle_proc (m, c, SBX_OP_PROC_LOGS, req);
+  mon_handle_proc (m, c, SBX_OP_PROC_LOGS, req);
 }
 
 static void
 op_ping (struct mon *m, struct client *c, yajl_val req)
 {
-  reply_json (c, "{\"ok\":true}");
+  mon_reply_json (c, "{\"ok\":true}");
   c->closing = true;
 }
 
@@ -407,8 +407,8 @@ static const struct op {
   [SBX_OP_PAUSE] = { op_pause, 0 },
   [SBX_OP_RESUME] = { op_resume, 0 },
   [SBX_OP_SNAPSHOT] = { handle_snapshot, 0 },
-  [SBX_OP_NET] = { handle_net, 0 },
-  [SBX_OP_EXPOSE] = { handle_expose, 0 },
+  [SBX_OP_NET] = { mon_handle_net, 0 },
+  [SBX_OP_EXPOSE] = { mon_handle_expose, 0 },
   [SBX_OP_ROOTFD] = { op_rootfd, 0 },
   [SBX_OP_PS] = { op_ps, 0 },
   [SBX_OP_PROC_STATUS] = { op_proc_status, 0 },
@@ -427,20 +427,20 @@ handle_request (struct mon *m, struct client *c, const unsigned char *p, size_t 
   if (j_parse ((const char *) p, len, REQUEST_MAX, "request", &req, &err) < 0
       || j_get_str (req, "op", true, &name, &err) < 0)
     {
-      reply_error (c, err->code, err->msg);
+      mon_reply_error (c, err->code, err->msg);
       return;
     }
-  touch (m);
+  mon_touch (m);
   sbx_op op = sbx_op_from_name (name);
   const struct op *o = op < SBX_OP__MAX ? &ops[op] : NULL;
   if (m->shutting_down && o && (o->flags & OP_ENDING))
     ; /* answered by EOF when the monitor exits */
   else if (m->shutting_down)
-    reply_error (c, SBX_E_SANDBOX_NOT_RUNNING, "the sandbox is terminating");
+    mon_reply_error (c, SBX_E_SANDBOX_NOT_RUNNING, "the sandbox is terminating");
   else if (m->sb->paused && o && (o->flags & OP_RUNNING))
-    reply_error (c, SBX_E_SANDBOX_NOT_RUNNING, "the sandbox is paused (sbx resume)");
+    mon_reply_error (c, SBX_E_SANDBOX_NOT_RUNNING, "the sandbox is paused (sbx resume)");
   else if (o == NULL)
-    reply_error (c, SBX_E_INVALID_ARGUMENT, "unknown request");
+    mon_reply_error (c, SBX_E_INVALID_ARGUMENT, "unknown request");
   else
     o->handler (m, c, req);
 }
@@ -460,14 +460,14 @@ client_frame (struct mon *m, struct client *c, const struct sbx_frame_hdr *h, co
     {
     case SBX_MSG_STDIN:
       c->stdin_window -= h->len;
-      touch (m);
-      to_agent (m, h->type, c->chan, p, h->len);
+      mon_touch (m);
+      mon_to_agent (m, h->type, c->chan, p, h->len);
       break;
     case SBX_MSG_STDIN_EOF:
     case SBX_MSG_SIGNAL:
     case SBX_MSG_RESIZE:
-      touch (m);
-      to_agent (m, h->type, c->chan, p, h->len);
+      mon_touch (m);
+      mon_to_agent (m, h->type, c->chan, p, h->len);
       break;
     default:
       c->closing = true;
@@ -477,14 +477,14 @@ client_frame (struct mon *m, struct client *c, const struct sbx_frame_hdr *h, co
 /* Backpressure on stdin: a client is read only while the agent has room
  * for more of its stdin. */
 bool
-client_may_send (const struct client *c)
+mon_client_may_send (const struct client *c)
 {
   return c->chan == 0 || c->exec_done || c->stdin_window > 0;
 }
 
 /* Returns -1 when the client is gone. */
 int
-client_read (struct mon *m, struct client *c)
+mon_client_read (struct mon *m, struct client *c)
 {
   for (;;)
     {
@@ -496,13 +496,13 @@ client_read (struct mon *m, struct client *c)
       if (r < 0)
         return -1;
       client_frame (m, c, &h, p);
-      if (m->aout.len > AGENT_OUT_MAX || !client_may_send (c))
+      if (m->aout.len > AGENT_OUT_MAX || !mon_client_may_send (c))
         return 0;
     }
 }
 
 void
-accept_client (struct mon *m)
+mon_accept_client (struct mon *m)
 {
   int fd = accept4 (m->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
   if (fd < 0)
@@ -519,7 +519,7 @@ accept_client (struct mon *m)
 }
 
 int
-listen_control (struct mon *m, sbx_error **err)
+mon_listen_control (struct mon *m, sbx_error **err)
 {
   _cleanup_free_ char *path = xasprintf ("%s/control.sock", m->run_dir);
   struct sockaddr_un sa = { .sun_family = AF_UNIX };

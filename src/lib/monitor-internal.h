@@ -140,17 +140,17 @@ struct mon {
 
 /* One process as JSON: as `sbx ps` and `sbx proc` show it (PROC_VIEW), or
  * as a snapshot keeps it for a restored monitor (PROC_SAVED, read back by
- * restore_procs). */
+ * mon_restore_procs). */
 enum proc_form { PROC_VIEW, PROC_SAVED };
 
 /* The sandbox's network, made in three steps so that the slow middle one
  * (namespace, veth, addresses, rules: a few milliseconds of netlink) runs
  * in a thread while the monitor mounts the root and writes the bundle:
  *
- *   net_plan    what it gets (sbx.conf, the mode, the allow-list) and the
- *               shared egress rules; refusals happen here
- *   net_make    sbx_net_setup, in the thread (it touches nothing else)
- *   net_finish  the record, the resolver on the gateway, resolv.conf
+ *   mon_net_plan    what it gets (sbx.conf, the mode, the allow-list) and the
+ *                   shared egress rules; refusals happen here
+ *   mon_net_make    sbx_net_setup, in the thread (it touches nothing else)
+ *   mon_net_finish  the record, the resolver on the gateway, resolv.conf
  *
  * Under runsc --block-network there is none: gVisor runs with no
  * interface at all. */
@@ -160,7 +160,7 @@ struct net_plan {
   sbx_egress_mode mode;
   sbx_cidr *allow;
   size_t nallow;
-  /* net_make's result */
+  /* mon_net_make's result */
   sbx_net *net;
   sbx_error *err;
 };
@@ -174,61 +174,61 @@ struct relay;
 
 
 /* monitor.c */
-void mlog (struct mon *m, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
-void buf_append (struct buf *b, const void *p, size_t n);
-void buf_frame (struct buf *b, uint16_t type, uint32_t chan, const void *payload, size_t len);
-int buf_flush (struct buf *b, int fd);
-void to_agent (struct mon *m, uint16_t type, uint32_t chan, const void *p, size_t n);
-void save_state (struct mon *m);
-void touch (struct mon *m);
-int set_paused (struct mon *m, bool pause, sbx_error **err);
-void begin_shutdown (struct mon *m, sbx_state final, const char *reason);
-void drain_stderr (struct mon *m);
-void reap_children (struct mon *m);
+void mon_log (struct mon *m, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
+void mon_buf_append (struct buf *b, const void *p, size_t n);
+void mon_buf_frame (struct buf *b, uint16_t type, uint32_t chan, const void *payload, size_t len);
+int mon_buf_flush (struct buf *b, int fd);
+void mon_to_agent (struct mon *m, uint16_t type, uint32_t chan, const void *p, size_t n);
+void mon_save_state (struct mon *m);
+void mon_touch (struct mon *m);
+int mon_set_paused (struct mon *m, bool pause, sbx_error **err);
+void mon_begin_shutdown (struct mon *m, sbx_state final, const char *reason);
+void mon_drain_stderr (struct mon *m);
+void mon_reap_children (struct mon *m);
 
 /* monitor-control.c */
-void client_send_frame (struct client *c, uint16_t type, const void *p, size_t n);
-void reply_json (struct client *c, const char *json);
-void reply_int (struct client *c, const char *key, long long v);
-void reply_error (struct client *c, sbx_code code, const char *msg);
-struct client *client_by_chan (struct mon *m, uint32_t chan);
-void client_free (struct mon *m, size_t i);
-bool client_may_send (const struct client *c);
-int client_read (struct mon *m, struct client *c);
-void accept_client (struct mon *m);
-int listen_control (struct mon *m, sbx_error **err);
+void mon_client_send_frame (struct client *c, uint16_t type, const void *p, size_t n);
+void mon_reply_json (struct client *c, const char *json);
+void mon_reply_int (struct client *c, const char *key, long long v);
+void mon_reply_error (struct client *c, sbx_code code, const char *msg);
+struct client *mon_client_by_chan (struct mon *m, uint32_t chan);
+void mon_client_free (struct mon *m, size_t i);
+bool mon_client_may_send (const struct client *c);
+int mon_client_read (struct mon *m, struct client *c);
+void mon_accept_client (struct mon *m);
+int mon_listen_control (struct mon *m, sbx_error **err);
 
 /* monitor-proc.c */
-struct proc *proc_by_chan (struct mon *m, uint32_t chan);
-void proc_new (struct mon *m, uint32_t chan, char *const *argv, bool detached, bool tty);
-struct proc *proc_frame (struct mon *m, struct proc *p, const struct sbx_frame_hdr *h, const unsigned char *data);
-void procs_json (yajl_gen g, const struct mon *m, enum proc_form form);
-void handle_ps (struct mon *m, struct client *c);
-void handle_proc (struct mon *m, struct client *c, sbx_op op, yajl_val req);
-void serve_watch (struct mon *m, struct client *c);
-void restore_procs (struct mon *m);
+struct proc *mon_proc_by_chan (struct mon *m, uint32_t chan);
+void mon_proc_new (struct mon *m, uint32_t chan, char *const *argv, bool detached, bool tty);
+struct proc *mon_proc_frame (struct mon *m, struct proc *p, const struct sbx_frame_hdr *h, const unsigned char *data);
+void mon_procs_json (yajl_gen g, const struct mon *m, enum proc_form form);
+void mon_handle_ps (struct mon *m, struct client *c);
+void mon_handle_proc (struct mon *m, struct client *c, sbx_op op, yajl_val req);
+void mon_serve_watch (struct mon *m, struct client *c);
+void mon_restore_procs (struct mon *m);
 
 /* monitor-relay.c */
-void handle_expose (struct mon *m, struct client *c, yajl_val req);
-struct relay *relay_by_chan (struct mon *m, uint32_t chan);
-void relay_frame (struct mon *m, struct relay *r, const struct sbx_frame_hdr *h, const unsigned char *p);
-size_t relay_pollfds (struct mon *m, struct pollfd *pf);
-void relay_dispatch (struct mon *m, const struct pollfd *pf, size_t n);
-int expose_create_ports (struct mon *m, sbx_error **err);
+void mon_handle_expose (struct mon *m, struct client *c, yajl_val req);
+struct relay *mon_relay_by_chan (struct mon *m, uint32_t chan);
+void mon_relay_frame (struct mon *m, struct relay *r, const struct sbx_frame_hdr *h, const unsigned char *p);
+size_t mon_relay_pollfds (struct mon *m, struct pollfd *pf);
+void mon_relay_dispatch (struct mon *m, const struct pollfd *pf, size_t n);
+int mon_expose_create_ports (struct mon *m, sbx_error **err);
 
 /* monitor-net.c */
-void handle_net (struct mon *m, struct client *c, yajl_val req);
-int net_plan (struct mon *m, struct net_plan *plan, sbx_error **err);
-void *net_make (void *arg);
-int net_finish (struct mon *m, sbx_error **err);
+void mon_handle_net (struct mon *m, struct client *c, yajl_val req);
+int mon_net_plan (struct mon *m, struct net_plan *plan, sbx_error **err);
+void *mon_net_make (void *arg);
+int mon_net_finish (struct mon *m, sbx_error **err);
 
 /* monitor-runtime.c */
-int private_mount_ns (sbx_error **err);
-int mount_root (struct mon *m, sbx_error **err);
-void *disk_attach (void *arg);
-bool runtime_detached (const struct mon *m);
-int runtime_go (struct mon *m, sbx_error **err);
-int wait_hello (struct mon *m, sbx_error **err);
-int prepare_runtime (struct mon *m, sbx_error **err);
+int mon_private_mount_ns (sbx_error **err);
+int mon_mount_root (struct mon *m, sbx_error **err);
+void *mon_disk_attach (void *arg);
+bool mon_runtime_detached (const struct mon *m);
+int mon_runtime_go (struct mon *m, sbx_error **err);
+int mon_wait_hello (struct mon *m, sbx_error **err);
+int mon_prepare_runtime (struct mon *m, sbx_error **err);
 
 #endif

@@ -38,7 +38,7 @@ set_net_mode (struct mon *m, const char *mode, char *const *allow)
 
 /* `sbx net`: the sandbox's egress rules replaced in one transaction. */
 void
-handle_net (struct mon *m, struct client *c, yajl_val req)
+mon_handle_net (struct mon *m, struct client *c, yajl_val req)
 {
   const char *mode = NULL;
   _cleanup_strv_ char **allow = NULL;
@@ -47,7 +47,7 @@ handle_net (struct mon *m, struct client *c, yajl_val req)
   _cleanup_error_ sbx_error *err = NULL;
   if (j_get_str (req, "mode", true, &mode, &err) < 0 || j_get_strv (req, "allow", false, &allow, &err) < 0)
     {
-      reply_error (c, SBX_E_INVALID_ARGUMENT, err->msg);
+      mon_reply_error (c, SBX_E_INVALID_ARGUMENT, err->msg);
       return;
     }
   sbx_egress_mode em;
@@ -59,38 +59,38 @@ handle_net (struct mon *m, struct client *c, yajl_val req)
     em = SBX_EGRESS_ALLOW;
   else
     {
-      reply_error (c, SBX_E_INVALID_ARGUMENT, "net: mode must be block, open, or allow with a list");
+      mon_reply_error (c, SBX_E_INVALID_ARGUMENT, "net: mode must be block, open, or allow with a list");
       return;
     }
   if (em != SBX_EGRESS_ALLOW)
     strv_free (allow), allow = NULL;
   if (m->net == NULL)
     {
-      reply_error (c, SBX_E_INVALID_ARGUMENT,
+      mon_reply_error (c, SBX_E_INVALID_ARGUMENT,
                    "the sandbox was created with --block-network: it has no network interface (create it without "
                    "--block-network and use `sbx net --block` to close it while it runs)");
       return;
     }
   if (sbx_net_parse_allow (allow, &cidrs, &n, &err) < 0 || sbx_net_apply (m->net, em, cidrs, n, &err) < 0)
     {
-      reply_error (c, err->code, err->msg);
+      mon_reply_error (c, err->code, err->msg);
       return;
     }
   set_net_mode (m, mode, allow);
-  save_state (m);
-  mlog (m, "network: %s%s", mode, em == SBX_EGRESS_ALLOW ? " (allow-list)" : "");
+  mon_save_state (m);
+  mon_log (m, "network: %s%s", mode, em == SBX_EGRESS_ALLOW ? " (allow-list)" : "");
   _cleanup_yajl_gen_ yajl_gen g = j_new (false);
   j_map (g);
   j_kstr (g, "mode", mode);
   j_kstrv (g, "allow", allow);
   j_endmap (g);
   _cleanup_free_ char *s = j_take (g, NULL);
-  reply_json (c, s);
+  mon_reply_json (c, s);
   c->closing = true;
 }
 
 int
-net_plan (struct mon *m, struct net_plan *plan, sbx_error **err)
+mon_net_plan (struct mon *m, struct net_plan *plan, sbx_error **err)
 {
   sbx_sandbox *sb = m->sb;
   bool runsc = strcmp (m->rt->name, "runsc") == 0;
@@ -138,7 +138,7 @@ net_plan (struct mon *m, struct net_plan *plan, sbx_error **err)
 }
 
 void *
-net_make (void *arg)
+mon_net_make (void *arg)
 {
   struct net_make_job *job = arg;
   struct net_plan *plan = job->plan;
@@ -150,7 +150,7 @@ net_make (void *arg)
 }
 
 int
-net_finish (struct mon *m, sbx_error **err)
+mon_net_finish (struct mon *m, sbx_error **err)
 {
   sbx_sandbox *sb = m->sb;
   if (m->net == NULL)

@@ -29,7 +29,7 @@
 /* --- the process table ------------------------------------------------- */
 
 struct proc *
-proc_by_chan (struct mon *m, uint32_t chan)
+mon_proc_by_chan (struct mon *m, uint32_t chan)
 {
   for (size_t i = 0; i < m->nprocs; i++)
     if (m->procs[i]->chan == chan)
@@ -106,7 +106,7 @@ proc_remove (struct mon *m, struct proc *p)
 }
 
 void
-proc_new (struct mon *m, uint32_t chan, char *const *argv, bool detached, bool tty)
+mon_proc_new (struct mon *m, uint32_t chan, char *const *argv, bool detached, bool tty)
 {
   struct proc *p = xmalloc0 (sizeof *p);
   p->chan = chan;
@@ -138,7 +138,7 @@ proc_end (struct mon *m, struct proc *p, int32_t code, int32_t sig, bool timed_o
   p->ended_at = now_unix ();
   p->seq = ++m->proc_seq; /* from now on, its order among the ended */
   m->active_execs--;
-  touch (m);
+  mon_touch (m);
   for (;;)
     {
       struct proc *oldest = NULL;
@@ -159,7 +159,7 @@ proc_end (struct mon *m, struct proc *p, int32_t code, int32_t sig, bool timed_o
 /* What the agent said of a process: its pid, its background output, its
  * end. Returns P, or NULL when the process never started and is dropped. */
 struct proc *
-proc_frame (struct mon *m, struct proc *p, const struct sbx_frame_hdr *h, const unsigned char *data)
+mon_proc_frame (struct mon *m, struct proc *p, const struct sbx_frame_hdr *h, const unsigned char *data)
 {
   switch (h->type)
     {
@@ -175,7 +175,7 @@ proc_frame (struct mon *m, struct proc *p, const struct sbx_frame_hdr *h, const 
           uint32_t n = h->len;
           proc_log_push (m, p, (uint8_t) h->type, data, h->len);
           p->output_bytes += h->len;
-          to_agent (m, SBX_MSG_CREDIT, h->chan, &n, sizeof n);
+          mon_to_agent (m, SBX_MSG_CREDIT, h->chan, &n, sizeof n);
         }
       break;
     case SBX_MSG_EXIT:
@@ -194,7 +194,7 @@ proc_frame (struct mon *m, struct proc *p, const struct sbx_frame_hdr *h, const 
         if (p->pid == 0)
           {
             m->active_execs--;
-            touch (m);
+            mon_touch (m);
             proc_remove (m, p);
             return NULL;
           }
@@ -255,7 +255,7 @@ proc_json (yajl_gen g, const struct proc *p, enum proc_form form)
 /* The process table: every process (PROC_VIEW) or those that started
  * (PROC_SAVED: one not yet started is nothing a restore could follow). */
 void
-procs_json (yajl_gen g, const struct mon *m, enum proc_form form)
+mon_procs_json (yajl_gen g, const struct mon *m, enum proc_form form)
 {
   j_arr (g);
   for (size_t i = 0; i < m->nprocs; i++)
@@ -270,27 +270,27 @@ reply_proc (struct client *c, const struct proc *p)
   _cleanup_yajl_gen_ yajl_gen g = j_new (false);
   proc_json (g, p, PROC_VIEW);
   _cleanup_free_ char *s = j_take (g, NULL);
-  reply_json (c, s);
+  mon_reply_json (c, s);
   c->closing = true;
   c->watch = WATCH_NONE;
 }
 
 void
-handle_ps (struct mon *m, struct client *c)
+mon_handle_ps (struct mon *m, struct client *c)
 {
   _cleanup_yajl_gen_ yajl_gen g = j_new (false);
   j_map (g);
   j_str (g, "processes");
-  procs_json (g, m, PROC_VIEW);
+  mon_procs_json (g, m, PROC_VIEW);
   j_endmap (g);
   _cleanup_free_ char *s = j_take (g, NULL);
-  reply_json (c, s);
+  mon_reply_json (c, s);
   c->closing = true;
 }
 
 /* proc_status, proc_wait, proc_kill, proc_logs: {"op", "pid", ...}. */
 void
-handle_proc (struct mon *m, struct client *c, sbx_op op, yajl_val req)
+mon_handle_proc (struct mon *m, struct client *c, sbx_op op, yajl_val req)
 {
   static const char *const keys[] = { "op", "pid", "timeout_ms", "signal", "follow", NULL };
   _cleanup_error_ sbx_error *err = NULL;
@@ -300,14 +300,14 @@ handle_proc (struct mon *m, struct client *c, sbx_op op, yajl_val req)
       || j_get_int (req, "timeout_ms", false, &timeout, &err) < 0 || j_get_int (req, "signal", false, &sig, &err) < 0
       || j_get_bool (req, "follow", false, &follow, &err) < 0)
     {
-      reply_error (c, err->code, err->msg);
+      mon_reply_error (c, err->code, err->msg);
       return;
     }
   struct proc *p = proc_by_pid (m, pid);
   if (p == NULL)
     {
       _cleanup_free_ char *msg = xasprintf ("no process %lld was started in this sandbox (see `sbx ps`)", (long long) pid);
-      reply_error (c, SBX_E_NOT_FOUND, msg);
+      mon_reply_error (c, SBX_E_NOT_FOUND, msg);
       return;
     }
   c->watch_chan = p->chan;
@@ -321,17 +321,17 @@ handle_proc (struct mon *m, struct client *c, sbx_op op, yajl_val req)
   else if (op == SBX_OP_PROC_KILL)
     {
       if (sig < 1 || sig > 64)
-        reply_error (c, SBX_E_INVALID_ARGUMENT, "signal out of range");
+        mon_reply_error (c, SBX_E_INVALID_ARGUMENT, "signal out of range");
       else if (p->ended)
         {
           _cleanup_free_ char *msg = xasprintf ("process %lld has already exited", (long long) pid);
-          reply_error (c, SBX_E_INVALID_ARGUMENT, msg);
+          mon_reply_error (c, SBX_E_INVALID_ARGUMENT, msg);
         }
       else
         {
           uint32_t s32 = (uint32_t) sig;
-          to_agent (m, SBX_MSG_SIGNAL, p->chan, &s32, sizeof s32);
-          reply_json (c, "{\"ok\":true}");
+          mon_to_agent (m, SBX_MSG_SIGNAL, p->chan, &s32, sizeof s32);
+          mon_reply_json (c, "{\"ok\":true}");
           c->closing = true;
         }
     }
@@ -339,7 +339,7 @@ handle_proc (struct mon *m, struct client *c, sbx_op op, yajl_val req)
     {
       _cleanup_free_ char *msg
           = xasprintf ("process %lld runs attached to its caller: its output goes there, not to a log", (long long) pid);
-      reply_error (c, SBX_E_INVALID_ARGUMENT, msg);
+      mon_reply_error (c, SBX_E_INVALID_ARGUMENT, msg);
     }
   else
     {
@@ -352,15 +352,15 @@ handle_proc (struct mon *m, struct client *c, sbx_op op, yajl_val req)
  * answers a `proc wait` once the process has ended or its time is up. The
  * final REPLY, after the output, carries the process's status. */
 void
-serve_watch (struct mon *m, struct client *c)
+mon_serve_watch (struct mon *m, struct client *c)
 {
   static unsigned char rec[SBX_PROTO_MAX_PAYLOAD];
   if (c->watch == WATCH_NONE || c->closing)
     return;
-  struct proc *p = proc_by_chan (m, c->watch_chan);
+  struct proc *p = mon_proc_by_chan (m, c->watch_chan);
   if (p == NULL)
     {
-      reply_error (c, SBX_E_NOT_FOUND, "the process has left the process table");
+      mon_reply_error (c, SBX_E_NOT_FOUND, "the process has left the process table");
       return;
     }
   if (c->watch == WATCH_WAIT)
@@ -370,14 +370,14 @@ serve_watch (struct mon *m, struct client *c)
       else if (c->wait_deadline && now_ms_monotonic () >= c->wait_deadline)
         {
           _cleanup_free_ char *msg = xasprintf ("process %u did not exit in time", p->pid);
-          reply_error (c, SBX_E_TIMEOUT, msg);
+          mon_reply_error (c, SBX_E_TIMEOUT, msg);
         }
       return;
     }
   uint8_t type;
   ssize_t n;
   while (c->out.len < FOLLOW_QUEUE_MAX && (n = sbx_ring_read (&p->log, &c->log_off, &type, rec, sizeof rec)) >= 0)
-    buf_frame (&c->out, type, 0, rec, (size_t) n);
+    mon_buf_frame (&c->out, type, 0, rec, (size_t) n);
   if (c->log_off >= p->log.end && (c->watch == WATCH_LOGS || p->ended))
     reply_proc (c, p);
 }
@@ -386,7 +386,7 @@ serve_watch (struct mon *m, struct client *c)
  * sbx snapshot): every process is in the background now (whoever waited on
  * it is gone); output from the restore on goes to its log. */
 void
-restore_procs (struct mon *m)
+mon_restore_procs (struct mon *m)
 {
   _cleanup_free_ char *dir = xstrdup (m->sb->restore_from);
   char *slash = strrchr (dir, '/');
@@ -411,10 +411,10 @@ restore_procs (struct mon *m)
           || j_get_int (x, "started_at", false, &started, NULL) < 0 || j_get_bool (x, "ended", false, &ended, NULL) < 0
           || j_get_int (x, "ended_at", false, &ended_at, NULL) < 0 || j_get_int (x, "exit_code", false, &code, NULL) < 0
           || j_get_int (x, "signal", false, &sig, NULL) < 0 || j_get_bool (x, "timed_out", false, &timed_out, NULL) < 0
-          || chan < 1 || chan >= m->next_chan || pid < 1 || pid > INT32_MAX || proc_by_chan (m, (uint32_t) chan))
+          || chan < 1 || chan >= m->next_chan || pid < 1 || pid > INT32_MAX || mon_proc_by_chan (m, (uint32_t) chan))
         continue;
       char *const argv[] = { (char *) (cmd ? cmd : "?"), NULL };
-      proc_new (m, (uint32_t) chan, argv, true, tty);
+      mon_proc_new (m, (uint32_t) chan, argv, true, tty);
       struct proc *p = m->procs[m->nprocs - 1];
       p->pid = (uint32_t) pid;
       p->started_at = started;
@@ -424,5 +424,5 @@ restore_procs (struct mon *m)
           p->ended_at = ended_at;
         }
     }
-  mlog (m, "restored a table of %zu processes", m->nprocs);
+  mon_log (m, "restored a table of %zu processes", m->nprocs);
 }

@@ -39,7 +39,7 @@ proxy_connect (void *data, uint16_t port, sbx_error **err)
 {
   struct mon *m = data;
   int nsfd = m->net ? m->net->nsfd : -1;
-  if (nsfd < 0 && !runtime_detached (m))
+  if (nsfd < 0 && !mon_runtime_detached (m))
     return relay_open (m, port, err);
   if (nsfd < 0)
     {
@@ -102,24 +102,24 @@ expose_port (struct mon *m, int64_t port, char **ret_url, sbx_error **err)
       if (have >= EXPOSED_MAX)
         return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "at most %d ports can be exposed", EXPOSED_MAX);
       strv_push (&m->sb->urls, entry);
-      mlog (m, "port %lld exposed at %s%s", (long long) port, url, m->sb->opts.public_ports ? " (public)" : "");
+      mon_log (m, "port %lld exposed at %s%s", (long long) port, url, m->sb->opts.public_ports ? " (public)" : "");
     }
   *ret_url = steal_pointer (&url);
   return 0;
 }
 
 void
-handle_expose (struct mon *m, struct client *c, yajl_val req)
+mon_handle_expose (struct mon *m, struct client *c, yajl_val req)
 {
   int64_t port = 0;
   _cleanup_error_ sbx_error *err = NULL;
   _cleanup_free_ char *url = NULL;
   if (j_get_int (req, "port", true, &port, &err) < 0 || expose_port (m, port, &url, &err) < 0)
     {
-      reply_error (c, err->code, err->msg);
+      mon_reply_error (c, err->code, err->msg);
       return;
     }
-  save_state (m);
+  mon_save_state (m);
   _cleanup_yajl_gen_ yajl_gen g = j_new (false);
   j_map (g);
   j_kint (g, "port", port);
@@ -127,7 +127,7 @@ handle_expose (struct mon *m, struct client *c, yajl_val req)
   j_kbool (g, "public", m->sb->opts.public_ports);
   j_endmap (g);
   _cleanup_free_ char *s = j_take (g, NULL);
-  reply_json (c, s);
+  mon_reply_json (c, s);
   c->closing = true;
 }
 
@@ -149,7 +149,7 @@ struct relay {
 };
 
 struct relay *
-relay_by_chan (struct mon *m, uint32_t chan)
+mon_relay_by_chan (struct mon *m, uint32_t chan)
 {
   for (size_t i = 0; i < m->nrelays; i++)
     if (m->relays[i]->chan == chan)
@@ -173,7 +173,7 @@ relay_open (struct mon *m, uint16_t port, sbx_error **err)
   r->window = SBX_PROTO_WINDOW;
   m->relays = xrealloc (m->relays, (m->nrelays + 1) * sizeof *m->relays);
   m->relays[m->nrelays++] = r;
-  to_agent (m, SBX_MSG_CONNECT, r->chan, &port, sizeof port);
+  mon_to_agent (m, SBX_MSG_CONNECT, r->chan, &port, sizeof port);
   return sv[1];
 }
 
@@ -187,13 +187,13 @@ relay_abort (struct mon *m, struct relay *r)
   if (!r->agent_done)
     {
       uint32_t sig = SIGKILL;
-      to_agent (m, SBX_MSG_SIGNAL, r->chan, &sig, sizeof sig);
+      mon_to_agent (m, SBX_MSG_SIGNAL, r->chan, &sig, sizeof sig);
     }
 }
 
 /* A frame of the agent on a relay's channel. */
 void
-relay_frame (struct mon *m, struct relay *r, const struct sbx_frame_hdr *h, const unsigned char *p)
+mon_relay_frame (struct mon *m, struct relay *r, const struct sbx_frame_hdr *h, const unsigned char *p)
 {
   uint32_t n;
   switch (h->type)
@@ -202,10 +202,10 @@ relay_frame (struct mon *m, struct relay *r, const struct sbx_frame_hdr *h, cons
       if (r->aborted)
         {
           n = h->len;
-          to_agent (m, SBX_MSG_CREDIT, r->chan, &n, sizeof n);
+          mon_to_agent (m, SBX_MSG_CREDIT, r->chan, &n, sizeof n);
         }
       else
-        buf_append (&r->to_fd, p, h->len);
+        mon_buf_append (&r->to_fd, p, h->len);
       return;
     case SBX_MSG_CREDIT:
       if (h->len == sizeof n)
@@ -224,7 +224,7 @@ relay_frame (struct mon *m, struct relay *r, const struct sbx_frame_hdr *h, cons
 }
 
 size_t
-relay_pollfds (struct mon *m, struct pollfd *pf)
+mon_relay_pollfds (struct mon *m, struct pollfd *pf)
 {
   size_t n = 0;
   for (size_t i = 0; i < m->nrelays; i++)
@@ -237,7 +237,7 @@ relay_pollfds (struct mon *m, struct pollfd *pf)
 }
 
 void
-relay_dispatch (struct mon *m, const struct pollfd *pf, size_t n)
+mon_relay_dispatch (struct mon *m, const struct pollfd *pf, size_t n)
 {
   for (size_t i = 0; i < n && i < m->nrelays; i++)
     {
@@ -245,13 +245,13 @@ relay_dispatch (struct mon *m, const struct pollfd *pf, size_t n)
       if (pf[i].revents & POLLOUT && r->to_fd.len)
         {
           size_t before = r->to_fd.len;
-          if (buf_flush (&r->to_fd, r->fd) < 0)
+          if (mon_buf_flush (&r->to_fd, r->fd) < 0)
             relay_abort (m, r);
           else
             r->uncredited += (uint32_t) (before - r->to_fd.len);
           if (r->uncredited >= RELAY_READ_MAX || (r->to_fd.len == 0 && r->uncredited > 0))
             {
-              to_agent (m, SBX_MSG_CREDIT, r->chan, &r->uncredited, sizeof r->uncredited);
+              mon_to_agent (m, SBX_MSG_CREDIT, r->chan, &r->uncredited, sizeof r->uncredited);
               r->uncredited = 0;
             }
         }
@@ -262,13 +262,13 @@ relay_dispatch (struct mon *m, const struct pollfd *pf, size_t n)
           ssize_t k = max ? read (r->fd, buf, max) : -1;
           if (k > 0)
             {
-              to_agent (m, SBX_MSG_STDIN, r->chan, buf, (size_t) k);
+              mon_to_agent (m, SBX_MSG_STDIN, r->chan, buf, (size_t) k);
               r->window -= k;
             }
           else if (k == 0)
             {
               r->fd_eof = true;
-              to_agent (m, SBX_MSG_STDIN_EOF, r->chan, NULL, 0);
+              mon_to_agent (m, SBX_MSG_STDIN_EOF, r->chan, NULL, 0);
             }
           else if (max && errno != EAGAIN && errno != EINTR)
             relay_abort (m, r);
@@ -292,7 +292,7 @@ relay_dispatch (struct mon *m, const struct pollfd *pf, size_t n)
 
 /* --port N at create: exposed once the sandbox runs. */
 int
-expose_create_ports (struct mon *m, sbx_error **err)
+mon_expose_create_ports (struct mon *m, sbx_error **err)
 {
   for (size_t i = 0; m->sb->opts.ports && m->sb->opts.ports[i]; i++)
     {

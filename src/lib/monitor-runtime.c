@@ -31,7 +31,7 @@
 /* The monitor's own mount namespace, where the sandbox's root is mounted
  * and the runtime runs: nothing of it shows on the host. */
 int
-private_mount_ns (sbx_error **err)
+mon_private_mount_ns (sbx_error **err)
 {
   if (unshare (CLONE_NEWNS) < 0)
     return sbx_error_errno (err, errno, "unshare mount namespace");
@@ -41,7 +41,7 @@ private_mount_ns (sbx_error **err)
 }
 
 int
-mount_root (struct mon *m, sbx_error **err)
+mon_mount_root (struct mon *m, sbx_error **err)
 {
   _cleanup_free_ char *top = NULL;
   if (sbx_store_top_layer (m->st, sbx_init_path (), &top, err) < 0)
@@ -52,7 +52,7 @@ mount_root (struct mon *m, sbx_error **err)
 /* Binding the disk's loop device waits for an RCU grace period of the
  * block layer (4-30 ms here): a thread does it while setup goes on. */
 void *
-disk_attach (void *arg)
+mon_disk_attach (void *arg)
 {
   struct mon *m = arg;
   sbx_disk_attach (m->st, m->sb->id, false, &m->disk_pre);
@@ -64,7 +64,7 @@ disk_attach (void *arg)
  * no runc process stays around. In the foreground runc would copy every
  * byte of the agent's traffic through pipes of its own. */
 bool
-runtime_detached (const struct mon *m)
+mon_runtime_detached (const struct mon *m)
 {
   return strcmp (m->rt->name, "runc") == 0;
 }
@@ -72,7 +72,7 @@ runtime_detached (const struct mon *m)
 static int runtime_failed (struct mon *m, sbx_error **err);
 
 /* The runtime's process is forked early, before the root is mounted and
- * the bundle written, and waits for runtime_go to exec the runtime. Where
+ * the bundle written, and waits for mon_runtime_go to exec the runtime. Where
  * sbx places the runtime in the sandbox's cgroup itself (own_cgroups) it
  * joins it meanwhile, as a single thread (sbx_cgroup_join_files): runsc's
  * own cgroup handling moves the many threads of `runsc run` in and out
@@ -92,7 +92,7 @@ runtime_fork (struct mon *m, sbx_error **err)
    * would run it; the agent's stdio becomes our socket again. */
   const char *rs[] = { "--image-path", m->sb->restore_from, "--bundle", bundle, m->sb->id, NULL };
   _cleanup_strv_ char **argv = m->sb->restore_from ? sbx_runtime_argv (m->rt, "restore", rs)
-                                                     : sbx_runtime_argv (m->rt, "run", runtime_detached (m) ? bg : fg);
+                                                     : sbx_runtime_argv (m->rt, "run", mon_runtime_detached (m) ? bg : fg);
   _cleanup_strv_ char **join = m->rt->own_cgroups ? sbx_cgroup_join_files (m->cgroup) : NULL;
   int go[2], ready[2];
   if (pipe2 (go, O_CLOEXEC) < 0)
@@ -149,7 +149,7 @@ runtime_fork (struct mon *m, sbx_error **err)
  * runtime. Either way m->runtime_pid is the process whose exit means the
  * container is over. */
 int
-runtime_go (struct mon *m, sbx_error **err)
+mon_runtime_go (struct mon *m, sbx_error **err)
 {
   int32_t e = 0;
   ssize_t n = read_all (m->ready_r, &e, sizeof e);
@@ -163,7 +163,7 @@ runtime_go (struct mon *m, sbx_error **err)
     return sbx_error_errno (err, errno, "start %s", m->rt->name);
   close (m->go_w);
   m->go_w = -1;
-  if (!runtime_detached (m))
+  if (!mon_runtime_detached (m))
     return 0;
   int status;
   while (waitpid (m->runtime_pid, &status, 0) < 0)
@@ -185,7 +185,7 @@ runtime_go (struct mon *m, sbx_error **err)
   if (parse_int64 (text, 2, INT32_MAX, &cpid) < 0)
     return sbx_error_set (err, SBX_E_INTERNAL, 0, "%s wrote a bad pid file", m->rt->name);
   m->runtime_pid = (pid_t) cpid;
-  reap_children (m); /* it may have exited already */
+  mon_reap_children (m); /* it may have exited already */
   return 0;
 }
 
@@ -201,7 +201,7 @@ runtime_failed (struct mon *m, sbx_error **err)
 }
 
 int
-wait_hello (struct mon *m, sbx_error **err)
+mon_wait_hello (struct mon *m, sbx_error **err)
 {
   uint64_t until = now_ms_monotonic () + HELLO_TIMEOUT_MS;
   /* A restored agent said hello long ago: it answers a PING instead. */
@@ -223,7 +223,7 @@ wait_hello (struct mon *m, sbx_error **err)
           for (int i = 0; i < 500 && !m->runtime_exited; i++)
             {
               usleep (10000);
-              reap_children (m);
+              mon_reap_children (m);
             }
           if (m->runtime_exited)
             return runtime_failed (m, err);
@@ -265,8 +265,8 @@ wait_hello (struct mon *m, sbx_error **err)
                               HELLO_TIMEOUT_MS / 1000);
       struct pollfd pf = { m->agent_fd, POLLIN, 0 };
       poll (&pf, 1, (int) (until - now) > 50 ? 50 : (int) (until - now));
-      drain_stderr (m);
-      reap_children (m);
+      mon_drain_stderr (m);
+      mon_reap_children (m);
       if (m->runtime_exited && !(pf.revents & POLLIN))
         return runtime_failed (m, err);
     }
@@ -309,7 +309,7 @@ show_runsc_memory (struct mon *m, uint64_t limit, sbx_error **err)
  * the runtime's process (runtime_fork): what the runtime's start needs
  * besides the root and the bundle. */
 int
-prepare_runtime (struct mon *m, sbx_error **err)
+mon_prepare_runtime (struct mon *m, sbx_error **err)
 {
   bool runsc = strcmp (m->rt->name, "runsc") == 0;
   /* Under gVisor each sandbox process costs several host tasks (the ptrace
@@ -326,7 +326,7 @@ prepare_runtime (struct mon *m, sbx_error **err)
   m->rt->own_cgroups = runsc;
   if (runsc && m->sb->opts.memory > 0 && show_runsc_memory (m, m->sb->opts.memory, err) < 0)
     return sbx_error_wrap (err, "gVisor's memory");
-  /* runsc's CPU limit waits for the sandbox's init (wait_hello): gVisor's
+  /* runsc's CPU limit waits for the sandbox's init (mon_wait_hello): gVisor's
    * boot, a burst of several threads, throttled to one core took ~200 ms
    * longer; nothing of the sandbox's runs before the init says hello. */
   sbx_cgroup_limits lim = { .memory = m->sb->opts.memory, .cpu = runsc ? 0 : m->sb->opts.cpu,

@@ -7,7 +7,15 @@
  * reports success or the error that stopped it over a CLOEXEC pipe. Then one
  * poll loop serves the agent socket, the control socket's clients and a
  * signalfd; no client can stall it: every fd is nonblocking and output to a
- * client is bounded by the agent's flow-control window. */
+ * client is bounded by the agent's flow-control window.
+ *
+ * This file holds the spawn, the setup's order, the loop and the agent's
+ * frames, and the teardown; the rest is in files of one concern each:
+ * monitor-control.c (the control socket and its dispatch table),
+ * monitor-proc.c (the process table), monitor-relay.c (exposed ports and
+ * relays), monitor-net.c (the network plan), monitor-runtime.c (starting
+ * the runtime). What they share is in monitor-internal.h, and what one
+ * file calls in another is named mon_*. */
 #include "config.h"
 #include "monitor-internal.h"
 #include "monitor.h"
@@ -63,7 +71,7 @@ sbx_init_path (void)
 }
 
 void
-mlog (struct mon *m, const char *fmt, ...)
+mon_log (struct mon *m, const char *fmt, ...)
 {
   char line[1024];
   va_list ap;
@@ -76,7 +84,7 @@ mlog (struct mon *m, const char *fmt, ...)
 /* --- buffers and frames ------------------------------------------------ */
 
 void
-buf_append (struct buf *b, const void *p, size_t n)
+mon_buf_append (struct buf *b, const void *p, size_t n)
 {
   if (b->len + n > b->cap)
     {
@@ -88,19 +96,19 @@ buf_append (struct buf *b, const void *p, size_t n)
 }
 
 void
-buf_frame (struct buf *b, uint16_t type, uint32_t chan, const void *payload, size_t len)
+mon_buf_frame (struct buf *b, uint16_t type, uint32_t chan, const void *payload, size_t len)
 {
   unsigned char hdr[SBX_PROTO_HDR_SIZE];
   struct sbx_frame_hdr h = { .len = (uint32_t) len, .type = type, .chan = chan };
   sbx_frame_hdr_encode (hdr, &h);
-  buf_append (b, hdr, sizeof hdr);
+  mon_buf_append (b, hdr, sizeof hdr);
   if (len)
-    buf_append (b, payload, len);
+    mon_buf_append (b, payload, len);
 }
 
 /* Writes what the socket takes; returns -1 on a dead peer. */
 int
-buf_flush (struct buf *b, int fd)
+mon_buf_flush (struct buf *b, int fd)
 {
   while (b->len > 0)
     {
@@ -120,12 +128,12 @@ buf_flush (struct buf *b, int fd)
 }
 
 void
-to_agent (struct mon *m, uint16_t type, uint32_t chan, const void *p, size_t n)
+mon_to_agent (struct mon *m, uint16_t type, uint32_t chan, const void *p, size_t n)
 {
   if (m->agent_gone)
     return;
-  buf_frame (&m->aout, type, chan, p, n);
-  if (buf_flush (&m->aout, m->agent_fd) < 0)
+  mon_buf_frame (&m->aout, type, chan, p, n);
+  if (mon_buf_flush (&m->aout, m->agent_fd) < 0)
     m->agent_gone = true;
 }
 
@@ -134,22 +142,22 @@ to_agent (struct mon *m, uint16_t type, uint32_t chan, const void *p, size_t n)
 static void sample_limits (struct mon *m);
 
 void
-save_state (struct mon *m)
+mon_save_state (struct mon *m)
 {
   _cleanup_error_ sbx_error *err = NULL;
   if (sbx_sandbox_save (m->st, m->sb, &err) < 0)
-    mlog (m, "save state: %s", err->msg);
+    mon_log (m, "save state: %s", err->msg);
 }
 
 void
-touch (struct mon *m)
+mon_touch (struct mon *m)
 {
   m->last_activity = now_ms_monotonic ();
 }
 
 /* The runtime's pause or resume of the whole sandbox. */
 int
-set_paused (struct mon *m, bool pause, sbx_error **err)
+mon_set_paused (struct mon *m, bool pause, sbx_error **err)
 {
   if (m->sb->paused == pause)
     return 0;
@@ -162,9 +170,9 @@ set_paused (struct mon *m, bool pause, sbx_error **err)
     return sbx_error_set (err, SBX_E_INTERNAL, 0, "%s %s failed: %s", m->rt->name, pause ? "pause" : "resume",
                           errtext ? errtext : "");
   m->sb->paused = pause;
-  mlog (m, pause ? "paused" : "resumed");
-  save_state (m);
-  touch (m);
+  mon_log (m, pause ? "paused" : "resumed");
+  mon_save_state (m);
+  mon_touch (m);
   return 0;
 }
 
@@ -187,22 +195,22 @@ record_exit (struct mon *m, const struct sbx_frame_hdr *h, const unsigned char *
 }
 
 void
-begin_shutdown (struct mon *m, sbx_state final, const char *reason)
+mon_begin_shutdown (struct mon *m, sbx_state final, const char *reason)
 {
   if (m->shutting_down)
     return;
   /* A frozen sandbox cannot act on its end: thaw it first. */
-  if (m->sb->paused && set_paused (m, false, NULL) < 0)
-    mlog (m, "could not resume the paused sandbox to end it");
+  if (m->sb->paused && mon_set_paused (m, false, NULL) < 0)
+    mon_log (m, "could not resume the paused sandbox to end it");
   m->shutting_down = true;
   m->end_state = final;
   m->end_reason = reason;
   m->shutdown_deadline = now_ms_monotonic () + SHUTDOWN_GRACE_MS;
   sample_limits (m);
   m->sb->state = SBX_STATE_TERMINATING;
-  save_state (m);
-  mlog (m, "terminating: %s", reason);
-  to_agent (m, SBX_MSG_SHUTDOWN, 0, NULL, 0);
+  mon_save_state (m);
+  mon_log (m, "terminating: %s", reason);
+  mon_to_agent (m, SBX_MSG_SHUTDOWN, 0, NULL, 0);
 }
 
 /* --- the agent ------------------------------------------------------- */
@@ -212,7 +220,7 @@ agent_frame (struct mon *m, const struct sbx_frame_hdr *h, const unsigned char *
 {
   if (h->type == SBX_MSG_PING)
     {
-      to_agent (m, SBX_MSG_PONG, 0, p, h->len);
+      mon_to_agent (m, SBX_MSG_PONG, 0, p, h->len);
       return;
     }
   if (h->type == SBX_MSG_LOG)
@@ -222,13 +230,13 @@ agent_frame (struct mon *m, const struct sbx_frame_hdr *h, const unsigned char *
     }
   if (h->chan == 0)
     return;
-  struct relay *rl = relay_by_chan (m, h->chan);
+  struct relay *rl = mon_relay_by_chan (m, h->chan);
   if (rl)
     {
-      relay_frame (m, rl, h, p);
+      mon_relay_frame (m, rl, h, p);
       return;
     }
-  struct client *c = client_by_chan (m, h->chan);
+  struct client *c = mon_client_by_chan (m, h->chan);
   if (h->type == SBX_MSG_CREDIT)
     {
       uint32_t n;
@@ -247,23 +255,23 @@ agent_frame (struct mon *m, const struct sbx_frame_hdr *h, const unsigned char *
     {
       /* Killed because sbx run went away: not the command's own end. */
       if (m->end_orphaned)
-        begin_shutdown (m, SBX_STATE_TERMINATED, SBX_REASON_KILLED);
+        mon_begin_shutdown (m, SBX_STATE_TERMINATED, SBX_REASON_KILLED);
       else
         {
           record_exit (m, h, p);
-          begin_shutdown (m, SBX_STATE_TERMINATED, SBX_REASON_EXITED);
+          mon_begin_shutdown (m, SBX_STATE_TERMINATED, SBX_REASON_EXITED);
         }
     }
-  struct proc *pr = proc_by_chan (m, h->chan);
+  struct proc *pr = mon_proc_by_chan (m, h->chan);
   if (pr && !pr->ended)
-    pr = proc_frame (m, pr, h, p);
+    pr = mon_proc_frame (m, pr, h, p);
   if (pr && pr->detached)
     {
       /* Its output went to the log (and was credited there); its caller
        * waited only for the pid. */
       if (c && h->type == SBX_MSG_STARTED)
         {
-          reply_int (c, "pid", pr->pid);
+          mon_reply_int (c, "pid", pr->pid);
           c->exec_done = true;
           c->closing = true;
         }
@@ -275,13 +283,13 @@ agent_frame (struct mon *m, const struct sbx_frame_hdr *h, const unsigned char *
       if (output)
         {
           uint32_t n = h->len;
-          to_agent (m, SBX_MSG_CREDIT, h->chan, &n, sizeof n);
+          mon_to_agent (m, SBX_MSG_CREDIT, h->chan, &n, sizeof n);
         }
       return;
     }
   if (h->type != SBX_MSG_STARTED && !output && !last)
     return;
-  client_send_frame (c, h->type, p, h->len);
+  mon_client_send_frame (c, h->type, p, h->len);
   if (output)
     c->uncredited += h->len;
   if (last)
@@ -305,7 +313,7 @@ agent_read (struct mon *m)
         {
           sample_limits (m);
           if (r == -EPROTO)
-            mlog (m, "the agent sent a malformed frame: closing it");
+            mon_log (m, "the agent sent a malformed frame: closing it");
           m->agent_gone = true;
           return;
         }
@@ -318,7 +326,7 @@ agent_read (struct mon *m)
  * fd of a host file reaches the sandbox, and sbx-init closes its end before
  * any process of the sandbox starts. */
 void
-drain_stderr (struct mon *m)
+mon_drain_stderr (struct mon *m)
 {
   char buf[8192];
   ssize_t n;
@@ -353,7 +361,7 @@ sample_limits (struct mon *m)
       changed = true;
     }
   if (changed && !m->shutting_down)
-    save_state (m);
+    mon_save_state (m);
   m->next_sample = now_ms_monotonic () + 1000;
 }
 
@@ -395,22 +403,22 @@ check_timers (struct mon *m)
   if (m->shutting_down)
     return;
   if (now >= m->deadline)
-    begin_shutdown (m, SBX_STATE_TERMINATED, SBX_REASON_TIMEOUT);
+    mon_begin_shutdown (m, SBX_STATE_TERMINATED, SBX_REASON_TIMEOUT);
   else if (m->sb->opts.keep_warm >= 0 && m->active_execs == 0 && !m->sb->paused
            && now >= m->last_activity + (uint64_t) m->sb->opts.keep_warm * 1000)
     {
       /* --on-idle pause: frozen until resumed (its idle clock stops); the
        * hard timeout still ends it. */
-      if (m->sb->opts.on_idle_pause && set_paused (m, true, NULL) == 0)
+      if (m->sb->opts.on_idle_pause && mon_set_paused (m, true, NULL) == 0)
         return;
-      begin_shutdown (m, SBX_STATE_TERMINATED, SBX_REASON_KEEP_WARM);
+      mon_begin_shutdown (m, SBX_STATE_TERMINATED, SBX_REASON_KEEP_WARM);
     }
 }
 
 /* Drains every exited child (we are a subreaper: orphans of the runtime land
  * here too) and notes when the runtime itself has exited. */
 void
-reap_children (struct mon *m)
+mon_reap_children (struct mon *m)
 {
   pid_t pid;
   int status;
@@ -429,9 +437,9 @@ handle_signals (struct mon *m)
   while (read (m->sig_fd, &si, sizeof si) == sizeof si)
     {
       if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT)
-        begin_shutdown (m, SBX_STATE_TERMINATED, SBX_REASON_KILLED);
+        mon_begin_shutdown (m, SBX_STATE_TERMINATED, SBX_REASON_KILLED);
     }
-  reap_children (m);
+  mon_reap_children (m);
 }
 
 static void
@@ -440,19 +448,19 @@ flush_clients (struct mon *m)
   for (size_t i = 0; i < m->nclients;)
     {
       struct client *c = m->clients[i];
-      serve_watch (m, c);
-      bool dead = buf_flush (&c->out, c->fd) < 0;
+      mon_serve_watch (m, c);
+      bool dead = mon_buf_flush (&c->out, c->fd) < 0;
       /* Credit in quarters of the window: one small frame per megabyte
        * rather than one per frame, and never a stall (the agent still has
        * three quarters to send on). */
       if (!dead && c->out.len == 0 && c->uncredited >= SBX_PROTO_WINDOW / 4 && c->chan && !c->exec_done)
         {
           uint32_t n = (uint32_t) c->uncredited;
-          to_agent (m, SBX_MSG_CREDIT, c->chan, &n, sizeof n);
+          mon_to_agent (m, SBX_MSG_CREDIT, c->chan, &n, sizeof n);
           c->uncredited = 0;
         }
       if (dead || (c->closing && c->out.len == 0))
-        client_free (m, i);
+        mon_client_free (m, i);
       else
         i++;
     }
@@ -480,14 +488,14 @@ run_loop (struct mon *m)
       for (size_t i = 0; i < m->nclients; i++)
         {
           struct client *c = m->clients[i];
-          short ev = (m->aout.len > AGENT_OUT_MAX || !client_may_send (c) ? 0 : POLLIN) | (c->out.len ? POLLOUT : 0);
+          short ev = (m->aout.len > AGENT_OUT_MAX || !mon_client_may_send (c) ? 0 : POLLIN) | (c->out.len ? POLLOUT : 0);
           pf[n++] = (struct pollfd){ c->fd, ev, 0 };
         }
       size_t rbase = n, rn = m->resolver ? sbx_resolver_pollfds (m->resolver, pf + n, RESOLVER_FDS_MAX) : 0;
       n += rn;
       size_t pbase = n, pn = m->proxy ? sbx_proxy_pollfds (m->proxy, pf + n, PROXY_FDS_MAX) : 0;
       n += pn;
-      size_t lbase = n, ln = relay_pollfds (m, pf + n);
+      size_t lbase = n, ln = mon_relay_pollfds (m, pf + n);
       n += ln;
       int r = poll (pf, n, m->agent_gone ? 10 : poll_timeout (m));
       if (r < 0 && errno != EINTR)
@@ -498,7 +506,7 @@ run_loop (struct mon *m)
         sbx_resolver_dispatch (m->resolver, pf + rbase, rn);
       /* Relays before the proxy, which may open new ones. */
       if (r >= 0)
-        relay_dispatch (m, pf + lbase, ln);
+        mon_relay_dispatch (m, pf + lbase, ln);
       if (r >= 0 && pn)
         sbx_proxy_dispatch (m->proxy, pf + pbase, pn);
       size_t nc = m->nclients;
@@ -506,17 +514,17 @@ run_loop (struct mon *m)
         {
           if (pf[0].revents)
             handle_signals (m);
-          if (pf[1].revents & POLLOUT && buf_flush (&m->aout, m->agent_fd) < 0)
+          if (pf[1].revents & POLLOUT && mon_buf_flush (&m->aout, m->agent_fd) < 0)
             m->agent_gone = true;
           if (pf[1].revents & (POLLIN | POLLHUP | POLLERR) && !m->agent_gone)
             agent_read (m);
           for (size_t i = 0; i < nc && i < m->nclients; i++)
-            if (pf[4 + i].revents & (POLLIN | POLLHUP | POLLERR) && client_read (m, m->clients[i]) < 0)
+            if (pf[4 + i].revents & (POLLIN | POLLHUP | POLLERR) && mon_client_read (m, m->clients[i]) < 0)
               m->clients[i]->closing = true, m->clients[i]->out.len = 0;
           if (pf[2].revents & POLLIN)
-            accept_client (m);
+            mon_accept_client (m);
           if (pf[3].revents)
-            drain_stderr (m);
+            mon_drain_stderr (m);
         }
       /* A proxied connection is activity (keep-warm). */
       if (m->proxy && sbx_proxy_last_activity_ms (m->proxy) > m->last_activity)
@@ -540,9 +548,9 @@ setup (struct mon *m, sbx_error **err)
   if (mkdir (m->run_dir, 0700) < 0 && errno != EEXIST)
     return sbx_error_errno (err, errno, "mkdir `%s`", m->run_dir);
   pthread_t disk_thread;
-  bool disk_threaded = m->sb->opts.disk > 0 && thread_start_quiet (&disk_thread, disk_attach, m) == 0;
+  bool disk_threaded = m->sb->opts.disk > 0 && thread_start_quiet (&disk_thread, mon_disk_attach, m) == 0;
   struct net_plan plan = { .hold = -1 };
-  if (net_plan (m, &plan, err) < 0)
+  if (mon_net_plan (m, &plan, err) < 0)
     {
       if (disk_threaded)
         pthread_join (disk_thread, NULL);
@@ -558,20 +566,20 @@ setup (struct mon *m, sbx_error **err)
   bool threaded = false;
   if (plan.make)
     {
-      threaded = thread_start_quiet (&net_thread, net_make, &job) == 0;
+      threaded = thread_start_quiet (&net_thread, mon_net_make, &job) == 0;
       if (!threaded)
-        net_make (&job);
+        mon_net_make (&job);
     }
   /* The runtime's process is forked into the monitor's mount namespace,
    * which shows it the root mounted afterwards. */
   const char *step = "mount root";
-  int r = private_mount_ns (err);
-  if (r == 0 && (r = prepare_runtime (m, err)) < 0)
+  int r = mon_private_mount_ns (err);
+  if (r == 0 && (r = mon_prepare_runtime (m, err)) < 0)
     step = "prepare the runtime";
   if (disk_threaded)
     pthread_join (disk_thread, NULL);
   if (r == 0)
-    r = mount_root (m, err);
+    r = mon_mount_root (m, err);
   sbx_disk_att_clear (&m->disk_pre);
   if (threaded)
     pthread_join (net_thread, NULL);
@@ -589,7 +597,7 @@ setup (struct mon *m, sbx_error **err)
       *err = plan.err;
       return sbx_error_wrap (err, "network");
     }
-  if (net_finish (m, err) < 0)
+  if (mon_net_finish (m, err) < 0)
     return -1;
   _cleanup_free_ char *merged = xasprintf ("%s/rootfs", m->dir);
   m->root_fd = open (merged, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -605,28 +613,28 @@ setup (struct mon *m, sbx_error **err)
                          .netns_path = netns, .resolv_conf = resolv };
   if (sbx_spec_write (&sp, bundle, err) < 0)
     return sbx_error_wrap (err, "write bundle");
-  mlog (m, "root mounted, bundle written: starting %s", m->rt->name);
-  r = runtime_go (m, err);
+  mon_log (m, "root mounted, bundle written: starting %s", m->rt->name);
+  r = mon_runtime_go (m, err);
   close (m->agent_end);
   m->agent_end = -1;
   close (m->stderr_w);
   m->stderr_w = -1;
-  drain_stderr (m);
+  mon_drain_stderr (m);
   if (r < 0)
     return -1;
   set_nonblock (m->agent_fd, true);
-  if (wait_hello (m, err) < 0)
+  if (mon_wait_hello (m, err) < 0)
     return -1;
   if (m->rt->own_cgroups && m->sb->opts.cpu > 0 && sbx_cgroup_set_cpu (m->cgroup, m->sb->opts.cpu, err) < 0)
     return sbx_error_wrap (err, "cpu limit");
   close (m->cgroup_hold);
   m->cgroup_hold = -1;
-  mlog (m, "%s started the container", m->rt->name);
+  mon_log (m, "%s started the container", m->rt->name);
   if (m->sb->restore_from)
-    restore_procs (m);
-  if (expose_create_ports (m, err) < 0)
+    mon_restore_procs (m);
+  if (mon_expose_create_ports (m, err) < 0)
     return -1;
-  return listen_control (m, err);
+  return mon_listen_control (m, err);
 }
 
 /* --- teardown ---------------------------------------------------------- */
@@ -657,11 +665,11 @@ static void
 teardown (struct mon *m)
 {
   own_cgroup_leave (m);
-  drain_stderr (m);
+  mon_drain_stderr (m);
   if (m->cgroup_hold >= 0)
     close (m->cgroup_hold); /* setup failed half-way */
   m->cgroup_hold = -1;
-  mlog (m, "tearing down%s", m->agent_gone ? " (init exited)" : "");
+  mon_log (m, "tearing down%s", m->agent_gone ? " (init exited)" : "");
   sample_limits (m);
   _cleanup_error_ sbx_error *err = NULL;
   bool clean_exit = m->runtime_exited && WIFEXITED (m->runtime_status);
@@ -676,18 +684,18 @@ teardown (struct mon *m)
    * Of a detached runc whose init exited, what is left is its state
    * directory (the cgroups are ours and go below): `runc delete` would only
    * remove that, at the cost of starting runc again. */
-  if (m->rt && clean_exit && runtime_detached (m))
+  if (m->rt && clean_exit && mon_runtime_detached (m))
     {
       _cleanup_free_ char *state = xasprintf ("%s/%s", m->rt->state_root, m->sb->id);
       rm_rf (state, NULL);
     }
   else if (m->rt && !clean_exit && sbx_runtime_destroy (m->rt, m->sb->id, true, &err) < 0)
-    mlog (m, "delete container: %s", err->msg);
+    mon_log (m, "delete container: %s", err->msg);
   sbx_error_free (err);
   err = NULL;
-  mlog (m, "container deleted");
+  mon_log (m, "container deleted");
   if (sbx_cgroup_remove (m->cgroup, &err) < 0)
-    mlog (m, "%s", err->msg);
+    mon_log (m, "%s", err->msg);
   sbx_store_cgroup_release_parent (m->st);
   sbx_error_free (err);
   err = NULL;
@@ -699,7 +707,7 @@ teardown (struct mon *m)
     {
       sbx_net_teardown (m->net);
       m->net = NULL;
-      mlog (m, "network removed");
+      mon_log (m, "network removed");
     }
   strv_free (m->sb->urls);
   m->sb->urls = NULL;
@@ -739,8 +747,8 @@ finish (struct mon *m, sbx_state state, const char *reason, const char *error)
   free (m->sb->error);
   m->sb->error = error ? xstrdup (error) : NULL;
   m->sb->ended_at = now_unix ();
-  save_state (m);
-  mlog (m, "%s (%s)%s%s", sbx_state_name (state), reason, error ? ": " : "", error ? error : "");
+  mon_save_state (m);
+  mon_log (m, "%s (%s)%s%s", sbx_state_name (state), reason, error ? ": " : "", error ? error : "");
   sbx_log_finish (&m->slog);
   /* Everything is gone and recorded: whoever waits on the lock may go on
    * before this process has finished exiting. The lock goes first, so that
@@ -814,7 +822,7 @@ monitor_main (const sbx_store *st, sbx_sandbox *sb, int lock_fd, int sync_fd)
   /* Recorded with the running state (or the failed one): while it is
    * creating, the lock, not the pid, says whether this monitor lives. */
   sb->monitor_pid = getpid ();
-  mlog (m, "monitor %d: starting %s on %s", getpid (), sb->id, sb->opts.runtime);
+  mon_log (m, "monitor %d: starting %s on %s", getpid (), sb->id, sb->opts.runtime);
 
   _cleanup_error_ sbx_error *err = NULL;
   if (sbx_runtime_find (st, sb->opts.runtime, &m->rt, &err) < 0 || setup (m, &err) < 0
@@ -828,9 +836,9 @@ monitor_main (const sbx_store *st, sbx_sandbox *sb, int lock_fd, int sync_fd)
   sb->state = SBX_STATE_RUNNING;
   sb->started_at = now_unix ();
   sb->deadline = sb->started_at + sb->opts.timeout;
-  save_state (m);
-  mlog (m, "running");
-  touch (m);
+  mon_save_state (m);
+  mon_log (m, "running");
+  mon_touch (m);
   m->deadline = now_ms_monotonic () + (uint64_t) sb->opts.timeout * 1000;
   report (sync_fd, 0, 0, NULL);
 
