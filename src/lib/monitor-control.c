@@ -77,6 +77,25 @@ mon_reply_int (struct client *c, const char *key, long long v)
   mon_reply_json (c, s);
 }
 
+/* {KEY: V} as text, for a reply of one boolean field. */
+static char *
+bool_json (const char *key, bool v)
+{
+  _cleanup_yajl_gen_ yajl_gen g = j_new (false);
+  j_map (g);
+  j_kbool (g, key, v);
+  j_endmap (g);
+  return j_take (g, NULL);
+}
+
+/* A reply of one boolean field: {"ok":true}, {"paused":false}. */
+void
+mon_reply_bool (struct client *c, const char *key, bool v)
+{
+  _cleanup_free_ char *s = bool_json (key, v);
+  mon_reply_json (c, s);
+}
+
 void
 mon_reply_error (struct client *c, sbx_code code, const char *msg)
 {
@@ -258,17 +277,20 @@ handle_rootfd (struct mon *m, struct client *c)
       mon_reply_error (c, SBX_E_SANDBOX_NOT_RUNNING, "the sandbox's root is not mounted");
       return;
     }
-  static const char reply[] = "{\"ok\":true}";
-  unsigned char frame[SBX_PROTO_HDR_SIZE + sizeof reply - 1];
-  struct sbx_frame_hdr h = { .len = sizeof reply - 1, .type = SBX_MSG_REPLY };
+  _cleanup_free_ char *reply = bool_json ("ok", true);
+  size_t len = strlen (reply);
+  unsigned char frame[SBX_PROTO_HDR_SIZE + 16];
+  if (len > sizeof frame - SBX_PROTO_HDR_SIZE)
+    abort ();
+  struct sbx_frame_hdr h = { .len = (uint32_t) len, .type = SBX_MSG_REPLY };
   sbx_frame_hdr_encode (frame, &h);
-  memcpy (frame + SBX_PROTO_HDR_SIZE, reply, sizeof reply - 1);
+  memcpy (frame + SBX_PROTO_HDR_SIZE, reply, len);
   union
   {
     struct cmsghdr h;
     char buf[CMSG_SPACE (sizeof (int))];
   } cm = { 0 };
-  struct iovec iov = { frame, sizeof frame };
+  struct iovec iov = { frame, SBX_PROTO_HDR_SIZE + len };
   struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf, .msg_controllen = sizeof cm.buf };
   struct cmsghdr *cmsg = CMSG_FIRSTHDR (&msg);
   cmsg->cmsg_level = SOL_SOCKET;
@@ -280,8 +302,8 @@ handle_rootfd (struct mon *m, struct client *c)
   do
     w = sendmsg (c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
   while (w < 0 && errno == EINTR);
-  if (w > 0 && (size_t) w < sizeof frame)
-    mon_buf_append (&c->out, frame + w, sizeof frame - (size_t) w);
+  if (w > 0 && (size_t) w < SBX_PROTO_HDR_SIZE + len)
+    mon_buf_append (&c->out, frame + w, SBX_PROTO_HDR_SIZE + len - (size_t) w);
   c->closing = true;
 }
 
@@ -312,7 +334,7 @@ op_exec (struct mon *m, struct client *c, yajl_val req)
 static void
 op_terminate (struct mon *m, struct client *c, yajl_val req)
 {
-  mon_reply_json (c, "{\"ok\":true}");
+  mon_reply_bool (c, "ok", true);
   mon_begin_shutdown (m, SBX_STATE_TERMINATED, SBX_REASON_KILLED);
 }
 
@@ -330,7 +352,7 @@ op_pause_resume (struct mon *m, struct client *c, bool pause)
     mon_reply_error (c, err->code, err->msg);
   else
     {
-      mon_reply_json (c, m->sb->paused ? "{\"paused\":true}" : "{\"paused\":false}");
+      mon_reply_bool (c, "paused", m->sb->paused);
       c->closing = true;
     }
 }
@@ -386,7 +408,7 @@ op_proc_logs (struct mon *m, struct client *c, yajl_val req)
 static void
 op_ping (struct mon *m, struct client *c, yajl_val req)
 {
-  mon_reply_json (c, "{\"ok\":true}");
+  mon_reply_bool (c, "ok", true);
   c->closing = true;
 }
 

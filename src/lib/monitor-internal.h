@@ -190,6 +190,7 @@ void mon_reap_children (struct mon *m);
 void mon_client_send_frame (struct client *c, uint16_t type, const void *p, size_t n);
 void mon_reply_json (struct client *c, const char *json);
 void mon_reply_int (struct client *c, const char *key, long long v);
+void mon_reply_bool (struct client *c, const char *key, bool v);
 void mon_reply_error (struct client *c, sbx_code code, const char *msg);
 struct client *mon_client_by_chan (struct mon *m, uint32_t chan);
 void mon_client_free (struct mon *m, size_t i);

@@ -331,7 +331,7 @@ mon_handle_proc (struct mon *m, struct client *c, sbx_op op, yajl_val req)
         {
           uint32_t s32 = (uint32_t) sig;
           mon_to_agent (m, SBX_MSG_SIGNAL, p->chan, &s32, sizeof s32);
-          mon_reply_json (c, "{\"ok\":true}");
+          mon_reply_bool (c, "ok", true);
           c->closing = true;
         }
     }
