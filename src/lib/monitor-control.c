@@ -215,7 +215,7 @@ handle_exec (struct mon *m, struct client *c, yajl_val req, sbx_error **err)
  * carries the next exec channel, so that a restored monitor does not reuse
  * the ids of the processes the restored agent still has. */
 static void
-handle_snapshot (struct mon *m, struct client *c, yajl_val req)
+handle_snapshot (struct mon *m, struct client *c, sbx_op op, yajl_val req)
 {
   const char *path = NULL;
   _cleanup_error_ sbx_error *err = NULL;
@@ -270,7 +270,7 @@ handle_snapshot (struct mon *m, struct client *c, yajl_val req)
 /* `sbx fs`: the merged root as an O_PATH fd (SCM_RIGHTS with the reply);
  * the CLI resolves every path beneath it with openat2(RESOLVE_IN_ROOT). */
 static void
-handle_rootfd (struct mon *m, struct client *c)
+handle_rootfd (struct mon *m, struct client *c, sbx_op op, yajl_val req)
 {
   if (m->root_fd < 0 || c->out.len > 0)
     {
@@ -308,7 +308,7 @@ handle_rootfd (struct mon *m, struct client *c)
 }
 
 static void
-handle_ttl (struct mon *m, struct client *c, yajl_val req)
+handle_ttl (struct mon *m, struct client *c, sbx_op op, yajl_val req)
 {
   int64_t secs = -1;
   if (j_get_int (req, "seconds", true, &secs, NULL) < 0 || secs < 1 || secs > SBX_TIMEOUT_MAX)
@@ -323,8 +323,10 @@ handle_ttl (struct mon *m, struct client *c, yajl_val req)
   c->closing = true;
 }
 
+/* The handlers of this file's operations; the others are in the file of
+ * their concern (monitor-proc.c, monitor-net.c, monitor-relay.c). */
 static void
-op_exec (struct mon *m, struct client *c, yajl_val req)
+op_exec (struct mon *m, struct client *c, sbx_op op, yajl_val req)
 {
   _cleanup_error_ sbx_error *err = NULL;
   if (handle_exec (m, c, req, &err) < 0)
@@ -332,23 +334,24 @@ op_exec (struct mon *m, struct client *c, yajl_val req)
 }
 
 static void
-op_terminate (struct mon *m, struct client *c, yajl_val req)
+op_terminate (struct mon *m, struct client *c, sbx_op op, yajl_val req)
 {
   mon_reply_bool (c, "ok", true);
   mon_begin_shutdown (m, SBX_STATE_TERMINATED, SBX_REASON_KILLED);
 }
 
 static void
-op_wait (struct mon *m, struct client *c, yajl_val req)
+op_wait (struct mon *m, struct client *c, sbx_op op, yajl_val req)
 {
   /* answered by EOF when the monitor exits */
 }
 
+/* pause, resume */
 static void
-op_pause_resume (struct mon *m, struct client *c, bool pause)
+op_pause (struct mon *m, struct client *c, sbx_op op, yajl_val req)
 {
   _cleanup_error_ sbx_error *err = NULL;
-  if (mon_set_paused (m, pause, &err) < 0)
+  if (mon_set_paused (m, op == SBX_OP_PAUSE, &err) < 0)
     mon_reply_error (c, err->code, err->msg);
   else
     {
@@ -358,55 +361,7 @@ op_pause_resume (struct mon *m, struct client *c, bool pause)
 }
 
 static void
-op_pause (struct mon *m, struct client *c, yajl_val req)
-{
-  op_pause_resume (m, c, true);
-}
-
-static void
-op_resume (struct mon *m, struct client *c, yajl_val req)
-{
-  op_pause_resume (m, c, false);
-}
-
-static void
-op_rootfd (struct mon *m, struct client *c, yajl_val req)
-{
-  handle_rootfd (m, c);
-}
-
-static void
-op_ps (struct mon *m, struct client *c, yajl_val req)
-{
-  mon_handle_ps (m, c);
-}
-
-static void
-op_proc_status (struct mon *m, struct client *c, yajl_val req)
-{
-  mon_handle_proc (m, c, SBX_OP_PROC_STATUS, req);
-}
-
-static void
-op_proc_wait (struct mon *m, struct client *c, yajl_val req)
-{
-  mon_handle_proc (m, c, SBX_OP_PROC_WAIT, req);
-}
-
-static void
-op_proc_kill (struct mon *m, struct client *c, yajl_val req)
-{
-  mon_handle_proc (m, c, SBX_OP_PROC_KILL, req);
-}
-
-static void
-op_proc_logs (struct mon *m, struct client *c, yajl_val req)
-{
-  mon_handle_proc (m, c, SBX_OP_PROC_LOGS, req);
-}
-
-static void
-op_ping (struct mon *m, struct client *c, yajl_val req)
+op_ping (struct mon *m, struct client *c, sbx_op op, yajl_val req)
 {
   mon_reply_bool (c, "ok", true);
   c->closing = true;
@@ -419,7 +374,7 @@ op_ping (struct mon *m, struct client *c, yajl_val req)
 enum { OP_ENDING = 1 << 0, OP_RUNNING = 1 << 1 };
 
 static const struct op {
-  void (*handler) (struct mon *m, struct client *c, yajl_val req);
+  void (*handler) (struct mon *m, struct client *c, sbx_op op, yajl_val req);
   unsigned flags;
 } ops[SBX_OP__MAX] = {
   [SBX_OP_EXEC] = { op_exec, OP_RUNNING },
@@ -427,16 +382,16 @@ static const struct op {
   [SBX_OP_WAIT] = { op_wait, OP_ENDING },
   [SBX_OP_TTL] = { handle_ttl, 0 },
   [SBX_OP_PAUSE] = { op_pause, 0 },
-  [SBX_OP_RESUME] = { op_resume, 0 },
+  [SBX_OP_RESUME] = { op_pause, 0 },
   [SBX_OP_SNAPSHOT] = { handle_snapshot, 0 },
   [SBX_OP_NET] = { mon_handle_net, 0 },
   [SBX_OP_EXPOSE] = { mon_handle_expose, 0 },
-  [SBX_OP_ROOTFD] = { op_rootfd, 0 },
-  [SBX_OP_PS] = { op_ps, 0 },
-  [SBX_OP_PROC_STATUS] = { op_proc_status, 0 },
-  [SBX_OP_PROC_WAIT] = { op_proc_wait, 0 },
-  [SBX_OP_PROC_KILL] = { op_proc_kill, OP_RUNNING },
-  [SBX_OP_PROC_LOGS] = { op_proc_logs, 0 },
+  [SBX_OP_ROOTFD] = { handle_rootfd, 0 },
+  [SBX_OP_PS] = { mon_handle_ps, 0 },
+  [SBX_OP_PROC_STATUS] = { mon_handle_proc, 0 },
+  [SBX_OP_PROC_WAIT] = { mon_handle_proc, 0 },
+  [SBX_OP_PROC_KILL] = { mon_handle_proc, OP_RUNNING },
+  [SBX_OP_PROC_LOGS] = { mon_handle_proc, 0 },
   [SBX_OP_PING] = { op_ping, 0 },
 };
 
@@ -464,7 +419,7 @@ handle_request (struct mon *m, struct client *c, const unsigned char *p, size_t 
   else if (o == NULL)
     mon_reply_error (c, SBX_E_INVALID_ARGUMENT, "unknown request");
   else
-    o->handler (m, c, req);
+    o->handler (m, c, op, req);
 }
 
 /* Frames a client sends once its exec runs: stdin, signals, resizes. */

@@ -204,13 +204,13 @@ struct proc *mon_proc_by_chan (struct mon *m, uint32_t chan);
 void mon_proc_new (struct mon *m, uint32_t chan, char *const *argv, bool detached, bool tty);
 struct proc *mon_proc_frame (struct mon *m, struct proc *p, const struct sbx_frame_hdr *h, const unsigned char *data);
 void mon_procs_json (yajl_gen g, const struct mon *m, enum proc_form form);
-void mon_handle_ps (struct mon *m, struct client *c);
+void mon_handle_ps (struct mon *m, struct client *c, sbx_op op, yajl_val req);
 void mon_handle_proc (struct mon *m, struct client *c, sbx_op op, yajl_val req);
 void mon_serve_watch (struct mon *m, struct client *c);
 void mon_restore_procs (struct mon *m);
 
 /* monitor-relay.c */
-void mon_handle_expose (struct mon *m, struct client *c, yajl_val req);
+void mon_handle_expose (struct mon *m, struct client *c, sbx_op op, yajl_val req);
 struct relay *mon_relay_by_chan (struct mon *m, uint32_t chan);
 void mon_relay_frame (struct mon *m, struct relay *r, const struct sbx_frame_hdr *h, const unsigned char *p);
 size_t mon_relay_pollfds (struct mon *m, struct pollfd *pf);
@@ -218,7 +218,7 @@ void mon_relay_dispatch (struct mon *m, const struct pollfd *pf, size_t n);
 int mon_expose_create_ports (struct mon *m, sbx_error **err);
 
 /* monitor-net.c */
-void mon_handle_net (struct mon *m, struct client *c, yajl_val req);
+void mon_handle_net (struct mon *m, struct client *c, sbx_op op, yajl_val req);
 int mon_net_plan (struct mon *m, struct net_plan *plan, sbx_error **err);
 void *mon_net_make (void *arg);
 int mon_net_finish (struct mon *m, sbx_error **err);

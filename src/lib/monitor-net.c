@@ -38,7 +38,7 @@ set_net_mode (struct mon *m, const char *mode, char *const *allow)
 
 /* `sbx net`: the sandbox's egress rules replaced in one transaction. */
 void
-mon_handle_net (struct mon *m, struct client *c, yajl_val req)
+mon_handle_net (struct mon *m, struct client *c, sbx_op op, yajl_val req)
 {
   const char *mode = NULL;
   _cleanup_strv_ char **allow = NULL;

@@ -276,7 +276,7 @@ reply_proc (struct client *c, const struct proc *p)
 }
 
 void
-mon_handle_ps (struct mon *m, struct client *c)
+mon_handle_ps (struct mon *m, struct client *c, sbx_op op, yajl_val req)
 {
   _cleanup_yajl_gen_ yajl_gen g = j_new (false);
   j_map (g);

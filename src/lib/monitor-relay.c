@@ -109,7 +109,7 @@ expose_port (struct mon *m, int64_t port, char **ret_url, sbx_error **err)
 }
 
 void
-mon_handle_expose (struct mon *m, struct client *c, yajl_val req)
+mon_handle_expose (struct mon *m, struct client *c, sbx_op op, yajl_val req)
 {
   int64_t port = 0;
   _cleanup_error_ sbx_error *err = NULL;
