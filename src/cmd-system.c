@@ -6,6 +6,7 @@
 #include "cgroup.h"
 #include "json.h"
 #include "lifecycle.h"
+#include "openat.h"
 #include "runtime.h"
 #include "seccomp-profile.h"
 #include "util.h"
@@ -13,9 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <sys/utsname.h>
-#include <linux/openat2.h>
 
 static bool
 has_overlayfs (void)
@@ -24,17 +23,6 @@ has_overlayfs (void)
   if (read_file ("/proc/filesystems", 1 << 16, &fs, NULL, NULL) < 0)
     return false;
   return strstr (fs, "\toverlay\n") != NULL;
-}
-
-static bool
-has_openat2 (void)
-{
-  struct open_how how = { .flags = O_RDONLY | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT };
-  long fd = syscall (SYS_openat2, AT_FDCWD, "/", &how, sizeof how);
-  if (fd < 0)
-    return false;
-  close ((int) fd);
-  return true;
 }
 
 static bool
@@ -91,7 +79,7 @@ cmd_info (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   j_endmap (g);
   j_kstr (g, "default_runtime", "runsc");
   j_kbool (g, "overlayfs", has_overlayfs ());
-  j_kbool (g, "openat2", has_openat2 ());
+  j_kbool (g, "openat2", sbx_have_openat2 ());
   j_kint (g, "cgroup_version", sbx_cgroup_version ());
   j_kbool (g, "nftables", has_nftables ());
   j_kbool (g, "kvm", access ("/dev/kvm", R_OK | W_OK) == 0);

@@ -79,6 +79,29 @@ struct sbx_archive_api {
 
 extern struct sbx_archive_api sbx_ar;
 
+/* libarchive handles: one cleanup attribute per way of freeing them. */
+static inline void
+archive_read_freep (struct archive **a)
+{
+  if (*a)
+    sbx_ar.archive_read_free (*a);
+}
+static inline void
+archive_write_freep (struct archive **a)
+{
+  if (*a)
+    sbx_ar.archive_write_free (*a);
+}
+static inline void
+archive_entry_freep (struct archive_entry **e)
+{
+  if (*e)
+    sbx_ar.archive_entry_free (*e);
+}
+#define _cleanup_archive_read_ __attribute__ ((cleanup (archive_read_freep)))
+#define _cleanup_archive_write_ __attribute__ ((cleanup (archive_write_freep)))
+#define _cleanup_archive_entry_ __attribute__ ((cleanup (archive_entry_freep)))
+
 /* Loads libarchive once; INTERNAL naming the package when it is missing. */
 int sbx_archive_load (sbx_error **err);
 

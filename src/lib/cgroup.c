@@ -118,7 +118,7 @@ hierarchies (void)
       strv_push (&v, CG_ROOT);
       return v;
     }
-  DIR *d = opendir (CG_ROOT);
+  _cleanup_closedir_ DIR *d = opendir (CG_ROOT);
   if (d == NULL)
     return v;
   struct dirent *de;
@@ -131,7 +131,6 @@ hierarchies (void)
       if (lstat (p, &s) == 0 && S_ISDIR (s.st_mode))
         strv_push (&v, p);
     }
-  closedir (d);
   return v;
 }
 
@@ -156,6 +155,26 @@ kill_procs (const char *dir)
     }
 }
 
+static int remove_tree (const char *dir);
+
+/* remove_tree on each child cgroup of DIR; -ENOENT when DIR is gone. */
+static int
+remove_children (const char *dir)
+{
+  _cleanup_closedir_ DIR *d = opendir (dir);
+  if (d == NULL)
+    return -errno;
+  struct dirent *de;
+  while ((de = readdir (d)))
+    {
+      if (de->d_name[0] == '.' || de->d_type != DT_DIR)
+        continue;
+      _cleanup_free_ char *c = xasprintf ("%s/%s", dir, de->d_name);
+      remove_tree (c);
+    }
+  return 0;
+}
+
 /* rmdir DIR's child cgroups first, then DIR; retries while procs die. An
  * empty leaf goes at once: listing a cgroup directory (dozens of control
  * files) costs more than the rmdir. */
@@ -166,18 +185,9 @@ remove_tree (const char *dir)
     return 0;
   if (errno != EBUSY && errno != ENOTEMPTY)
     return -errno;
-  DIR *d = opendir (dir);
-  if (d == NULL)
-    return errno == ENOENT ? 0 : -errno;
-  struct dirent *de;
-  while ((de = readdir (d)))
-    {
-      if (de->d_name[0] == '.' || de->d_type != DT_DIR)
-        continue;
-      _cleanup_free_ char *c = xasprintf ("%s/%s", dir, de->d_name);
-      remove_tree (c);
-    }
-  closedir (d);
+  int r = remove_children (dir);
+  if (r < 0)
+    return r == -ENOENT ? 0 : r;
   /* Exiting processes leave within milliseconds: look again soon, then
    * every 10 ms, for about a second in all. */
   for (useconds_t nap = 500, waited = 0; waited < 1000000; waited += nap, nap = nap < 10000 ? nap * 2 : 10000)
@@ -219,7 +229,7 @@ sbx_cgroup_children (const char *parent_rel)
   for (size_t i = 0; hs[i]; i++)
     {
       _cleanup_free_ char *dir = xasprintf ("%s%s", hs[i], parent_rel);
-      DIR *d = opendir (dir);
+      _cleanup_closedir_ DIR *d = opendir (dir);
       if (d == NULL)
         continue;
       struct dirent *de;
@@ -233,7 +243,6 @@ sbx_cgroup_children (const char *parent_rel)
           if (!seen)
             strv_push (&out, de->d_name);
         }
-      closedir (d);
     }
   return out;
 }

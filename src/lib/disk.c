@@ -402,23 +402,15 @@ recv_fd (int sock)
 static int
 open_upper_in_child (const char *img_mnt, int imgfd, int *ret, sbx_error **err)
 {
-  int sp[2];
+  _cleanup_pipe_ int sp[2] = SBX_PIPE_INIT;
+  _cleanup_pipe_ int ep[2] = SBX_PIPE_INIT;
   if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
     return sbx_error_errno (err, errno, "socketpair");
-  int ep[2];
   if (pipe2 (ep, O_CLOEXEC) < 0)
-    {
-      close (sp[0]);
-      close (sp[1]);
-      return sbx_error_errno (err, errno, "pipe");
-    }
-  pid_t pid = fork ();
+    return sbx_error_errno (err, errno, "pipe");
+  _cleanup_pid_ pid_t pid = fork ();
   if (pid < 0)
-    {
-      int e = errno;
-      close (sp[0]), close (sp[1]), close (ep[0]), close (ep[1]);
-      return sbx_error_errno (err, e, "fork");
-    }
+    return sbx_error_errno (err, errno, "fork");
   if (pid == 0)
     {
       close (sp[0]);
@@ -442,16 +434,13 @@ open_upper_in_child (const char *img_mnt, int imgfd, int *ret, sbx_error **err)
         }
       _exit (r < 0 ? 1 : 0);
     }
-  close (sp[1]);
-  close (ep[1]);
+  closep (&sp[1]);
+  closep (&ep[1]);
   int fd = recv_fd (sp[0]);
-  close (sp[0]);
   char msg[1024];
   ssize_t n = read_all (ep[0], msg, sizeof msg - 1);
-  close (ep[0]);
   int status;
-  while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
-    ;
+  sbx_spawn_wait (steal_pid (&pid), &status);
   if (fd < 0)
     {
       msg[n > 0 ? n : 0] = '\0';

@@ -1,6 +1,7 @@
 /* The sandbox file API, host side (see fs.h and DESIGN.md section 4). */
 #include "config.h"
 #include "fs.h"
+#include "openat.h"
 #include "util.h"
 
 #include <dirent.h>
@@ -8,19 +9,15 @@
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <limits.h>
-#include <linux/openat2.h>
 #include <poll.h>
 #include <regex.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/sendfile.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #define RESOLVE_FLAGS (RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
-/* openat2 answers EAGAIN when a rename raced with the lookup. */
-#define RESOLVE_RETRIES 64
 #define WALK_DEPTH_MAX 256
 #define REPLACE_FILE_MAX ((size_t) 256 << 20)
 #define FIND_LINE_MAX (1u << 20)
@@ -76,31 +73,14 @@ sbx_fs_path_check (const char *path, sbx_error **err)
   return 0;
 }
 
-static int
-openat2_retry (int dirfd, const char *path, int flags, uint64_t resolve)
-{
-  struct open_how how = { .flags = (uint64_t) (flags | O_CLOEXEC), .resolve = resolve };
-  if (flags & O_CREAT)
-    how.mode = 0600;
-  for (int i = 0; i < RESOLVE_RETRIES; i++)
-    {
-      long fd = syscall (SYS_openat2, dirfd, path, &how, sizeof how);
-      if (fd >= 0)
-        return (int) fd;
-      if (errno != EAGAIN && errno != EINTR)
-        return -errno;
-    }
-  return -EAGAIN;
-}
-
 int
 sbx_fs_open (int root, const char *path, int flags, bool follow, int *ret, sbx_error **err)
 {
   if (sbx_fs_path_check (path, err) < 0)
     return -1;
-  int fd = openat2_retry (root, path, flags | (follow ? 0 : O_NOFOLLOW), RESOLVE_FLAGS);
+  int fd = sbx_openat2 (root, path, flags | (follow ? 0 : O_NOFOLLOW), 0600, RESOLVE_FLAGS);
   if (fd < 0)
-    return fs_error (err, -fd, "open", path);
+    return fs_error (err, errno, "open", path);
   *ret = fd;
   return 0;
 }
@@ -122,9 +102,9 @@ fs_parent (int root, const char *path, int *ret_dir, char **ret_name, sbx_error 
   if (s == n || (n - s == 1 && path[s] == '.'))
     return sbx_error_set (err, SBX_E_PATH_INVALID, 0, "`%s` names the root or `.`, not an entry", path);
   _cleanup_free_ char *dir = xstrndup (path, s);
-  int fd = openat2_retry (root, dir, O_PATH | O_DIRECTORY, RESOLVE_FLAGS);
+  int fd = sbx_openat2 (root, dir, O_PATH | O_DIRECTORY, 0, RESOLVE_FLAGS);
   if (fd < 0)
-    return fs_error (err, -fd, "open", dir);
+    return fs_error (err, errno, "open", dir);
   *ret_dir = fd;
   *ret_name = xstrndup (path + s, n - s);
   return 0;
@@ -412,7 +392,7 @@ sbx_fs_list (int root, const char *path, const char *cursor, size_t limit, sbx_f
   int fd = reopen (o, O_RDONLY | O_DIRECTORY);
   if (fd < 0)
     return fs_error (err, -fd, "open", path);
-  DIR *d = fdopendir (fd);
+  _cleanup_closedir_ DIR *d = fdopendir (fd);
   if (d == NULL)
     {
       close (fd);
@@ -440,7 +420,6 @@ sbx_fs_list (int root, const char *path, const char *cursor, size_t limit, sbx_f
     }
   if (r == 0 && take < n)
     *ret_next = xstrdup (names[take - 1]);
-  closedir (d);
   if (r < 0)
     {
       sbx_fs_entries_free (v, got);
@@ -496,9 +475,9 @@ sbx_fs_mkdir (int root, const char *path, bool parents, sbx_error **err)
         continue;
       if (errno != EEXIST)
         return fs_error (err, errno, "mkdir", prefix);
-      int fd = openat2_retry (root, prefix, O_PATH | O_DIRECTORY, RESOLVE_FLAGS);
+      int fd = sbx_openat2 (root, prefix, O_PATH | O_DIRECTORY, 0, RESOLVE_FLAGS);
       if (fd < 0)
-        return fs_error (err, -fd == ENOTDIR ? EEXIST : -fd, "mkdir", prefix);
+        return fs_error (err, errno == ENOTDIR ? EEXIST : errno, "mkdir", prefix);
       close (fd);
     }
   return 0;
@@ -550,7 +529,7 @@ remove_tree (int dir, const char *name, const char *path, int depth, sbx_error *
         return unlinkat (dir, name, 0) < 0 && errno != ENOENT ? fs_error (err, errno, "rm", path) : 0;
       return errno == ENOENT ? 0 : fs_error (err, errno, "open", path);
     }
-  DIR *d = fdopendir (fd);
+  _cleanup_closedir_ DIR *d = fdopendir (fd);
   if (d == NULL)
     {
       close (fd);
@@ -573,7 +552,6 @@ remove_tree (int dir, const char *name, const char *path, int depth, sbx_error *
             r = remove_tree (dirfd (d), de->d_name, p, depth + 1, err);
         }
     }
-  closedir (d);
   if (r == 0 && unlinkat (dir, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
     r = fs_error (err, errno, "rmdir", path);
   return r;
@@ -614,7 +592,7 @@ typedef int (*file_fn) (int dir, const char *name, const char *path, int fd, con
 static int
 walk_dir (int fd, const char *path, const char *glob, int depth, file_fn fn, void *data, sbx_error **err)
 {
-  DIR *d = fdopendir (fd);
+  _cleanup_closedir_ DIR *d = fdopendir (fd);
   if (d == NULL)
     {
       close (fd);
@@ -649,7 +627,6 @@ walk_dir (int fd, const char *path, const char *glob, int depth, file_fn fn, voi
             r = fn (dirfd (d), names[i], p, rd, &st, data, err);
         }
     }
-  closedir (d);
   return r;
 }
 
@@ -889,7 +866,7 @@ watch_add (struct watcher *w, int dir, const char *path, bool recursive, int dep
   int rd = reopen (dir, O_RDONLY | O_DIRECTORY);
   if (rd < 0)
     return 0;
-  DIR *d = fdopendir (rd);
+  _cleanup_closedir_ DIR *d = fdopendir (rd);
   if (d == NULL)
     {
       close (rd);
@@ -907,7 +884,6 @@ watch_add (struct watcher *w, int dir, const char *path, bool recursive, int dep
       _cleanup_free_ char *sp = join (path, de->d_name);
       r = watch_add (w, sub, sp, true, depth + 1, err);
     }
-  closedir (d);
   return r;
 }
 

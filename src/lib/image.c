@@ -135,7 +135,7 @@ int
 sbx_image_list (const sbx_store *st, char ***ret_ids, sbx_error **err)
 {
   _cleanup_free_ char *dir = sbx_store_path (st, "images");
-  DIR *d = opendir (dir);
+  _cleanup_closedir_ DIR *d = opendir (dir);
   if (d == NULL)
     return sbx_error_errno (err, errno, "open `%s`", dir);
   char **ids = xmalloc0 (sizeof (char *));
@@ -148,7 +148,6 @@ sbx_image_list (const sbx_store *st, char ***ret_ids, sbx_error **err)
       _cleanup_free_ char *id = xasprintf ("sha256:%.64s", de->d_name);
       strv_push (&ids, id);
     }
-  closedir (d);
   *ret_ids = ids;
   return 0;
 }
@@ -243,7 +242,7 @@ sbx_image_builtin_busybox (const sbx_store *st, char **ret_id, sbx_error **err)
   img->layers = xmalloc0 (sizeof (char *));
   strv_push (&img->layers, digest);
   img->env = xmalloc0 (sizeof (char *));
-  strv_push (&img->env, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+  strv_push (&img->env, "PATH=" SBX_DEFAULT_PATH);
   img->cmd = xmalloc0 (sizeof (char *));
   strv_push (&img->cmd, "/bin/sh");
   img->workdir = xstrdup ("/");

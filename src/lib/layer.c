@@ -67,14 +67,6 @@
   (ARCHIVE_EXTRACT_OWNER | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_XATTR     \
    | ARCHIVE_EXTRACT_SECURE_NODOTDOT | ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS)
 
-static inline void
-archive_entry_freep (struct archive_entry **e)
-{
-  if (*e)
-    sbx_ar.archive_entry_free (*e);
-}
-#define _cleanup_archive_entry_ __attribute__ ((cleanup (archive_entry_freep)))
-
 /* ---- digests and paths ---- */
 
 /* The HEX of "sha256:HEX", or NULL when DIGEST is not exactly that. */

@@ -16,22 +16,6 @@
 
 #include "error.h"
 
-/* libarchive handles: one cleanup attribute per way of freeing them. */
-static inline void
-archive_read_freep (struct archive **a)
-{
-  if (*a)
-    sbx_ar.archive_read_free (*a);
-}
-static inline void
-archive_write_freep (struct archive **a)
-{
-  if (*a)
-    sbx_ar.archive_write_free (*a);
-}
-#define _cleanup_archive_read_ __attribute__ ((cleanup (archive_read_freep)))
-#define _cleanup_archive_write_ __attribute__ ((cleanup (archive_write_freep)))
-
 /* Imports a rootfs tarball (plain tar, gzip, xz or zstd, told apart by content)
  * as one layer; *ret_digest is "sha256:HEX" of the uncompressed tar stream.
  * Entries that are absolute, have a `..` component, hardlink outside the layer,

@@ -337,32 +337,30 @@ static void
 gc_leftovers (const sbx_store *st)
 {
   _cleanup_free_ char *sdir = sbx_store_path (st, "sandboxes");
-  DIR *d = opendir (sdir);
+  _cleanup_closedir_ DIR *d = opendir (sdir);
   if (d == NULL)
     return;
   struct dirent *de;
   while ((de = readdir (d)))
     if (strncmp (de->d_name, ".rm-", 4) == 0)
       rm_rf_at (dirfd (d), de->d_name, NULL);
-  closedir (d);
   /* Snapshots a killed `sbx snapshot` left half-made (unlocked), or a
    * killed `sbx rmsnap` half-removed. */
   _cleanup_free_ char *snaps = sbx_store_path (st, "snapshots");
-  d = opendir (snaps);
-  if (d == NULL)
+  _cleanup_closedir_ DIR *sd = opendir (snaps);
+  if (sd == NULL)
     return;
-  while ((de = readdir (d)))
+  while ((de = readdir (sd)))
     {
       if (strncmp (de->d_name, ".rm-", 4) == 0)
-        rm_rf_at (dirfd (d), de->d_name, NULL);
+        rm_rf_at (dirfd (sd), de->d_name, NULL);
       else if (strncmp (de->d_name, ".tmp-", 5) == 0)
         {
-          _cleanup_close_ int fd = openat (dirfd (d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+          _cleanup_close_ int fd = openat (dirfd (sd), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
           if (fd >= 0 && flock (fd, LOCK_EX | LOCK_NB) == 0)
-            rm_rf_at (dirfd (d), de->d_name, NULL);
+            rm_rf_at (dirfd (sd), de->d_name, NULL);
         }
     }
-  closedir (d);
 }
 
 /* Temp dirs of imports a killed process left: unlocked and over a minute
@@ -371,7 +369,7 @@ static void
 gc_layer_tmp (const sbx_store *st)
 {
   _cleanup_free_ char *tdir = sbx_store_path (st, "layers/tmp");
-  DIR *d = opendir (tdir);
+  _cleanup_closedir_ DIR *d = opendir (tdir);
   if (d == NULL)
     return;
   struct dirent *de;
@@ -389,7 +387,6 @@ gc_layer_tmp (const sbx_store *st)
       if (fd >= 0 && flock (fd, LOCK_EX | LOCK_NB) == 0)
         rm_rf_at (dirfd (d), de->d_name, NULL);
     }
-  closedir (d);
 }
 
 int
@@ -475,7 +472,7 @@ sbx_layers_gc (const sbx_store *st, sbx_error **err)
     }
   /* Snapshots hold their files as layers too. */
   _cleanup_free_ char *snaps = sbx_store_path (st, "snapshots");
-  DIR *sd = opendir (snaps);
+  _cleanup_closedir_ DIR *sd = opendir (snaps);
   struct dirent *se;
   while (sd && (se = readdir (sd)) != NULL)
     {
@@ -486,16 +483,11 @@ sbx_layers_gc (const sbx_store *st, sbx_error **err)
       _cleanup_strv_ char **layers = NULL;
       if (j_read_file (p, 1 << 20, "snapshot", NULL, &v, NULL) < 0
           || j_get_strv (v, "layers", true, &layers, NULL) < 0)
-        {
-          closedir (sd);
-          return 0; /* unreadable: it might need any layer */
-        }
+        return 0; /* unreadable: it might need any layer */
       add_refs (&refs, layers);
     }
-  if (sd)
-    closedir (sd);
   _cleanup_free_ char *dir = sbx_store_path (st, "layers/sha256");
-  DIR *d = opendir (dir);
+  _cleanup_closedir_ DIR *d = opendir (dir);
   if (d == NULL)
     return 0;
   int removed = 0;
@@ -511,7 +503,6 @@ sbx_layers_gc (const sbx_store *st, sbx_error **err)
       if (!used && sbx_layer_remove (st->root, digest, NULL) == 0)
         removed++;
     }
-  closedir (d);
   sbx_layer_alias_gc (st->root);
   return removed;
 }

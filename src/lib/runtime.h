@@ -8,6 +8,7 @@
 #include <stdbool.h>
 
 #include "error.h"
+#include "spawn.h"
 #include "store.h"
 
 typedef struct sbx_runtime {
@@ -46,13 +47,5 @@ int sbx_runtime_call (const sbx_runtime *rt, const char *verb, const char *const
 int sbx_runtime_destroy (const sbx_runtime *rt, const char *id, bool kill_first, sbx_error **err);
 /* Ids of the containers in this store's runtime state dir. */
 int sbx_runtime_list (const sbx_runtime *rt, char ***ret_ids, sbx_error **err);
-
-/* Runs ARGV with stdin from /dev/null, collecting stdout (up to MAX bytes).
- * Used for runtimes and host tools; never anything from a sandbox. */
-int sbx_spawn_capture (char *const *argv, size_t max, char **ret_out, char **ret_err, int *ret_status,
-                       sbx_error **err);
-
-/* In a child subreaper (the monitor): reap every child while waiting. */
-void sbx_spawn_reap_all (bool on);
 
 #endif

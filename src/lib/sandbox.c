@@ -442,7 +442,7 @@ int
 sbx_sandbox_list (const sbx_store *st, char ***ret_ids, sbx_error **err)
 {
   _cleanup_free_ char *dir = sbx_store_path (st, "sandboxes");
-  DIR *d = opendir (dir);
+  _cleanup_closedir_ DIR *d = opendir (dir);
   if (d == NULL)
     return sbx_error_errno (err, errno, "open `%s`", dir);
   char **ids = xmalloc0 (sizeof (char *));
@@ -450,7 +450,6 @@ sbx_sandbox_list (const sbx_store *st, char ***ret_ids, sbx_error **err)
   while ((de = readdir (d)))
     if (de->d_name[0] != '.' && name_is_valid (de->d_name))
       strv_push (&ids, de->d_name);
-  closedir (d);
   *ret_ids = ids;
   return 0;
 }

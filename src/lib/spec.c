@@ -82,7 +82,7 @@ gen_process (yajl_gen g, const sbx_spec_params *p)
   j_endarr (g);
   j_str (g, "env");
   j_arr (g);
-  j_str (g, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+  j_str (g, "PATH=" SBX_DEFAULT_PATH);
   j_endarr (g);
   j_kstr (g, "cwd", "/");
   gen_caps (g);

@@ -114,6 +114,31 @@ strv_dup (char *const *v)
   return r;
 }
 
+void
+strv_env_set (char ***env, const char *entry)
+{
+  const char *eq = strchr (entry, '=');
+  size_t kl = eq ? (size_t) (eq - entry) : strlen (entry);
+  for (size_t i = 0; (*env)[i]; i++)
+    if (strncmp ((*env)[i], entry, kl) == 0 && (*env)[i][kl] == '=')
+      {
+        free ((*env)[i]);
+        (*env)[i] = xstrdup (entry);
+        return;
+      }
+  strv_push (env, entry);
+}
+
+const char *
+strv_env_get (char *const *env, const char *key)
+{
+  size_t n = strlen (key);
+  for (size_t i = 0; env && env[i]; i++)
+    if (strncmp (env[i], key, n) == 0 && env[i][n] == '=')
+      return env[i] + n + 1;
+  return NULL;
+}
+
 int
 write_all (int fd, const void *buf, size_t len)
 {
@@ -288,7 +313,7 @@ mkdir_p (const char *path, mode_t mode, sbx_error **err)
 static int
 rm_rf_children (int dfd, dev_t dev, sbx_error **err)
 {
-  DIR *d = fdopendir (dfd);
+  _cleanup_closedir_ DIR *d = fdopendir (dfd);
   if (d == NULL)
     {
       close (dfd);
@@ -319,7 +344,6 @@ rm_rf_children (int dfd, dev_t dev, sbx_error **err)
       else if (unlinkat (dirfd (d), de->d_name, 0) < 0 && errno != ENOENT)
         ret = sbx_error_errno (err, errno, "unlink `%s`", de->d_name);
     }
-  closedir (d);
   return ret;
 }
 
@@ -468,56 +492,138 @@ env_entry_is_valid (const char *s)
   return strlen (s) < 128 * 1024;
 }
 
-void
+bool
+printable_token (const char *s, size_t max)
+{
+  size_t n = strlen (s);
+  if (n == 0 || n > max)
+    return false;
+  for (size_t i = 0; i < n; i++)
+    if ((unsigned char) s[i] <= 0x20 || (unsigned char) s[i] >= 0x7f)
+      return false;
+  return true;
+}
+
+char *
+printable_masked (const char *s, size_t max, const char *if_null)
+{
+  if (s == NULL)
+    return xstrdup (if_null);
+  size_t n = strnlen (s, max);
+  char *r = xasprintf ("%.*s%s", (int) n, s, s[n] ? "..." : "");
+  for (char *p = r; *p; p++)
+    if ((unsigned char) *p < 0x20 || *p == 0x7f)
+      *p = '?';
+  return r;
+}
+
+char *
+printable_escaped (const char *s, size_t max)
+{
+  size_t n = strnlen (s, max);
+  char *out = xmalloc (n * 4 + 4), *p = out;
+  for (size_t i = 0; i < n; i++)
+    {
+      unsigned char c = (unsigned char) s[i];
+      if (c == '\t')
+        p = stpcpy (p, "\\t");
+      else if (c < 0x20 || c == 0x7f)
+        p += sprintf (p, "\\x%02x", c);
+      else
+        *p++ = (char) c;
+    }
+  strcpy (p, s[n] ? "..." : "");
+  return out;
+}
+
+static bool
+fd_kept (int fd, const int *keep, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    if (keep[i] == fd)
+      return true;
+  return false;
+}
+
+/* The smallest kept fd >= FROM, or -1. */
+static int
+next_kept (int from, const int *keep, size_t n)
+{
+  int best = -1;
+  for (size_t i = 0; i < n; i++)
+    if (keep[i] >= from && (best < 0 || keep[i] < best))
+      best = keep[i];
+  return best;
+}
+
+/* close_range(2) on every gap between the kept fds; -ENOSYS where the
+ * kernel lacks it (Linux < 5.9), before anything is closed. */
+static int
+close_gaps (const int *keep, size_t n)
+{
+#ifdef SYS_close_range
+  for (int lo = 3;;)
+    {
+      int k = next_kept (lo, keep, n);
+      if (k != lo && syscall (SYS_close_range, (unsigned) lo, k < 0 ? ~0U : (unsigned) k - 1, 0U) < 0)
+        return -errno;
+      if (k < 0 || k == INT_MAX)
+        return 0;
+      lo = k + 1;
+    }
+#else
+  (void) keep;
+  (void) n;
+  return -ENOSYS;
+#endif
+}
+
+/* Every fd /proc/self/fd lists, read with getdents64 into the stack (no
+ * opendir: it allocates). Closing while reading is safe: the directory's
+ * offsets are fd numbers, so no entry moves. */
+static int
+close_listed (const int *keep, size_t n)
+{
+  int dfd = open ("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0)
+    return -errno;
+  char buf[4096] __attribute__ ((aligned (8)));
+  long got;
+  while ((got = syscall (SYS_getdents64, dfd, buf, sizeof buf)) > 0)
+    for (long off = 0; off < got;)
+      {
+        struct dirent64 *de = (struct dirent64 *) (buf + off);
+        off += de->d_reclen;
+        int fd = 0;
+        const char *p = de->d_name;
+        for (; *p >= '0' && *p <= '9' && fd < INT_MAX / 10; p++)
+          fd = fd * 10 + (*p - '0');
+        if (p == de->d_name || *p || fd < 3 || fd == dfd || fd_kept (fd, keep, n))
+          continue;
+        close (fd);
+      }
+  int e = got < 0 ? -errno : 0;
+  close (dfd);
+  return e;
+}
+
+int
 close_fds_except (const int *keep, size_t n)
 {
-  /* Nothing to keep: one syscall, and no allocation on any path, so that a
-   * child forked from a threaded process may call it before its exec. */
-  if (n == 0)
-    {
-#ifdef SYS_close_range
-      if (syscall (SYS_close_range, 3U, ~0U, 0U) == 0)
-        return;
-#endif
-      struct rlimit rl;
-      int max = getrlimit (RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 65536 ? (int) rl.rlim_cur : 65536;
-      for (int fd = 3; fd < max; fd++)
-        close (fd);
-      return;
-    }
-  DIR *d = opendir ("/proc/self/fd");
-  if (d == NULL)
-    {
-      for (int fd = 3; fd < 65536; fd++)
-        {
-          bool k = false;
-          for (size_t i = 0; i < n; i++)
-            k |= keep[i] == fd;
-          if (!k)
-            close (fd);
-        }
-      return;
-    }
-  int self = dirfd (d);
-  int fds[4096];
-  size_t nfds = 0;
-  struct dirent *de;
-  while ((de = readdir (d)) && nfds < ARRAY_SIZE (fds))
-    {
-      int fd = atoi (de->d_name);
-      if (de->d_name[0] < '0' || de->d_name[0] > '9' || fd < 3 || fd == self)
-        continue;
-      fds[nfds++] = fd;
-    }
-  closedir (d);
-  for (size_t j = 0; j < nfds; j++)
-    {
-      bool k = false;
-      for (size_t i = 0; i < n; i++)
-        k |= keep[i] == fds[j];
-      if (!k)
-        close (fds[j]);
-    }
+  if (close_gaps (keep, n) == 0)
+    return 0;
+  if (close_listed (keep, n) == 0)
+    return 0;
+  /* No /proc: every number an fd can have, up to the hard limit (an fd
+   * opened before the soft limit was lowered may sit above it). */
+  struct rlimit rl;
+  if (getrlimit (RLIMIT_NOFILE, &rl) < 0)
+    return -errno;
+  rlim_t max = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > INT_MAX ? INT_MAX : rl.rlim_max;
+  for (rlim_t fd = 3; fd < max; fd++)
+    if (!fd_kept ((int) fd, keep, n))
+      close ((int) fd);
+  return 0;
 }
 
 int

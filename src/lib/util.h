@@ -7,15 +7,22 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <dirent.h>
+#include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "error.h"
 
 #define SBX_NAME_MAX 64
+
+/* The PATH a process gets when its image or its caller names none: the
+ * Debian/OCI default (what runc, podman and the OCI image spec use). */
+#define SBX_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 void *xmalloc (size_t n);
 void *xmalloc0 (size_t n);
@@ -54,21 +61,63 @@ strv_freep (char ***v)
 {
   strv_free (*v);
 }
+/* A pipe (or socketpair) made by pipe2 into P: both ends closed that are
+ * still open (>= 0). Initialize with SBX_PIPE_INIT so that a failed pipe2
+ * or an early return closes nothing that is not ours. */
+#define SBX_PIPE_INIT { -1, -1 }
+static inline void
+pipe_close (int p[2])
+{
+  for (int i = 0; i < 2; i++)
+    if (p[i] >= 0)
+      {
+        close (p[i]);
+        p[i] = -1;
+      }
+}
+static inline void
+pipe_closep (int (*p)[2])
+{
+  pipe_close (*p);
+}
+/* A child that must not outlive the scope: killed (SIGKILL) and reaped
+ * unless disarmed with steal_pid() once it has been waited for. */
+static inline void
+pid_killp (pid_t *pid)
+{
+  if (*pid <= 0)
+    return;
+  int e = errno;
+  kill (*pid, SIGKILL);
+  while (waitpid (*pid, NULL, 0) < 0 && errno == EINTR)
+    ;
+  *pid = -1;
+  errno = e;
+}
 
 #define _cleanup_free_ __attribute__ ((cleanup (freep)))
 #define _cleanup_closedir_ __attribute__ ((cleanup (closedirp)))
 #define _cleanup_close_ __attribute__ ((cleanup (closep)))
 #define _cleanup_fclose_ __attribute__ ((cleanup (fclosep)))
 #define _cleanup_strv_ __attribute__ ((cleanup (strv_freep)))
+#define _cleanup_pipe_ __attribute__ ((cleanup (pipe_closep)))
+#define _cleanup_pid_ __attribute__ ((cleanup (pid_killp)))
 
 #define steal_pointer(pp) ({ __typeof__ (*(pp)) _p = *(pp); *(pp) = NULL; _p; })
 #define steal_fd(fdp) ({ int _fd = *(fdp); *(fdp) = -1; _fd; })
+#define steal_pid(pidp) ({ pid_t _pid = *(pidp); *(pidp) = -1; _pid; })
 #define ARRAY_SIZE(a) (sizeof (a) / sizeof ((a)[0]))
 
 /* A growable NULL-terminated string vector. */
 size_t strv_len (char *const *v);
 void strv_push (char ***v, const char *s); /* copies s */
 char **strv_dup (char *const *v);
+
+/* Environment lists (NULL-terminated KEY=VALUE strv): ENTRY (KEY=VALUE,
+ * copied) replaces the entry of the same KEY or is appended, so that later
+ * entries win; the value of KEY, or NULL. */
+void strv_env_set (char ***env, const char *entry);
+const char *strv_env_get (char *const *env, const char *key);
 
 /* Writes DATA atomically: temp file in the same directory, fsync, rename. */
 int write_file_atomic (const char *path, const void *data, size_t len, mode_t mode, sbx_error **err);
@@ -109,10 +158,23 @@ bool name_is_valid (const char *s);
 /* KEY=VALUE with KEY a valid environment name. */
 bool env_entry_is_valid (const char *s);
 
-/* Closes every fd >= 3 not in KEEP (KEEP has n entries). With none to
- * keep it allocates nothing: safe in a child forked from a threaded
- * process. */
-void close_fds_except (const int *keep, size_t n);
+/* Untrusted text and messages. Three meanings, one name each:
+ * printable_token: S is 1 to MAX bytes of visible ASCII (no space, no
+ * control byte), fit to pass on as it is (a header value, an address);
+ * printable_masked: S fit for a message, control bytes as '?', cut after
+ * MAX bytes with "..."; IF_NULL (copied) when S is NULL;
+ * printable_escaped: the same, a tab as \t and the other control bytes as
+ * \xNN, so the message shows what was there. */
+bool printable_token (const char *s, size_t max);
+char *printable_masked (const char *s, size_t max, const char *if_null);
+char *printable_escaped (const char *s, size_t max);
+
+/* Closes every fd >= 3 not in KEEP (KEEP has n entries), whatever their
+ * number: close_range(2) between the kept ones where the kernel has it,
+ * else every fd /proc/self/fd lists, else every fd below the hard
+ * RLIMIT_NOFILE. Allocates nothing: safe in a child forked from a threaded
+ * process. 0, or -errno when some fd may be left open. */
+int close_fds_except (const int *keep, size_t n);
 int set_cloexec (int fd, bool on);
 int set_nonblock (int fd, bool on);
 
