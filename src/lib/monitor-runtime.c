@@ -94,16 +94,9 @@ runtime_fork (struct mon *m, sbx_error **err)
   _cleanup_strv_ char **argv = m->sb->restore_from ? sbx_runtime_argv (m->rt, "restore", rs)
                                                      : sbx_runtime_argv (m->rt, "run", mon_runtime_detached (m) ? bg : fg);
   _cleanup_strv_ char **join = m->rt->own_cgroups ? sbx_cgroup_join_files (m->cgroup) : NULL;
-  int go[2], ready[2];
-  if (pipe2 (go, O_CLOEXEC) < 0)
+  _cleanup_pipe_ int go[2] = SBX_PIPE_INIT, ready[2] = SBX_PIPE_INIT;
+  if (pipe2 (go, O_CLOEXEC) < 0 || pipe2 (ready, O_CLOEXEC) < 0)
     return sbx_error_errno (err, errno, "pipe");
-  if (pipe2 (ready, O_CLOEXEC) < 0)
-    {
-      int e = errno;
-      close (go[0]);
-      close (go[1]);
-      return sbx_error_errno (err, e, "pipe");
-    }
   pid_t parent = getpid ();
   pid_t pid = fork ();
   if (pid == 0)
@@ -126,17 +119,12 @@ runtime_fork (struct mon *m, sbx_error **err)
       execv (argv[0], argv);
       _exit (127);
     }
-  int e = errno;
-  close (go[0]);
-  close (ready[1]);
   if (pid < 0)
-    {
-      close (go[1]);
-      close (ready[0]);
-      return sbx_error_errno (err, e, "fork");
-    }
-  m->go_w = go[1];
-  m->ready_r = ready[0];
+    return sbx_error_errno (err, errno, "fork");
+  close (steal_fd (&go[0]));
+  close (steal_fd (&ready[1]));
+  m->go_w = steal_fd (&go[1]);
+  m->ready_r = steal_fd (&ready[0]);
   m->runtime_pid = pid;
   return 0;
 }

@@ -853,30 +853,29 @@ monitor_main (const sbx_store *st, sbx_sandbox *sb, int lock_fd, int sync_fd)
 int
 sbx_monitor_spawn (const sbx_store *st, sbx_sandbox *sb, int lock_fd, sbx_error **err)
 {
-  int p[2];
+  /* Both ends close on every way out, a failed fork's included. */
+  _cleanup_pipe_ int p[2] = SBX_PIPE_INIT;
   if (pipe2 (p, O_CLOEXEC) < 0)
     return sbx_error_errno (err, errno, "pipe");
-  /* Both ends close on every way out, a failed fork's included. */
-  _cleanup_close_ int sync_r = p[0], sync_w = p[1];
   fflush (NULL);
   pid_t pid = fork ();
   if (pid < 0)
     return sbx_error_errno (err, errno, "fork");
   if (pid == 0)
     {
-      close (steal_fd (&sync_r));
+      close (steal_fd (&p[0]));
       setsid ();
       pid_t mp = fork ();
       if (mp != 0)
         _exit (mp < 0 ? 1 : 0);
-      monitor_main (st, sb, lock_fd, steal_fd (&sync_w));
+      monitor_main (st, sb, lock_fd, steal_fd (&p[1]));
     }
-  close (steal_fd (&sync_w));
+  close (steal_fd (&p[1]));
   int status;
   while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
     ;
   struct sync_msg s;
-  ssize_t n = read_all (sync_r, &s, sizeof s);
+  ssize_t n = read_all (p[0], &s, sizeof s);
   if (n != (ssize_t) sizeof s)
     return sbx_error_set (err, SBX_E_INTERNAL, 0, "the monitor of %s exited during start", sb->id);
   if (s.code != 0)
