@@ -170,8 +170,8 @@ struct net_make_job {
   struct net_plan *plan;
 };
 
+/* An exposed port's connection relayed through the agent (monitor-relay.c). */
 struct relay;
-
 
 /* monitor.c */
 void mon_log (struct mon *m, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
