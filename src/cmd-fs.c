@@ -381,12 +381,8 @@ fs_watch (sbx_cli *cli, const sbx_store *st, const char *id, int root, const cha
   /* Until interrupted, or until the sandbox ends (its monitor closes the
    * connection of a "wait"). */
   _cleanup_close_ int stop = -1;
-  if (sbx_client_connect (st, id, &stop, NULL) == 0
-      && sbx_frame_write (stop, SBX_MSG_REQUEST, 0, "{\"op\":\"wait\"}", 13) < 0)
-    {
-      close (stop);
-      stop = -1;
-    }
+  if (sbx_client_wait_fd (st, id, &stop, NULL) < 0)
+    stop = -1;
   signal (SIGPIPE, SIG_IGN);
   return sbx_fs_watch (root, path, recursive, stop, on_event, cli, err);
 }

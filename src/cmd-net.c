@@ -60,15 +60,7 @@ cmd_net (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   _cleanup_free_ char *id = NULL;
   if (cli_store (cli, &st, err) < 0 || cli_sandbox_id (cli, argv[first], &id, err) < 0)
     return -1;
-  _cleanup_yajl_gen_ yajl_gen rq = j_new (false);
-  j_map (rq);
-  j_kstr (rq, "op", "net");
-  j_kstr (rq, "mode", a.mode);
-  j_kstrv (rq, "allow", allow);
-  j_endmap (rq);
-  _cleanup_free_ char *req = j_take (rq, NULL);
-  _cleanup_yajl_val_ yajl_val v = NULL;
-  if (sbx_client_call (st, id, req, &v, err) < 0)
+  if (sbx_client_net (st, id, a.mode, allow, err) < 0)
     return -1;
   if (cli->json)
     {
@@ -103,12 +95,9 @@ cmd_expose (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   _cleanup_free_ char *id = NULL;
   if (cli_store (cli, &st, err) < 0 || cli_sandbox_id (cli, argv[first], &id, err) < 0)
     return -1;
-  _cleanup_free_ char *req = xasprintf ("{\"op\":\"expose\",\"port\":%lld}", (long long) port);
-  _cleanup_yajl_val_ yajl_val v = NULL;
-  const char *url = NULL;
+  _cleanup_free_ char *url = NULL;
   bool pub = false;
-  if (sbx_client_call (st, id, req, &v, err) < 0 || j_get_str (v, "url", true, &url, err) < 0
-      || j_get_bool (v, "public", false, &pub, err) < 0)
+  if (sbx_client_expose (st, id, port, &url, &pub, err) < 0)
     return -1;
   if (cli->json)
     {

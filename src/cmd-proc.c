@@ -95,7 +95,7 @@ cmd_ps (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   _cleanup_free_ char *id = NULL;
   _cleanup_yajl_val_ yajl_val v = NULL;
   if (cli_store (cli, &st, err) < 0 || cli_sandbox_id (cli, argv[first], &id, err) < 0
-      || sbx_client_call (st, id, "{\"op\":\"ps\"}", &v, err) < 0)
+      || sbx_client_ps (st, id, &v, err) < 0)
     return -1;
   yajl_val procs = j_get (v, "processes");
   if (!YAJL_IS_ARRAY (procs))
@@ -160,14 +160,14 @@ exit_code_of (yajl_val p)
 
 /* logs --json: the output captured, then one document. */
 static int
-logs_json (const sbx_store *st, const char *id, const char *req, sbx_error **err)
+logs_json (const sbx_store *st, const char *id, int64_t pid, bool follow, sbx_error **err)
 {
   _cleanup_close_ int out = memfd_create ("sbx-stdout", MFD_CLOEXEC);
   _cleanup_close_ int errfd = memfd_create ("sbx-stderr", MFD_CLOEXEC);
   if (out < 0 || errfd < 0)
     return sbx_error_errno (err, errno, "memfd_create");
   _cleanup_yajl_val_ yajl_val v = NULL;
-  if (sbx_client_stream (st, id, req, out, errfd, &v, err) < 0)
+  if (sbx_client_proc_logs (st, id, pid, follow, out, errfd, &v, err) < 0)
     return -1;
   size_t ol, el;
   _cleanup_free_ char *o = cli_read_back (out, &ol);
@@ -215,27 +215,26 @@ cmd_proc (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   _cleanup_free_ char *id = NULL;
   if (cli_store (cli, &st, err) < 0 || cli_sandbox_id (cli, argv[first], &id, err) < 0)
     return -1;
-  _cleanup_free_ char *req = NULL;
+  if (a == 3 && cli->json)
+    return logs_json (st, id, pid, follow, err);
+  _cleanup_yajl_val_ yajl_val v = NULL;
+  int r;
   switch (a)
     {
     case 0:
-      req = xasprintf ("{\"op\":\"proc_status\",\"pid\":%lld}", (long long) pid);
+      r = sbx_client_proc_status (st, id, pid, &v, err);
       break;
     case 1:
-      req = xasprintf ("{\"op\":\"proc_wait\",\"pid\":%lld,\"timeout_ms\":%lld}", (long long) pid,
-                       (long long) timeout * 1000);
+      r = sbx_client_proc_wait (st, id, pid, timeout * 1000, &v, err);
       break;
     case 2:
-      req = xasprintf ("{\"op\":\"proc_kill\",\"pid\":%lld,\"signal\":%d}", (long long) pid, sig ? sig : SIGKILL);
+      r = sbx_client_proc_kill (st, id, pid, sig ? sig : SIGKILL, &v, err);
       break;
     default:
-      req = xasprintf ("{\"op\":\"proc_logs\",\"pid\":%lld,\"follow\":%s}", (long long) pid, follow ? "true" : "false");
-      if (cli->json)
-        return logs_json (st, id, req, err);
+      r = sbx_client_proc_logs (st, id, pid, follow, 1, 2, &v, err);
       break;
     }
-  _cleanup_yajl_val_ yajl_val v = NULL;
-  if (sbx_client_stream (st, id, req, 1, 2, &v, err) < 0)
+  if (r < 0)
     return -1;
   if (cli->json)
     {

@@ -565,7 +565,7 @@ cmd_wait (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   if (!sbx_state_is_final (sb->state))
     {
       _cleanup_error_ sbx_error *e = NULL;
-      if (sbx_client_wait_close (st, sb->id, "{\"op\":\"wait\"}", timeout >= 0 ? timeout * 1000 : -1, &e) < 0
+      if (sbx_client_wait (st, sb->id, timeout >= 0 ? timeout * 1000 : -1, &e) < 0
           && e->code != SBX_E_SANDBOX_NOT_RUNNING)
         {
           *err = steal_pointer (&e);
@@ -692,12 +692,9 @@ cmd_ttl (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   _cleanup_free_ char *id = NULL;
   if (cli_store (cli, &st, err) < 0 || cli_sandbox_id (cli, argv[first], &id, err) < 0)
     return -1;
-  _cleanup_free_ char *req = xasprintf ("{\"op\":\"ttl\",\"seconds\":%lld}", (long long) secs);
-  _cleanup_yajl_val_ yajl_val v = NULL;
-  if (sbx_client_call (st, id, req, &v, err) < 0)
-    return -1;
   int64_t deadline = 0;
-  j_get_int (v, "deadline", false, &deadline, NULL);
+  if (sbx_client_ttl (st, id, secs, &deadline, err) < 0)
+    return -1;
   char d[32];
   human_time (deadline, d, sizeof d);
   if (cli->json)
@@ -727,12 +724,11 @@ pause_resume (sbx_cli *cli, const char *verb, int argc, char **argv, sbx_error *
   yajl_gen g = cli->json ? cli_json_begin () : NULL;
   if (g)
     j_arr (g);
-  _cleanup_free_ char *req = xasprintf ("{\"op\":\"%s\"}", verb);
+  bool pause = strcmp (verb, "pause") == 0;
   for (int i = first; i < argc; i++)
     {
       _cleanup_free_ char *id = NULL;
-      _cleanup_yajl_val_ yajl_val v = NULL;
-      if (cli_sandbox_id (cli, argv[i], &id, err) < 0 || sbx_client_call (st, id, req, &v, err) < 0)
+      if (cli_sandbox_id (cli, argv[i], &id, err) < 0 || sbx_client_pause (st, id, pause, err) < 0)
         {
           if (g)
             yajl_gen_free (g);
@@ -742,7 +738,7 @@ pause_resume (sbx_cli *cli, const char *verb, int argc, char **argv, sbx_error *
         {
           j_map (g);
           j_kstr (g, "id", id);
-          j_kbool (g, "paused", strcmp (verb, "pause") == 0);
+          j_kbool (g, "paused", pause);
           j_endmap (g);
         }
       else

@@ -3,6 +3,7 @@
 #include "client.h"
 #include "json.h"
 #include "proto.h"
+#include "proto-ops.h"
 #include "util.h"
 
 #include <errno.h>
@@ -46,6 +47,32 @@ send_request (int fd, const char *json, sbx_error **err)
   return 0;
 }
 
+/* A request: {"op": OP, ...}; the caller adds its fields, then req_end. */
+static yajl_gen
+req_begin (sbx_op op)
+{
+  yajl_gen g = j_new (false);
+  j_map (g);
+  j_kstr (g, "op", sbx_op_name (op));
+  return g;
+}
+
+static char *
+req_end (yajl_gen g)
+{
+  j_endmap (g);
+  char *s = j_take (g, NULL);
+  yajl_gen_free (g);
+  return s;
+}
+
+/* A request of the op alone. */
+static char *
+req_simple (sbx_op op)
+{
+  return req_end (req_begin (op));
+}
+
 /* An error reply {"error": {code, message}} becomes *err. */
 static int
 reply_to_error (yajl_val v, sbx_error **err)
@@ -75,9 +102,11 @@ parse_reply (const unsigned char *p, size_t len, yajl_val *ret, sbx_error **err)
   return 0;
 }
 
-int
-sbx_client_stream (const sbx_store *st, const char *id, const char *json, int out_fd, int err_fd, yajl_val *ret,
-                   sbx_error **err)
+/* Sends JSON and reads its REPLY, writing STDOUT/STDERR frames that come
+ * before it to OUT_FD/ERR_FD (-1 drops them). */
+static int
+client_stream (const sbx_store *st, const char *id, const char *json, int out_fd, int err_fd, yajl_val *ret,
+               sbx_error **err)
 {
   _cleanup_close_ int fd = -1;
   if (sbx_client_connect (st, id, &fd, err) < 0 || send_request (fd, json, err) < 0)
@@ -112,7 +141,8 @@ int
 sbx_client_rootfd (const sbx_store *st, const char *id, int *ret_fd, sbx_error **err)
 {
   _cleanup_close_ int fd = -1, got = -1;
-  if (sbx_client_connect (st, id, &fd, err) < 0 || send_request (fd, "{\"op\":\"rootfd\"}", err) < 0)
+  _cleanup_free_ char *rootfd_req = req_simple (SBX_OP_ROOTFD);
+  if (sbx_client_connect (st, id, &fd, err) < 0 || send_request (fd, rootfd_req, err) < 0)
     return -1;
   unsigned char buf[SBX_PROTO_HDR_SIZE + 4096];
   size_t have = 0;
@@ -154,14 +184,16 @@ sbx_client_rootfd (const sbx_store *st, const char *id, int *ret_fd, sbx_error *
   return 0;
 }
 
-int
-sbx_client_call (const sbx_store *st, const char *id, const char *json, yajl_val *ret, sbx_error **err)
+static int
+client_call (const sbx_store *st, const char *id, const char *json, yajl_val *ret, sbx_error **err)
 {
-  return sbx_client_stream (st, id, json, -1, -1, ret, err);
+  return client_stream (st, id, json, -1, -1, ret, err);
 }
 
-int
-sbx_client_wait_close (const sbx_store *st, const char *id, const char *json, int64_t timeout_ms, sbx_error **err)
+/* Sends JSON and waits until the monitor closes the connection (it
+ * exits), or TIMEOUT_MS passes (-1: forever): TIMEOUT. */
+static int
+wait_close (const sbx_store *st, const char *id, const char *json, int64_t timeout_ms, sbx_error **err)
 {
   _cleanup_close_ int fd = -1;
   if (sbx_client_connect (st, id, &fd, err) < 0)
@@ -188,12 +220,156 @@ sbx_client_wait_close (const sbx_store *st, const char *id, const char *json, in
     }
 }
 
+/* --- one function per operation ----------------------------------------- */
+
+int
+sbx_client_ping (const sbx_store *st, const char *id, sbx_error **err)
+{
+  _cleanup_free_ char *req = req_simple (SBX_OP_PING);
+  _cleanup_yajl_val_ yajl_val v = NULL;
+  return client_call (st, id, req, &v, err);
+}
+
+int
+sbx_client_terminate (const sbx_store *st, const char *id, int64_t timeout_ms, sbx_error **err)
+{
+  _cleanup_free_ char *req = req_simple (SBX_OP_TERMINATE);
+  return wait_close (st, id, req, timeout_ms, err);
+}
+
+int
+sbx_client_wait (const sbx_store *st, const char *id, int64_t timeout_ms, sbx_error **err)
+{
+  _cleanup_free_ char *req = req_simple (SBX_OP_WAIT);
+  return wait_close (st, id, req, timeout_ms, err);
+}
+
+int
+sbx_client_wait_fd (const sbx_store *st, const char *id, int *ret_fd, sbx_error **err)
+{
+  _cleanup_close_ int fd = -1;
+  _cleanup_free_ char *req = req_simple (SBX_OP_WAIT);
+  if (sbx_client_connect (st, id, &fd, err) < 0 || send_request (fd, req, err) < 0)
+    return -1;
+  *ret_fd = steal_fd (&fd);
+  return 0;
+}
+
+int
+sbx_client_ttl (const sbx_store *st, const char *id, int64_t seconds, int64_t *ret_deadline, sbx_error **err)
+{
+  yajl_gen g = req_begin (SBX_OP_TTL);
+  j_kint (g, "seconds", seconds);
+  _cleanup_free_ char *req = req_end (g);
+  _cleanup_yajl_val_ yajl_val v = NULL;
+  int64_t deadline = 0;
+  if (client_call (st, id, req, &v, err) < 0)
+    return -1;
+  j_get_int (v, "deadline", false, &deadline, NULL);
+  *ret_deadline = deadline;
+  return 0;
+}
+
+int
+sbx_client_pause (const sbx_store *st, const char *id, bool pause, sbx_error **err)
+{
+  _cleanup_free_ char *req = req_simple (pause ? SBX_OP_PAUSE : SBX_OP_RESUME);
+  _cleanup_yajl_val_ yajl_val v = NULL;
+  return client_call (st, id, req, &v, err);
+}
+
+int
+sbx_client_snapshot (const sbx_store *st, const char *id, const char *path, yajl_val *ret, sbx_error **err)
+{
+  yajl_gen g = req_begin (SBX_OP_SNAPSHOT);
+  j_kstr (g, "path", path);
+  _cleanup_free_ char *req = req_end (g);
+  return client_call (st, id, req, ret, err);
+}
+
+int
+sbx_client_net (const sbx_store *st, const char *id, const char *mode, char *const *allow, sbx_error **err)
+{
+  yajl_gen g = req_begin (SBX_OP_NET);
+  j_kstr (g, "mode", mode);
+  j_kstrv (g, "allow", allow);
+  _cleanup_free_ char *req = req_end (g);
+  _cleanup_yajl_val_ yajl_val v = NULL;
+  return client_call (st, id, req, &v, err);
+}
+
+int
+sbx_client_expose (const sbx_store *st, const char *id, int64_t port, char **ret_url, bool *ret_public,
+                   sbx_error **err)
+{
+  yajl_gen g = req_begin (SBX_OP_EXPOSE);
+  j_kint (g, "port", port);
+  _cleanup_free_ char *req = req_end (g);
+  _cleanup_yajl_val_ yajl_val v = NULL;
+  const char *url = NULL;
+  bool pub = false;
+  if (client_call (st, id, req, &v, err) < 0 || j_get_str (v, "url", true, &url, err) < 0
+      || j_get_bool (v, "public", false, &pub, err) < 0)
+    return -1;
+  *ret_url = xstrdup (url);
+  *ret_public = pub;
+  return 0;
+}
+
+int
+sbx_client_ps (const sbx_store *st, const char *id, yajl_val *ret, sbx_error **err)
+{
+  _cleanup_free_ char *req = req_simple (SBX_OP_PS);
+  return client_call (st, id, req, ret, err);
+}
+
+int
+sbx_client_proc_status (const sbx_store *st, const char *id, int64_t pid, yajl_val *ret, sbx_error **err)
+{
+  yajl_gen g = req_begin (SBX_OP_PROC_STATUS);
+  j_kint (g, "pid", pid);
+  _cleanup_free_ char *req = req_end (g);
+  return client_call (st, id, req, ret, err);
+}
+
+int
+sbx_client_proc_wait (const sbx_store *st, const char *id, int64_t pid, int64_t timeout_ms, yajl_val *ret,
+                      sbx_error **err)
+{
+  yajl_gen g = req_begin (SBX_OP_PROC_WAIT);
+  j_kint (g, "pid", pid);
+  j_kint (g, "timeout_ms", timeout_ms);
+  _cleanup_free_ char *req = req_end (g);
+  return client_call (st, id, req, ret, err);
+}
+
+int
+sbx_client_proc_kill (const sbx_store *st, const char *id, int64_t pid, int sig, yajl_val *ret, sbx_error **err)
+{
+  yajl_gen g = req_begin (SBX_OP_PROC_KILL);
+  j_kint (g, "pid", pid);
+  j_kint (g, "signal", sig);
+  _cleanup_free_ char *req = req_end (g);
+  return client_call (st, id, req, ret, err);
+}
+
+int
+sbx_client_proc_logs (const sbx_store *st, const char *id, int64_t pid, bool follow, int out_fd, int err_fd,
+                      yajl_val *ret, sbx_error **err)
+{
+  yajl_gen g = req_begin (SBX_OP_PROC_LOGS);
+  j_kint (g, "pid", pid);
+  j_kbool (g, "follow", follow);
+  _cleanup_free_ char *req = req_end (g);
+  return client_stream (st, id, req, out_fd, err_fd, ret, err);
+}
+
+/* --- exec ---------------------------------------------------------------- */
+
 static char *
 exec_request (const sbx_exec_opts *o)
 {
-  _cleanup_yajl_gen_ yajl_gen g = j_new (false);
-  j_map (g);
-  j_kstr (g, "op", "exec");
+  yajl_gen g = req_begin (SBX_OP_EXEC);
   j_kstrv (g, "argv", o->argv);
   j_kstrv (g, "env", o->env);
   if (o->cwd)
@@ -211,8 +387,7 @@ exec_request (const sbx_exec_opts *o)
       j_kint (g, "rows", o->rows);
       j_kint (g, "cols", o->cols);
     }
-  j_endmap (g);
-  return j_take (g, NULL);
+  return req_end (g);
 }
 
 struct exec_state {

@@ -33,23 +33,49 @@ typedef struct sbx_exec_opts {
   bool end_sandbox;
 } sbx_exec_opts;
 
+/* One function per operation of the control socket (proto-ops.h). Each
+ * connects to ID's monitor (SANDBOX_NOT_RUNNING when nothing listens),
+ * sends one REQUEST built with the j_* helpers and reads its REPLY; an
+ * error reply {"error": {code, message}} becomes *err. A yajl_val *ret is
+ * the whole reply, for the caller to free. */
+
 /* SANDBOX_NOT_RUNNING when nothing listens for ID. */
 int sbx_client_connect (const sbx_store *st, const char *id, int *ret_fd, sbx_error **err);
-/* Sends one REQUEST and reads its REPLY; an error reply becomes *err. */
 /* The SIGINT, SIGTERM or SIGHUP an attached exec of this process passed on
  * to its command (the user's Ctrl-C), 0 if none. */
 int sbx_client_interrupted (void);
-int sbx_client_call (const sbx_store *st, const char *id, const char *json, yajl_val *ret, sbx_error **err);
-/* The same for a request answered by STDOUT/STDERR frames (written to
- * OUT_FD/ERR_FD; -1 drops them) and then the REPLY: `proc logs`. */
-int sbx_client_stream (const sbx_store *st, const char *id, const char *json, int out_fd, int err_fd, yajl_val *ret,
+
+int sbx_client_ping (const sbx_store *st, const char *id, sbx_error **err);
+/* terminate / wait: send the request, then wait until the monitor closes
+ * the connection (it exits), or TIMEOUT_MS passes (-1: forever): TIMEOUT. */
+int sbx_client_terminate (const sbx_store *st, const char *id, int64_t timeout_ms, sbx_error **err);
+int sbx_client_wait (const sbx_store *st, const char *id, int64_t timeout_ms, sbx_error **err);
+/* A "wait" sent and left open: the fd reads EOF when the sandbox ends. */
+int sbx_client_wait_fd (const sbx_store *st, const char *id, int *ret_fd, sbx_error **err);
+/* The sandbox ends SECONDS from now; *ret_deadline: then, in unix time. */
+int sbx_client_ttl (const sbx_store *st, const char *id, int64_t seconds, int64_t *ret_deadline, sbx_error **err);
+/* pause (PAUSE true) or resume. */
+int sbx_client_pause (const sbx_store *st, const char *id, bool pause, sbx_error **err);
+/* runsc checkpoints the sandbox into PATH and ends it; the reply carries
+ * "next_chan" and the process table ("procs"). */
+int sbx_client_snapshot (const sbx_store *st, const char *id, const char *path, yajl_val *ret, sbx_error **err);
+/* Egress rules replaced: MODE block, open or allow (with ALLOW). */
+int sbx_client_net (const sbx_store *st, const char *id, const char *mode, char *const *allow, sbx_error **err);
+/* PORT exposed: *ret_url (to free) and whether it is public. */
+int sbx_client_expose (const sbx_store *st, const char *id, int64_t port, char **ret_url, bool *ret_public,
                        sbx_error **err);
+/* The process table: {"processes": [...]}. */
+int sbx_client_ps (const sbx_store *st, const char *id, yajl_val *ret, sbx_error **err);
+/* One process (its record in the reply). proc_wait: TIMEOUT_MS 0 waits
+ * forever. proc_logs writes its output to OUT_FD/ERR_FD (-1 drops it). */
+int sbx_client_proc_status (const sbx_store *st, const char *id, int64_t pid, yajl_val *ret, sbx_error **err);
+int sbx_client_proc_wait (const sbx_store *st, const char *id, int64_t pid, int64_t timeout_ms, yajl_val *ret,
+                          sbx_error **err);
+int sbx_client_proc_kill (const sbx_store *st, const char *id, int64_t pid, int sig, yajl_val *ret, sbx_error **err);
+int sbx_client_proc_logs (const sbx_store *st, const char *id, int64_t pid, bool follow, int out_fd, int err_fd,
+                          yajl_val *ret, sbx_error **err);
 /* The sandbox's merged root, an O_PATH fd passed by its monitor. */
 int sbx_client_rootfd (const sbx_store *st, const char *id, int *ret_fd, sbx_error **err);
-/* Sends the request and waits until the monitor closes the connection
- * (it exits), or TIMEOUT_MS passes (-1: forever): TIMEOUT. */
-int sbx_client_wait_close (const sbx_store *st, const char *id, const char *json, int64_t timeout_ms,
-                           sbx_error **err);
 /* Runs a command, streaming its stdout/stderr to OUT_FD/ERR_FD and (with
  * stdin_open) IN_FD to it. *ret_status: its exit status (124 when its
  * timeout killed it; 126/127 when it could not be run). */

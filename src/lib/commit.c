@@ -53,11 +53,10 @@ sbx_commit (const sbx_store *st, const char *id, const char *tag, sbx_image **re
       char *sync_argv[] = { (char *) "/.sbx/init", (char *) "--sync", NULL };
       sbx_exec_opts eo = { .argv = sync_argv };
       int status = 0;
-      _cleanup_yajl_val_ yajl_val v = NULL;
       if (!sb->paused)
         {
           if (sbx_client_exec (st, id, &eo, -1, -1, 2, &status, err) < 0
-              || sbx_client_call (st, id, "{\"op\":\"pause\"}", &v, err) < 0)
+              || sbx_client_pause (st, id, true, err) < 0)
             return sbx_error_wrap (err, "commit %s", id);
           we_paused = true;
         }
@@ -67,9 +66,8 @@ sbx_commit (const sbx_store *st, const char *id, const char *tag, sbx_image **re
   int r = sbx_layer_from_upper (st, id, &digest, &size, err);
   if (we_paused)
     {
-      _cleanup_yajl_val_ yajl_val v = NULL;
       sbx_error *e2 = NULL;
-      if (sbx_client_call (st, id, "{\"op\":\"resume\"}", &v, r == 0 ? err : &e2) < 0 && r == 0)
+      if (sbx_client_pause (st, id, false, r == 0 ? err : &e2) < 0 && r == 0)
         r = -1;
       sbx_error_free (e2);
     }

@@ -261,7 +261,7 @@ int
 sbx_sandbox_terminate (const sbx_store *st, const char *id, int64_t timeout_ms, sbx_error **err)
 {
   _cleanup_error_ sbx_error *e = NULL;
-  if (sbx_client_wait_close (st, id, "{\"op\":\"terminate\"}", timeout_ms, &e) < 0)
+  if (sbx_client_terminate (st, id, timeout_ms, &e) < 0)
     {
       if (e->code != SBX_E_SANDBOX_NOT_RUNNING)
         {

@@ -101,10 +101,10 @@ sbx_sandbox_new_id (void)
   return xasprintf ("sb-%s", hex);
 }
 
-static void
-gen_opts (yajl_gen g, const sbx_sandbox_opts *o)
+void
+sbx_sandbox_opts_gen (void *gp, const sbx_sandbox_opts *o)
 {
-  j_str (g, "options");
+  yajl_gen g = gp;
   j_map (g);
   j_kstr (g, "image", o->image_ref);
   j_kstr (g, "runtime", o->runtime);
@@ -163,7 +163,8 @@ gen_record (yajl_gen g, const sbx_sandbox *sb, bool full)
   j_kint (g, "memory_peak", sb->memory_peak);
   if (!full && sb->disk_used >= 0)
     j_kint (g, "disk_used", sb->disk_used);
-  gen_opts (g, &sb->opts);
+  j_str (g, "options");
+  sbx_sandbox_opts_gen (g, &sb->opts);
   j_str (g, "network");
   j_map (g);
   j_kstr (g, "mode", sb->net_mode);
@@ -220,9 +221,10 @@ dup_str (yajl_val obj, const char *key, char **out, sbx_error **err)
   return 0;
 }
 
-static int
-parse_opts (yajl_val o, sbx_sandbox_opts *opts, sbx_error **err)
+int
+sbx_sandbox_opts_parse (const void *obj, sbx_sandbox_opts *opts, sbx_error **err)
 {
+  yajl_val o = (yajl_val) obj;
   yajl_val cpu = j_get (o, "cpu");
   if (cpu && YAJL_IS_NUMBER (cpu))
     opts->cpu = YAJL_GET_DOUBLE (cpu);
@@ -230,7 +232,7 @@ parse_opts (yajl_val o, sbx_sandbox_opts *opts, sbx_error **err)
   if (dup_str (o, "image", &opts->image_ref, err) < 0 || dup_str (o, "runtime", &opts->runtime, err) < 0
       || dup_str (o, "cwd", &opts->cwd, err) < 0 || j_get_strv (o, "env", false, &opts->env, err) < 0)
     return -1;
-  if ((n = 0, j_get_int (o, "memory", false, &n, err)) < 0)
+  if ((n = (int64_t) opts->memory, j_get_int (o, "memory", false, &n, err)) < 0)
     return -1;
   opts->memory = (uint64_t) n;
   if (j_get_bool (o, "cpu_default", false, &opts->cpu_default, err) < 0
@@ -246,7 +248,8 @@ parse_opts (yajl_val o, sbx_sandbox_opts *opts, sbx_error **err)
   const char *on_idle = NULL;
   if (j_get_str (o, "on_idle", false, &on_idle, err) < 0)
     return -1;
-  opts->on_idle_pause = on_idle && strcmp (on_idle, "pause") == 0;
+  if (on_idle)
+    opts->on_idle_pause = strcmp (on_idle, "pause") == 0;
   return 0;
 }
 
@@ -293,7 +296,7 @@ parse_record (yajl_val v, sbx_sandbox *sb, sbx_error **err)
           || dup_str (net, "gateway6", &sb->net_gateway6, err) < 0 || j_get_strv (net, "urls", false, &sb->urls, err) < 0
           || j_get_int (net, "private_connections_seen", false, &sb->net_private_seen, err) < 0))
     return -1;
-  return parse_opts (j_get (v, "options"), &sb->opts, err);
+  return sbx_sandbox_opts_parse (j_get (v, "options"), &sb->opts, err);
 }
 
 int

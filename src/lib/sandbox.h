@@ -101,6 +101,12 @@ sbx_sandbox_freep (sbx_sandbox **s)
 }
 #define _cleanup_sandbox_ __attribute__ ((cleanup (sbx_sandbox_freep)))
 void sbx_sandbox_opts_clear (sbx_sandbox_opts *o);
+/* The create options as one JSON object, the "options" of state.json and
+ * of snapshot.json; and back: a key that is missing leaves its field as it
+ * was (the caller's default), a mistyped one is INVALID_ARGUMENT. G is a
+ * yajl_gen, OBJ a yajl_val. */
+void sbx_sandbox_opts_gen (void *yajl_gen_g, const sbx_sandbox_opts *o);
+int sbx_sandbox_opts_parse (const void *yajl_val_obj, sbx_sandbox_opts *o, sbx_error **err);
 
 char *sbx_sandbox_dir (const sbx_store *st, const char *id);
 char *sbx_sandbox_run_dir (const sbx_store *st, const char *id);

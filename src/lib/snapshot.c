@@ -51,7 +51,7 @@ snapshot_doc (yajl_gen g, const char *snap, const sbx_sandbox *sb, char *const *
   j_kstrv (g, "env", sb->image_env);
   j_kstr (g, "workdir", sb->image_workdir);
   j_kint (g, "chan_base", chan_base);
-  /* What the monitor's process table held (restore_procs in monitor.c). */
+  /* What the monitor's process table held (mon_restore_procs in monitor-proc.c). */
   j_str (g, "procs");
   if (procs && YAJL_IS_ARRAY (procs))
     j_val (g, procs);
@@ -61,22 +61,7 @@ snapshot_doc (yajl_gen g, const char *snap, const sbx_sandbox *sb, char *const *
       j_endarr (g);
     }
   j_str (g, "options");
-  j_map (g);
-  j_str (g, "cpu");
-  j_double (g, o->cpu);
-  j_kbool (g, "cpu_default", o->cpu_default);
-  j_kint (g, "memory", (long long) o->memory);
-  j_kbool (g, "memory_default", o->memory_default);
-  j_kint (g, "pids", o->pids);
-  j_kint (g, "keep_warm", o->keep_warm);
-  j_kint (g, "timeout", o->timeout);
-  j_kbool (g, "block_network", o->block_network);
-  j_kstrv (g, "ports", o->ports);
-  j_kbool (g, "public", o->public_ports);
-  j_kstr (g, "on_idle", o->on_idle_pause ? "pause" : "terminate");
-  j_kstrv (g, "env", o->env);
-  j_kstr (g, "cwd", o->cwd);
-  j_endmap (g);
+  sbx_sandbox_opts_gen (g, o);
   j_endmap (g);
 }
 
@@ -134,17 +119,8 @@ sbx_snapshot_create (const sbx_store *st, const char *id, char **ret_snap, sbx_e
     return sbx_error_errno (err, errno, "lock `%s`", tmp);
   int r = 0;
   _cleanup_yajl_val_ yajl_val v = NULL;
-  _cleanup_free_ char *req = NULL;
-  {
-    _cleanup_yajl_gen_ yajl_gen g = j_new (false);
-    j_map (g);
-    j_kstr (g, "op", "snapshot");
-    j_kstr (g, "path", ckpt);
-    j_endmap (g);
-    req = j_take (g, NULL);
-  }
   int64_t next_chan = 0;
-  if (sbx_client_call (st, id, req, &v, err) < 0)
+  if (sbx_client_snapshot (st, id, ckpt, &v, err) < 0)
     r = -1;
   else
     j_get_int (v, "next_chan", false, &next_chan, NULL);
@@ -186,38 +162,25 @@ load_snapshot (const sbx_store *st, const char *snap, yajl_val *ret, sbx_error *
   return j_read_file (path, SBX_SNAPSHOT_JSON_MAX, "snapshot", msg, ret, err);
 }
 
-/* The create options a snapshot's sandboxes get: the source's. */
+/* The create options a snapshot's sandboxes get: the source's (read by
+ * the reader of state.json's, next to their writer in sandbox.c). */
 static int
 restore_opts (yajl_val v, sbx_sandbox_opts *o, sbx_error **err)
 {
   memset (o, 0, sizeof *o);
   yajl_val opts = j_get (v, "options");
-  const char *cwd = NULL, *on_idle = NULL;
-  int64_t mem = 0;
-  o->runtime = xstrdup ("runsc");
+  if (opts == NULL || !YAJL_IS_OBJECT (opts))
+    return sbx_error_set (err, SBX_E_INTERNAL, 0, "snapshot without options");
   o->keep_warm = SBX_KEEP_WARM_DEFAULT;
   o->timeout = SBX_TIMEOUT_DEFAULT;
   o->disk = -1; /* a snapshot from before disk limits: sbx.conf's default */
-  if (opts == NULL || j_get_int (opts, "memory", false, &mem, err) < 0
-      || j_get_int (opts, "disk", false, &o->disk, err) < 0
-      || j_get_int (opts, "pids", false, &o->pids, err) < 0 || j_get_int (opts, "keep_warm", false, &o->keep_warm, err) < 0
-      || j_get_int (opts, "timeout", false, &o->timeout, err) < 0
-      || j_get_bool (opts, "block_network", false, &o->block_network, err) < 0
-      || j_get_strv (opts, "ports", false, &o->ports, err) < 0 || j_get_bool (opts, "public", false, &o->public_ports, err) < 0
-      || j_get_strv (opts, "env", false, &o->env, err) < 0 || j_get_str (opts, "cwd", false, &cwd, err) < 0
-      || j_get_str (opts, "on_idle", false, &on_idle, err) < 0
-      || j_get_bool (opts, "cpu_default", false, &o->cpu_default, err) < 0
-      || j_get_bool (opts, "memory_default", false, &o->memory_default, err) < 0)
+  if (sbx_sandbox_opts_parse (opts, o, err) < 0)
     {
       sbx_sandbox_opts_clear (o);
-      return opts == NULL ? sbx_error_set (err, SBX_E_INTERNAL, 0, "snapshot without options") : -1;
+      return -1;
     }
-  yajl_val cpu = j_get (opts, "cpu");
-  if (cpu && YAJL_IS_NUMBER (cpu))
-    o->cpu = YAJL_GET_DOUBLE (cpu);
-  o->memory = (uint64_t) mem;
-  o->on_idle_pause = on_idle && strcmp (on_idle, "pause") == 0;
-  o->cwd = cwd ? xstrdup (cwd) : NULL;
+  free (o->runtime);
+  o->runtime = xstrdup ("runsc");
   if (o->env == NULL)
     o->env = xmalloc0 (sizeof (char *));
   return 0;

@@ -1,0 +1,235 @@
+/* What the monitor's files share (monitor.c and monitor-*.c): its limits,
+ * its state (struct mon), its clients and processes, and the functions one
+ * file calls in another. Nothing outside the monitor includes this. */
+#ifndef SBX_MONITOR_INTERNAL_H
+#define SBX_MONITOR_INTERNAL_H
+
+#include "monitor.h"
+#include "disk.h"
+#include "net.h"
+#include "proxy.h"
+#include "resolver.h"
+#include "cgroup.h"
+#include "conf.h"
+#include "image.h"
+#include "json.h"
+#include "proto.h"
+#include "proto-ops.h"
+#include "ring.h"
+#include "sblog.h"
+#include "runtime.h"
+#include "spec.h"
+#include "util.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <poll.h>
+#include <sys/types.h>
+
+#define HELLO_TIMEOUT_MS 60000
+#define SHUTDOWN_GRACE_MS 2000
+#define MAX_CLIENTS 1024
+#define AGENT_OUT_MAX (4u << 20)
+#define REQUEST_MAX 65536
+/* Background processes: the newest output kept of each, and how many ended
+ * processes are remembered (with their output) once they are gone. All of
+ * a sandbox's logs share PROC_OUTPUT_BUDGET bytes of buffers (proc_log_push),
+ * so that the monitor's memory stays bounded however many processes print. */
+#define PROC_LOG_CAP (1u << 20)
+#define PROC_OUTPUT_BUDGET (16u << 20)
+#define PROCS_ENDED_MAX 64
+#define PROC_CMD_MAX 1024
+/* A follower is fed from the log while its socket buffer has room. */
+#define FOLLOW_QUEUE_MAX (256u * 1024)
+/* Poll slots for the resolver's and the port proxy's sockets. */
+#define RESOLVER_FDS_MAX SBX_RESOLVER_POLLFDS_MAX
+#define PROXY_FDS_MAX SBX_PROXY_POLLFDS_MAX
+#define EXPOSED_MAX 64
+/* Relays (monitor-relay.c): how many at once, and the most read at a time. */
+#define RELAYS_MAX 256
+#define RELAY_READ_MAX (64u * 1024)
+
+struct buf {
+  unsigned char *data;
+  size_t len, cap;
+};
+
+/* A process started through the exec API: the monitor's process table.
+ * Attached ones stream to their caller; detached ones (exec -d) keep their
+ * output here, in a bounded log that readers follow by offset. */
+struct proc {
+  uint32_t chan;
+  uint32_t pid; /* inside the sandbox; 0 until it started */
+  char *cmd;    /* argv joined, bounded */
+  bool detached, tty, ended, timed_out;
+  int32_t exit_code, signal;
+  int64_t started_at, ended_at;
+  uint64_t seq; /* order of creation */
+  uint64_t output_bytes; /* all it printed, kept or dropped */
+  sbx_ring log;
+};
+
+enum watch { WATCH_NONE, WATCH_WAIT, WATCH_FOLLOW, WATCH_LOGS };
+
+struct client {
+  int fd;
+  struct sbx_frame_reader rd;
+  struct buf out;
+  uint32_t chan;        /* the agent channel of its exec, 0 if none */
+  size_t uncredited;    /* output bytes queued to it, not yet credited */
+  int64_t stdin_window; /* stdin bytes the agent will still take */
+  bool exec_done;
+  bool closing;         /* close once OUT is flushed */
+  /* proc wait / proc logs: the process watched, the log offset reached. */
+  enum watch watch;
+  uint32_t watch_chan;
+  uint64_t log_off;
+  uint64_t wait_deadline; /* 0: none */
+};
+
+struct mon {
+  const sbx_store *st;
+  sbx_sandbox *sb;
+  sbx_disk_att disk_pre; /* the disk's loop device, bound by a thread during setup */
+  sbx_runtime *rt;
+  char *dir, *run_dir, *cgroup;
+  /* The monitor's own cgroup (cgroup.h), while it is in it, and where it
+   * came from. */
+  char *own_cgroup;
+  char **own_cgroup_back;
+  int agent_fd, listen_fd, sig_fd;
+  sbx_log slog; /* the sandbox's log, bounded (sblog.h) */
+  struct sbx_frame_reader ard;
+  struct buf aout;
+  struct client *clients[MAX_CLIENTS];
+  size_t nclients;
+  struct proc **procs;
+  size_t nprocs;
+  uint64_t proc_seq;
+  uint32_t next_chan;
+  uint32_t end_chan; /* the exec whose end ends the sandbox (sbx run), 0: none */
+  bool end_orphaned; /* its caller went away and sbx killed it: the end is `killed` */
+  int active_execs;
+  uint64_t last_activity, deadline, shutdown_deadline;
+  bool agent_gone, shutting_down;
+  pid_t runtime_pid;      /* `RUNTIME run`, in the foreground for the sandbox's life */
+  bool runtime_exited;
+  int runtime_status;
+  uint64_t agent_gone_at;
+  int lock_fd;
+  int root_fd; /* O_PATH of the merged root, handed to `sbx fs` calls */
+  int cgroup_hold; /* shared lock on the parent cgroup, until the runtime has made ours */
+  int stderr_r, stderr_w; /* the runtime's and the init's stderr: a pipe into the log */
+  int agent_end;          /* the init's end of the agent's socketpair, until the runtime has it */
+  int go_w, ready_r;      /* the runtime's process before its exec (runtime_fork) */
+  uint64_t next_sample;
+  int64_t pids_peak, pids_host_limit;
+  sbx_state end_state;
+  const char *end_reason;
+  /* The network (net.h); NULL under runsc --block-network, where gVisor
+   * has no interface at all. */
+  sbx_conf *conf;
+  sbx_net *net;
+  int host_netns; /* the monitor's own network namespace, to come back to */
+  int block_nsfd; /* runc --block-network: the namespace runc made, once opened */
+  sbx_resolver *resolver;
+  sbx_proxy *proxy;
+  struct relay **relays;
+  size_t nrelays;
+};
+
+/* One process as JSON: as `sbx ps` and `sbx proc` show it (PROC_VIEW), or
+ * as a snapshot keeps it for a restored monitor (PROC_SAVED, read back by
+ * mon_restore_procs). */
+enum proc_form { PROC_VIEW, PROC_SAVED };
+
+/* The sandbox's network, made in three steps so that the slow middle one
+ * (namespace, veth, addresses, rules: a few milliseconds of netlink) runs
+ * in a thread while the monitor mounts the root and writes the bundle:
+ *
+ *   mon_net_plan    what it gets (sbx.conf, the mode, the allow-list) and the
+ *                   shared egress rules; refusals happen here
+ *   mon_net_make    sbx_net_setup, in the thread (it touches nothing else)
+ *   mon_net_finish  the record, the resolver on the gateway, resolv.conf
+ *
+ * Under runsc --block-network there is none: gVisor runs with no
+ * interface at all. */
+struct net_plan {
+  bool make;
+  int hold; /* sbx_net_hold's */
+  sbx_egress_mode mode;
+  sbx_cidr *allow;
+  size_t nallow;
+  /* mon_net_make's result */
+  sbx_net *net;
+  sbx_error *err;
+};
+
+struct net_make_job {
+  const struct mon *m;
+  struct net_plan *plan;
+};
+
+/* An exposed port's connection relayed through the agent (monitor-relay.c). */
+struct relay;
+
+/* monitor.c */
+void mon_log (struct mon *m, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
+void mon_buf_append (struct buf *b, const void *p, size_t n);
+void mon_buf_frame (struct buf *b, uint16_t type, uint32_t chan, const void *payload, size_t len);
+int mon_buf_flush (struct buf *b, int fd);
+void mon_to_agent (struct mon *m, uint16_t type, uint32_t chan, const void *p, size_t n);
+void mon_save_state (struct mon *m);
+void mon_touch (struct mon *m);
+int mon_set_paused (struct mon *m, bool pause, sbx_error **err);
+void mon_begin_shutdown (struct mon *m, sbx_state final, const char *reason);
+void mon_drain_stderr (struct mon *m);
+void mon_reap_children (struct mon *m);
+
+/* monitor-control.c */
+void mon_client_send_frame (struct client *c, uint16_t type, const void *p, size_t n);
+void mon_reply_json (struct client *c, const char *json);
+void mon_reply_int (struct client *c, const char *key, long long v);
+void mon_reply_bool (struct client *c, const char *key, bool v);
+void mon_reply_error (struct client *c, sbx_code code, const char *msg);
+struct client *mon_client_by_chan (struct mon *m, uint32_t chan);
+void mon_client_free (struct mon *m, size_t i);
+bool mon_client_may_send (const struct client *c);
+int mon_client_read (struct mon *m, struct client *c);
+void mon_accept_client (struct mon *m);
+int mon_listen_control (struct mon *m, sbx_error **err);
+
+/* monitor-proc.c */
+struct proc *mon_proc_by_chan (struct mon *m, uint32_t chan);
+void mon_proc_new (struct mon *m, uint32_t chan, char *const *argv, bool detached, bool tty);
+struct proc *mon_proc_frame (struct mon *m, struct proc *p, const struct sbx_frame_hdr *h, const unsigned char *data);
+void mon_procs_json (yajl_gen g, const struct mon *m, enum proc_form form);
+void mon_handle_ps (struct mon *m, struct client *c, sbx_op op, yajl_val req);
+void mon_handle_proc (struct mon *m, struct client *c, sbx_op op, yajl_val req);
+void mon_serve_watch (struct mon *m, struct client *c);
+void mon_restore_procs (struct mon *m);
+
+/* monitor-relay.c */
+void mon_handle_expose (struct mon *m, struct client *c, sbx_op op, yajl_val req);
+struct relay *mon_relay_by_chan (struct mon *m, uint32_t chan);
+void mon_relay_frame (struct mon *m, struct relay *r, const struct sbx_frame_hdr *h, const unsigned char *p);
+size_t mon_relay_pollfds (struct mon *m, struct pollfd *pf);
+void mon_relay_dispatch (struct mon *m, const struct pollfd *pf, size_t n);
+int mon_expose_create_ports (struct mon *m, sbx_error **err);
+
+/* monitor-net.c */
+void mon_handle_net (struct mon *m, struct client *c, sbx_op op, yajl_val req);
+int mon_net_plan (struct mon *m, struct net_plan *plan, sbx_error **err);
+void *mon_net_make (void *arg);
+int mon_net_finish (struct mon *m, sbx_error **err);
+
+/* monitor-runtime.c */
+int mon_private_mount_ns (sbx_error **err);
+int mon_mount_root (struct mon *m, sbx_error **err);
+void *mon_disk_attach (void *arg);
+bool mon_runtime_detached (const struct mon *m);
+int mon_runtime_go (struct mon *m, sbx_error **err);
+int mon_wait_hello (struct mon *m, sbx_error **err);
+int mon_prepare_runtime (struct mon *m, sbx_error **err);
+
+#endif

@@ -1,0 +1,186 @@
+/* The sandbox's network as the monitor makes and changes it: the plan
+ * made before the runtime starts, its setup in a thread, and `sbx net`. */
+#include "config.h"
+#include "monitor-internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <malloc.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <time.h>
+#include <unistd.h>
+
+/* --- network ----------------------------------------------------------- */
+
+static void
+set_net_mode (struct mon *m, const char *mode, char *const *allow)
+{
+  free (m->sb->net_mode);
+  m->sb->net_mode = xstrdup (mode);
+  strv_free (m->sb->net_allow);
+  m->sb->net_allow = strv_dup (allow);
+}
+
+/* `sbx net`: the sandbox's egress rules replaced in one transaction. */
+void
+mon_handle_net (struct mon *m, struct client *c, sbx_op op, yajl_val req)
+{
+  const char *mode = NULL;
+  _cleanup_strv_ char **allow = NULL;
+  _cleanup_free_ sbx_cidr *cidrs = NULL;
+  size_t n = 0;
+  _cleanup_error_ sbx_error *err = NULL;
+  if (j_get_str (req, "mode", true, &mode, &err) < 0 || j_get_strv (req, "allow", false, &allow, &err) < 0)
+    {
+      mon_reply_error (c, SBX_E_INVALID_ARGUMENT, err->msg);
+      return;
+    }
+  sbx_egress_mode em;
+  if (strcmp (mode, "block") == 0)
+    em = SBX_EGRESS_BLOCK;
+  else if (strcmp (mode, "open") == 0)
+    em = SBX_EGRESS_OPEN;
+  else if (strcmp (mode, "allow") == 0 && allow && allow[0])
+    em = SBX_EGRESS_ALLOW;
+  else
+    {
+      mon_reply_error (c, SBX_E_INVALID_ARGUMENT, "net: mode must be block, open, or allow with a list");
+      return;
+    }
+  if (em != SBX_EGRESS_ALLOW)
+    strv_free (allow), allow = NULL;
+  if (m->net == NULL)
+    {
+      mon_reply_error (c, SBX_E_INVALID_ARGUMENT,
+                   "the sandbox was created with --block-network: it has no network interface (create it without "
+                   "--block-network and use `sbx net --block` to close it while it runs)");
+      return;
+    }
+  if (sbx_net_parse_allow (allow, &cidrs, &n, &err) < 0 || sbx_net_apply (m->net, em, cidrs, n, &err) < 0)
+    {
+      mon_reply_error (c, err->code, err->msg);
+      return;
+    }
+  set_net_mode (m, mode, allow);
+  mon_save_state (m);
+  mon_log (m, "network: %s%s", mode, em == SBX_EGRESS_ALLOW ? " (allow-list)" : "");
+  _cleanup_yajl_gen_ yajl_gen g = j_new (false);
+  j_map (g);
+  j_kstr (g, "mode", mode);
+  j_kstrv (g, "allow", allow);
+  j_endmap (g);
+  _cleanup_free_ char *s = j_take (g, NULL);
+  mon_reply_json (c, s);
+  c->closing = true;
+}
+
+int
+mon_net_plan (struct mon *m, struct net_plan *plan, sbx_error **err)
+{
+  sbx_sandbox *sb = m->sb;
+  bool runsc = strcmp (m->rt->name, "runsc") == 0;
+  if (sbx_conf_load (NULL, &m->conf, err) < 0)
+    return -1;
+  m->host_netns = open ("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+  if (m->host_netns < 0)
+    return sbx_error_errno (err, errno, "open /proc/self/ns/net");
+  free (sb->net_stack);
+  if (sb->opts.block_network)
+    {
+      set_net_mode (m, "none", NULL);
+      /* gVisor has its own loopback; runc makes a namespace with only its
+       * loopback up. Nothing of sbx's to make, or to leave behind. */
+      sb->net_stack = xstrdup (runsc ? "none (gVisor, loopback only)" : "none (its own namespace, loopback only)");
+      return 0;
+    }
+  if (sbx_net_parse_allow (sb->opts.allow, &plan->allow, &plan->nallow, err) < 0)
+    return -1;
+  for (size_t i = 0; i < plan->nallow; i++)
+    if (plan->allow[i].family == AF_INET6 && m->conf->pool6.family != AF_INET6)
+      return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
+                            "--allow %s: IPv6 is off for sandboxes on this host (pool6 in sbx.conf)", sb->opts.allow[i]);
+  plan->mode = plan->nallow > 0 ? SBX_EGRESS_ALLOW : SBX_EGRESS_OPEN;
+  plan->make = true;
+  /* Held until the lease exists, so that no gc drops the shared rules
+   * between their init and this sandbox's chain (released in setup). */
+  plan->hold = sbx_net_hold (err);
+  if (plan->hold < 0)
+    return -1;
+  /* Egress that cannot be enforced is refused, never run open. */
+  sbx_egress_pool pool;
+  _cleanup_free_ sbx_cidr *open = NULL;
+  sbx_net_pool (m->conf, &pool, &open);
+  if (sbx_egress_init (SBX_EGRESS_TABLE, &pool, err) < 0)
+    {
+      (*err)->code = SBX_E_NETWORK_BLOCK_UNAVAILABLE;
+      return sbx_error_wrap (err, "egress rules cannot be enforced on this host");
+    }
+  set_net_mode (m, plan->nallow > 0 ? "allow" : "open", plan->nallow > 0 ? sb->opts.allow : NULL);
+  sb->net_stack = xstrdup (runsc ? "host (runsc --network=host inside the sandbox's namespace)"
+                                 : "kernel (runc in the sandbox's namespace)");
+  m->rt->host_network = runsc;
+  return 0;
+}
+
+void *
+mon_net_make (void *arg)
+{
+  struct net_make_job *job = arg;
+  struct net_plan *plan = job->plan;
+  /* What was asked for cannot be made: never a sandbox with less. */
+  if (sbx_net_setup (job->m->conf, job->m->sb->id, plan->mode, plan->allow, plan->nallow, &plan->net, &plan->err) < 0
+      && plan->err->code == SBX_E_INTERNAL)
+    plan->err->code = SBX_E_NETWORK_BLOCK_UNAVAILABLE;
+  return NULL;
+}
+
+int
+mon_net_finish (struct mon *m, sbx_error **err)
+{
+  sbx_sandbox *sb = m->sb;
+  if (m->net == NULL)
+    return 0;
+  sb->net_addr4 = sbx_net_addr_str (&m->net->addr4);
+  sb->net_gateway4 = sbx_net_addr_str (&m->net->gw4);
+  if (m->net->addr6.family == AF_INET6)
+    {
+      sb->net_addr6 = sbx_net_addr_str (&m->net->addr6);
+      sb->net_gateway6 = sbx_net_addr_str (&m->net->gw6);
+    }
+  /* The resolver on the gateway, forwarding to the host's (which may be
+   * on the host's loopback, out of the sandbox's reach). */
+  _cleanup_free_ sbx_cidr *ups = NULL;
+  size_t nups = 0;
+  const sbx_cidr *up = m->conf->dns;
+  if (m->conf->ndns == 0)
+    {
+      if (sbx_resolv_conf_nameservers (NULL, &ups, &nups, err) < 0)
+        return -1;
+      up = ups;
+    }
+  else
+    nups = m->conf->ndns;
+  m->resolver = sbx_resolver_new (up, nups, 53);
+  if (sbx_resolver_listen (m->resolver, AF_INET, m->net->gw4.addr, 53, err) < 0
+      || (m->net->gw6.family == AF_INET6 && sbx_resolver_listen (m->resolver, AF_INET6, m->net->gw6.addr, 53, err) < 0))
+    return sbx_error_wrap (err, "resolver");
+  _cleanup_free_ char *resolv = xasprintf ("nameserver %s\n%s%s%s", sb->net_gateway4, sb->net_gateway6 ? "nameserver " : "",
+                                           sb->net_gateway6 ? sb->net_gateway6 : "", sb->net_gateway6 ? "\n" : "");
+  _cleanup_free_ char *rpath = xasprintf ("%s/resolv.conf", m->dir);
+  return write_file_atomic (rpath, resolv, strlen (resolv), 0644, err);
+}
