@@ -21,25 +21,32 @@
  * @fsarg (by the `sbx fs` verb), @cp (ID:PATH or a host file), @cmdline
  * (the command run in the sandbox, not completed), words separated by
  * spaces, or NULL (free text). */
-typedef struct
-{
+typedef struct {
   const char *what;
   const char *values;
 } operand;
 
 #define MAX_OPERANDS 5
 
-typedef struct
-{
+typedef struct {
   const char *cmd;
   operand ops[MAX_OPERANDS];
   bool repeat;   /* the last operand repeats */
   bool optional; /* the operands may be left out */
 } command_operands;
 
-#define SANDBOX { "sandbox", "@sandbox" }
-#define CMDLINE { "command in the sandbox", "@cmdline" }
-#define FSARG { NULL, "@fsarg" }
+#define SANDBOX           \
+  {                       \
+    "sandbox", "@sandbox" \
+  }
+#define CMDLINE                          \
+  {                                      \
+    "command in the sandbox", "@cmdline" \
+  }
+#define FSARG      \
+  {                \
+    NULL, "@fsarg" \
+  }
 
 /* Every command of sbx_commands, in any order. */
 static const command_operands operand_table[] = {
@@ -83,8 +90,7 @@ static const command_operands operand_table[] = {
 
 /* The verbs of `sbx fs ID VERB ARGS...` and their operands, as the fs
  * command's summary in sbx_commands lists them (checked). */
-static const struct
-{
+static const struct {
   const char *verb, *help, *args;
 } fs_verbs[] = {
   { "read", "print a file", "PATH" },
@@ -102,8 +108,7 @@ static const struct
 };
 
 /* What an operand of a verb is; HOSTFILE is completed with host files. */
-static const struct
-{
+static const struct {
   const char *arg, *what;
 } fs_args[] = {
   { "PATH", "absolute path in the sandbox" },
@@ -114,8 +119,7 @@ static const struct
 };
 
 /* Options of a command that exclude each other (long names). */
-static const struct
-{
+static const struct {
   const char *cmd, *names;
 } exclusive[] = {
   { "create", "block-network allow" },
@@ -222,8 +226,8 @@ static bool
 known_values (const char *v, bool is_operand)
 {
   static const char *const opt_kinds[] = { "@image", "@file", "@dir", NULL };
-  static const char *const op_kinds[] = { "@sandbox", "@image",  "@snapshot", "@file",   "@dir",    "@pid",
-                                          "@command", "@fsverb", "@fsarg",    "@cp",     "@cmdline", NULL };
+  static const char *const op_kinds[] = { "@sandbox", "@image",  "@snapshot", "@file", "@dir",     "@pid",
+                                          "@command", "@fsverb", "@fsarg",    "@cp",   "@cmdline", NULL };
   if (v == NULL)
     return true;
   if (v[0] != '@')
@@ -262,7 +266,7 @@ check_tables (sbx_error **err)
   const sbx_command *fs = cli_find ("fs");
   const char *list = fs ? strstr (fs->summary, ": ") : NULL;
   size_t nlisted = 1;
-  for (const char *p = list; p && (p = strstr (p + 1, ", ")); )
+  for (const char *p = list; p && (p = strstr (p + 1, ", "));)
     nlisted++;
   if (list == NULL || nlisted != sizeof fs_verbs / sizeof *fs_verbs)
     return sbx_error_set (err, SBX_E_INTERNAL, 0, "complete: fs_verbs does not match `sbx fs --help`");
@@ -286,8 +290,8 @@ check_tables (sbx_error **err)
         if (find_opt (c, w) == NULL)
           c = NULL;
       if (c == NULL)
-        return sbx_error_set (err, SBX_E_INTERNAL, 0, "complete: exclusive: %s has no option of `%s`",
-                              exclusive[i].cmd, exclusive[i].names);
+        return sbx_error_set (err, SBX_E_INTERNAL, 0, "complete: exclusive: %s has no option of `%s`", exclusive[i].cmd,
+                              exclusive[i].names);
     }
   return 0;
 }
@@ -841,8 +845,7 @@ fish_fs_host_file (FILE *f)
 
 /* --- the template --------------------------------------------------------- */
 
-typedef struct
-{
+typedef struct {
   const char *shell, *name;
   void (*emit) (FILE *f);
 } section;

@@ -140,7 +140,8 @@ cli_print_help (FILE *f, const sbx_command *cmd)
       const cli_opt *o = &cmd->opts[i];
       char left[64];
       if (o->key < 256)
-        snprintf (left, sizeof left, "-%c, --%s%s%s", o->key, o->name, o->metavar ? " " : "", o->metavar ? o->metavar : "");
+        snprintf (left, sizeof left, "-%c, --%s%s%s", o->key, o->name, o->metavar ? " " : "",
+                  o->metavar ? o->metavar : "");
       else
         snprintf (left, sizeof left, "    --%s%s%s", o->name, o->metavar ? " " : "", o->metavar ? o->metavar : "");
       fprintf (f, "  %-28s %s\n", left, o->help);

@@ -23,8 +23,8 @@ typedef struct sbx_cli {
 
 typedef struct cli_opt {
   const char *name;
-  int key;              /* short option char, or a value >= 256 */
-  int has_arg;          /* no_argument / required_argument */
+  int key;     /* short option char, or a value >= 256 */
+  int has_arg; /* no_argument / required_argument */
   const char *metavar;
   const char *help;
   /* What completes the value (src/cli-complete.c): words separated by
@@ -35,7 +35,7 @@ typedef struct cli_opt {
 typedef struct sbx_command {
   const char *name;
   int (*fn) (sbx_cli *cli, int argc, char **argv, sbx_error **err);
-  const char *args;    /* usage after the options, e.g. "ID -- CMD..." */
+  const char *args; /* usage after the options, e.g. "ID -- CMD..." */
   const char *summary;
   const cli_opt *opts; /* terminated by {NULL} */
 } sbx_command;

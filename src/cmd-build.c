@@ -26,7 +26,8 @@ const cli_opt sbx_build_cli_opts[] = {
   { "file", O_FILE, required_argument, "FILE", "the blueprint (default CONTEXT/blueprint.json; - for stdin)", "@file" },
   { "tag", O_TAG, required_argument, "NAME", "tag the image NAME", "@image" },
   { "no-cache", O_NO_CACHE, no_argument, NULL, "run every step again, whatever the cache holds" },
-  { "runtime", O_RUNTIME, required_argument, "RUNTIME", "runtime of the build sandboxes: runsc (default) or runc", "runsc runc" },
+  { "runtime", O_RUNTIME, required_argument, "RUNTIME", "runtime of the build sandboxes: runsc (default) or runc",
+    "runsc runc" },
   { NULL },
 };
 
@@ -151,8 +152,13 @@ cmd_build (sbx_cli *cli, int argc, char **argv, sbx_error **err)
       || sbx_store_begin_write (st, "build", err) < 0)
     return -1;
   struct progress pr = { .tty = isatty (2) };
-  sbx_build_opts o = { .context = context, .runtime = runtime, .no_cache = no_cache, .out_fd = 2,
-                       .progress = on_step, .stop = interrupted, .data = &pr };
+  sbx_build_opts o = { .context = context,
+                       .runtime = runtime,
+                       .no_cache = no_cache,
+                       .out_fd = 2,
+                       .progress = on_step,
+                       .stop = interrupted,
+                       .data = &pr };
   _cleanup_free_ char *id = NULL;
   /* Ctrl-C, TERM and HUP are held for the whole build, so that none cuts
    * it between its steps (leaving a build sandbox behind): one that comes

@@ -162,8 +162,7 @@ cmd_exec (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 
 /* run-code: a snippet run by the image's interpreter, given as its -c/-e
  * argument so that the snippet keeps stdin for itself. */
-static const struct
-{
+static const struct {
   const char *lang, *interp, *flag;
 } langs[] = {
   { "python", "python3", "-c" },
@@ -240,11 +239,13 @@ cmd_run_code (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   while (key == 0 && li < ARRAY_SIZE (langs) && strcmp (langs[li].lang, lang) != 0)
     li++;
   if (key == 0 && li == ARRAY_SIZE (langs))
-    key = sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "run-code: unknown --lang `%s` (python, sh, bash, node)", lang);
+    key = sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "run-code: unknown --lang `%s` (python, sh, bash, node)",
+                         lang);
   _cleanup_free_ char *code = NULL, *id = NULL, *missing = NULL;
   sbx_store *st;
-  if (key == 0 && (read_code (argv[first + 1], &code, err) < 0 || cli_store (cli, &st, err) < 0
-                   || cli_sandbox_id (cli, argv[first], &id, err) < 0))
+  if (key == 0
+      && (read_code (argv[first + 1], &code, err) < 0 || cli_store (cli, &st, err) < 0
+          || cli_sandbox_id (cli, argv[first], &id, err) < 0))
     key = -1;
   if (key == 0)
     {

@@ -389,15 +389,14 @@ fs_watch (sbx_cli *cli, const sbx_store *st, const char *id, int root, const cha
 
 /* --- sbx fs ID VERB ARGS --------------------------------------------------- */
 
-static const struct
-{
+static const struct {
   const char *verb;
   int nargs;
   bool write;
 } verbs[] = {
-  { "read", 1, false },     { "write", 1, true },   { "upload", 2, true }, { "download", 2, false },
-  { "ls", 1, false },       { "stat", 1, false },   { "mkdir", 1, true },  { "rm", 1, true },
-  { "rmdir", 1, true },     { "find", 2, false },   { "replace", 3, true }, { "watch", 1, false },
+  { "read", 1, false }, { "write", 1, true }, { "upload", 2, true },  { "download", 2, false },
+  { "ls", 1, false },   { "stat", 1, false }, { "mkdir", 1, true },   { "rm", 1, true },
+  { "rmdir", 1, true }, { "find", 2, false }, { "replace", 3, true }, { "watch", 1, false },
 };
 
 /* The operands that are paths in the sandbox, by verb. */
@@ -455,11 +454,11 @@ static int
 check_opts (const char *verb, const struct fs_args *a, bool limit_set, sbx_error **err)
 {
   bool ls = strcmp (verb, "ls") == 0, fr = strcmp (verb, "find") == 0 || strcmp (verb, "replace") == 0;
-  const char *bad = (limit_set || a->cursor) && !ls                                               ? "--limit/--cursor"
-                    : a->parents && strcmp (verb, "mkdir") != 0                                    ? "--parents"
+  const char *bad = (limit_set || a->cursor) && !ls                                              ? "--limit/--cursor"
+                    : a->parents && strcmp (verb, "mkdir") != 0                                  ? "--parents"
                     : a->recursive && strcmp (verb, "rmdir") != 0 && strcmp (verb, "watch") != 0 ? "--recursive"
-                    : a->glob && !fr                                                               ? "--name"
-                                                                                                   : NULL;
+                    : a->glob && !fr                                                             ? "--name"
+                                                                                                 : NULL;
   if (bad)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "fs %s: %s does not apply", verb, bad);
   return 0;

@@ -62,8 +62,7 @@ cmd_import (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   if (layers_lock < 0)
     return -1;
   if (sbx_oci_import (st->root, file, &img, &kind, err) < 0 || image_size_check (img, err) < 0
-      || sbx_image_store (st, img, err) < 0
-      || (tag && sbx_tag_set (st, tag, img->id, err) < 0))
+      || sbx_image_store (st, img, err) < 0 || (tag && sbx_tag_set (st, tag, img->id, err) < 0))
     {
       import_cleanup (st, &layers_lock);
       return -1;

@@ -210,7 +210,9 @@ cmd_proc (sbx_cli *cli, int argc, char **argv, sbx_error **err)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "proc: `%s` is not a pid", argv[first + 1]);
   if ((timeout && a != 1) || (sig && a != 2) || (follow && a != 3))
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "proc %s: --%s does not apply", action,
-                          timeout && a != 1 ? "timeout" : sig && a != 2 ? "signal" : "follow");
+                          timeout && a != 1 ? "timeout"
+                          : sig && a != 2   ? "signal"
+                                            : "follow");
   sbx_store *st;
   _cleanup_free_ char *id = NULL;
   if (cli_store (cli, &st, err) < 0 || cli_sandbox_id (cli, argv[first], &id, err) < 0)

@@ -21,27 +21,58 @@
 #include <unistd.h>
 
 enum {
-  O_IMAGE = 256, O_NAME, O_CPU, O_MEMORY, O_PIDS, O_RUNTIME, O_BLOCK_NET, O_KEEP_WARM, O_TIMEOUT, O_ENV, O_CWD,
-  O_RM, O_FORCE, O_ALL, O_QUIET, O_ON_IDLE, O_ALLOW, O_PORT, O_PUBLIC, O_DISK, O_SORT,
+  O_IMAGE = 256,
+  O_NAME,
+  O_CPU,
+  O_MEMORY,
+  O_PIDS,
+  O_RUNTIME,
+  O_BLOCK_NET,
+  O_KEEP_WARM,
+  O_TIMEOUT,
+  O_ENV,
+  O_CWD,
+  O_RM,
+  O_FORCE,
+  O_ALL,
+  O_QUIET,
+  O_ON_IDLE,
+  O_ALLOW,
+  O_PORT,
+  O_PUBLIC,
+  O_DISK,
+  O_SORT,
 };
 
-#define CREATE_OPTS                                                                                             \
-  { "image", O_IMAGE, required_argument, "IMAGE", "image tag or id (default: busybox, built in)", "@image" },             \
-  { "name", O_NAME, required_argument, "NAME", "a unique name usable in place of the id" },                     \
-  { "cpu", O_CPU, required_argument, "CORES", "CPU limit in cores, fractional (e.g. 0.5); 0: none (default 1, sbx.conf)" }, \
-  { "memory", O_MEMORY, required_argument, "SIZE", "memory limit: MiB, or with a unit (512Mi, 1Gi, 1G); 0: none (default 1Gi, sbx.conf)" }, \
-  { "pids", O_PIDS, required_argument, "N", "process limit (default 1024)" },                                   \
-  { "disk", O_DISK, required_argument, "SIZE", "writable layer limit (default: sbx.conf's disk, 10Gi; 0: none)" }, \
-  { "runtime", O_RUNTIME, required_argument, "RUNTIME", "runsc (default) or runc", "runsc runc" },                            \
-  { "block-network", O_BLOCK_NET, no_argument, NULL, "no network interface: loopback only, no DNS" },          \
-  { "allow", O_ALLOW, required_argument, "CIDR", "reach only these destinations, plus DNS (repeatable; IPv4 or IPv6)" }, \
-  { "port", O_PORT, required_argument, "PORT", "expose this port behind a token as a URL on the host (repeatable)" }, \
-  { "public", O_PUBLIC, no_argument, NULL, "exposed ports need no token" },                                      \
-  { "keep-warm", O_KEEP_WARM, required_argument, "SECONDS", "idle lifetime (default 600, -1: until terminated)", "-1 60 600 3600" }, \
-  { "timeout", O_TIMEOUT, required_argument, "SECONDS", "hard lifetime (default 3600, at most 86400)" },       \
-  { "on-idle", O_ON_IDLE, required_argument, "ACTION", "when the keep-warm time runs out: terminate (default) or pause", "terminate pause" }, \
-  { "env", 'e', required_argument, "KEY=VALUE", "set an environment variable for every command (repeatable)" },                 \
-  { "cwd", O_CWD, required_argument, "DIR", "working directory for every command (absolute)" }
+#define CREATE_OPTS                                                                                                      \
+  { "image", O_IMAGE, required_argument, "IMAGE", "image tag or id (default: busybox, built in)", "@image" },            \
+      { "name", O_NAME, required_argument, "NAME", "a unique name usable in place of the id" },                          \
+      { "cpu", O_CPU, required_argument, "CORES",                                                                        \
+        "CPU limit in cores, fractional (e.g. 0.5); 0: none (default 1, sbx.conf)" },                                    \
+      { "memory", O_MEMORY, required_argument, "SIZE",                                                                   \
+        "memory limit: MiB, or with a unit (512Mi, 1Gi, 1G); 0: none (default 1Gi, sbx.conf)" },                         \
+      { "pids", O_PIDS, required_argument, "N", "process limit (default 1024)" },                                        \
+      { "disk", O_DISK, required_argument, "SIZE", "writable layer limit (default: sbx.conf's disk, 10Gi; 0: none)" },   \
+      { "runtime", O_RUNTIME, required_argument, "RUNTIME", "runsc (default) or runc", "runsc runc" },                   \
+      { "block-network", O_BLOCK_NET, no_argument, NULL, "no network interface: loopback only, no DNS" },                \
+      { "allow", O_ALLOW, required_argument, "CIDR",                                                                     \
+        "reach only these destinations, plus DNS (repeatable; IPv4 or IPv6)" },                                          \
+      { "port", O_PORT, required_argument, "PORT",                                                                       \
+        "expose this port behind a token as a URL on the host (repeatable)" },                                           \
+      { "public", O_PUBLIC, no_argument, NULL, "exposed ports need no token" },                                          \
+      { "keep-warm",     O_KEEP_WARM, required_argument, "SECONDS", "idle lifetime (default 600, -1: until terminated)", \
+        "-1 60 600 3600" },                                                                                              \
+      { "timeout", O_TIMEOUT, required_argument, "SECONDS", "hard lifetime (default 3600, at most 86400)" },             \
+      { "on-idle",                                                                                                       \
+        O_ON_IDLE,                                                                                                       \
+        required_argument,                                                                                               \
+        "ACTION",                                                                                                        \
+        "when the keep-warm time runs out: terminate (default) or pause",                                                \
+        "terminate pause" },                                                                                             \
+      { "env", 'e', required_argument, "KEY=VALUE", "set an environment variable for every command (repeatable)" },      \
+  {                                                                                                                      \
+    "cwd", O_CWD, required_argument, "DIR", "working directory for every command (absolute)"                             \
+  }
 
 const cli_opt sbx_create_opts[] = { CREATE_OPTS, { NULL } };
 const cli_opt sbx_run_opts[] = {
@@ -150,16 +181,16 @@ create_opt (sbx_sandbox_opts *o, int key, const char *arg, sbx_error **err)
       if (strcmp (arg, "0") == 0)
         mem = 0;
       else if (parse_memory (arg, &mem) < 0 || mem < SBX_MEMORY_MIN || mem > SBX_MEMORY_MAX)
-        return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
-                              "--memory: `%s` is not 0 (no limit) or a size between 6Mi and 4Ti (MiB, or 512Mi, 1Gi, 2G)",
-                              arg);
+        return sbx_error_set (
+            err, SBX_E_INVALID_ARGUMENT, 0,
+            "--memory: `%s` is not 0 (no limit) or a size between 6Mi and 4Ti (MiB, or 512Mi, 1Gi, 2G)", arg);
       o->memory = mem;
       return 1;
     case O_DISK:
       if (sbx_disk_parse (arg, &mem) < 0)
-        return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
-                              "--disk: `%s` is not 0 (no limit) or a size between 16Mi and 64Ti (MiB, or 512Mi, 10Gi, 2G)",
-                              arg);
+        return sbx_error_set (
+            err, SBX_E_INVALID_ARGUMENT, 0,
+            "--disk: `%s` is not 0 (no limit) or a size between 16Mi and 64Ti (MiB, or 512Mi, 10Gi, 2G)", arg);
       o->disk = (int64_t) mem;
       return 1;
     case O_PIDS:
@@ -371,8 +402,8 @@ print_status_human (const sbx_sandbox *sb, int64_t disk_used)
     printf ("name:       %s\n", sb->opts.name);
   char why[96];
   reason_text (sb, why, sizeof why);
-  printf ("state:      %s%s%s%s%s\n", sbx_state_name (sb->state), sb->paused ? " (paused)" : "",
-          sb->reason ? " (" : "", why, sb->reason ? ")" : "");
+  printf ("state:      %s%s%s%s%s\n", sbx_state_name (sb->state), sb->paused ? " (paused)" : "", sb->reason ? " (" : "",
+          why, sb->reason ? ")" : "");
   if (sb->error)
     printf ("error:      %s\n", sb->error);
   printf ("image:      %s\nruntime:    %s\n", sb->image_id ? sb->image_id : "-", sb->opts.runtime);
@@ -385,8 +416,14 @@ print_status_human (const sbx_sandbox *sb, int64_t disk_used)
     snprintf (mem, sizeof mem, "%llu MiB", (unsigned long long) (sb->opts.memory >> 20));
   /* Where the limit came from: sbx.conf's default, or create's option. */
   printf ("cpu:        %s%s\nmemory:     %s%s\npids:       %lld\n", cpu,
-          sb->opts.cpu_default ? " (default)" : sb->opts.cpu > 0 ? "" : " (--cpu 0)", mem,
-          sb->opts.memory_default ? " (default)" : sb->opts.memory > 0 ? "" : " (--memory 0)", (long long) sb->opts.pids);
+          sb->opts.cpu_default ? " (default)"
+          : sb->opts.cpu > 0   ? ""
+                               : " (--cpu 0)",
+          mem,
+          sb->opts.memory_default ? " (default)"
+          : sb->opts.memory > 0   ? ""
+                                  : " (--memory 0)",
+          (long long) sb->opts.pids);
   char disk[96];
   disk_text (sb, disk_used, disk, sizeof disk);
   printf ("disk:       %s\n", disk);
@@ -686,8 +723,7 @@ cmd_ttl (sbx_cli *cli, int argc, char **argv, sbx_error **err)
     return r < 0 ? -1 : 0;
   int64_t secs;
   if (parse_int64 (argv[first + 1], 1, SBX_TIMEOUT_MAX, &secs) < 0)
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "ttl: SECONDS must be an integer in 1..%d",
-                          SBX_TIMEOUT_MAX);
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "ttl: SECONDS must be an integer in 1..%d", SBX_TIMEOUT_MAX);
   sbx_store *st;
   _cleanup_free_ char *id = NULL;
   if (cli_store (cli, &st, err) < 0 || cli_sandbox_id (cli, argv[first], &id, err) < 0)

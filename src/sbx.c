@@ -16,7 +16,8 @@ const sbx_command sbx_commands[] = {
   { "run", cmd_run, "[[--] CMD [ARG...]]",
     "Create a sandbox, run CMD (default: the --image's cmd) in it, terminate it; the exit status is CMD's.",
     sbx_run_opts },
-  { "exec", cmd_exec, "ID [--] CMD [ARG...]", "Run CMD in a running sandbox; the exit status is CMD's.", sbx_exec_cli_opts },
+  { "exec", cmd_exec, "ID [--] CMD [ARG...]", "Run CMD in a running sandbox; the exit status is CMD's.",
+    sbx_exec_cli_opts },
   { "run-code", cmd_run_code, "ID (CODE | -)",
     "Run a code snippet with the image's interpreter; the exit status is the snippet's.", sbx_run_code_cli_opts },
   { "ps", cmd_ps, "ID", "List the processes started in a sandbox (running and recently ended).", sbx_ps_cli_opts },
@@ -46,8 +47,8 @@ const sbx_command sbx_commands[] = {
   { "snapshots", cmd_snapshots, NULL, "List snapshots.", sbx_snapshots_cli_opts },
   { "rmsnap", cmd_rmsnap, "SNAPSHOT...", "Remove snapshots.", sbx_none_opts },
   { "net", cmd_net, "ID", "Change a running sandbox's egress: --block, --allow CIDR..., or --open.", sbx_net_cli_opts },
-  { "expose", cmd_expose, "ID PORT", "Publish a sandbox's port as a URL on the host (a token is required unless --public).",
-    sbx_none_opts },
+  { "expose", cmd_expose, "ID PORT",
+    "Publish a sandbox's port as a URL on the host (a token is required unless --public).", sbx_none_opts },
   { "urls", cmd_urls, "ID", "List a sandbox's exposed ports and their URLs.", sbx_none_opts },
   { "ttl", cmd_ttl, "ID SECONDS", "Set a running sandbox's hard lifetime to SECONDS from now.", sbx_none_opts },
   { "stats", cmd_stats, "[ID]", "Count sandboxes by state; with ID, what that sandbox uses now.", sbx_none_opts },
@@ -64,8 +65,7 @@ const sbx_command sbx_commands[] = {
   { "rmi", cmd_rmi, "IMAGE...", "Remove images (or one of several tags); refused while a sandbox uses one.",
     sbx_rmi_opts },
   { "info", cmd_info, NULL, "Report what this host supports.", sbx_none_opts },
-  { "gc", cmd_gc, NULL, "Reap lost sandboxes; remove ended ones and orphaned host resources.",
-    sbx_none_opts },
+  { "gc", cmd_gc, NULL, "Reap lost sandboxes; remove ended ones and orphaned host resources.", sbx_none_opts },
   { "version", cmd_version, NULL, "Print the version.", sbx_none_opts },
   { "help", cmd_help, "[COMMAND]", "Show this help, or COMMAND's (as `sbx COMMAND --help`).", sbx_none_opts },
   { NULL },
@@ -133,9 +133,9 @@ static int
 parse_global (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
   static const struct option lo[] = {
-    { "root", required_argument, NULL, G_ROOT },   { "run-root", required_argument, NULL, G_RUN_ROOT },
-    { "json", no_argument, NULL, G_JSON },         { "version", no_argument, NULL, G_VERSION },
-    { "help", no_argument, NULL, 'h' },            { NULL, 0, NULL, 0 },
+    { "root", required_argument, NULL, G_ROOT }, { "run-root", required_argument, NULL, G_RUN_ROOT },
+    { "json", no_argument, NULL, G_JSON },       { "version", no_argument, NULL, G_VERSION },
+    { "help", no_argument, NULL, 'h' },          { NULL, 0, NULL, 0 },
   };
   opterr = 0;
   int c;

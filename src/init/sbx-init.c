@@ -102,7 +102,7 @@ struct chan {
   int64_t window;
   uint64_t deadline_ms; /* exec timeout; 0 = none */
   uint64_t exit_ms, drain_ms, drain_cap_ms;
-  struct bytes in; /* stdin not yet written */
+  struct bytes in;    /* stdin not yet written */
   uint32_t in_credit; /* stdin bytes written (or discarded) since the last CREDIT */
 };
 
@@ -188,8 +188,7 @@ static int bytes_reserve (struct bytes *b, size_t n, size_t max);
  * by the sandbox's processes through /proc/1/fd (gVisor lets them, as root,
  * whatever PR_SET_DUMPABLE says), and written to without bound. A frame
  * that does not fit is dropped: diagnostics never end the agent. */
-static void __attribute__ ((format (printf, 2, 3)))
-log_msg (struct agent *a, const char *fmt, ...)
+static void __attribute__ ((format (printf, 2, 3))) log_msg (struct agent *a, const char *fmt, ...)
 {
   char buf[SBX_PROTO_LOG_MAX];
   struct sbx_frame_hdr h = { .type = SBX_MSG_LOG };
@@ -266,13 +265,12 @@ static void
 bytes_free (struct bytes *b)
 {
   free (b->data);
-  *b = (struct bytes) { 0 };
+  *b = (struct bytes){ 0 };
 }
 
 /* Leaving: kill everything we started, and as PID 1 everything else. */
 
-static void __attribute__ ((noreturn))
-agent_exit (struct agent *a, int code)
+static void __attribute__ ((noreturn)) agent_exit (struct agent *a, int code)
 {
   /* What is queued (a last LOG frame, say) goes if the socket takes it. */
   while (a->ctl_out >= 0 && bytes_len (&a->out) > 0)
@@ -387,9 +385,15 @@ chan_alloc (struct agent *a, uint32_t id)
       struct chan *c = &a->chans[i];
       if (c->state != CHAN_FREE)
         continue;
-      *c = (struct chan) { .state = CHAN_STARTING, .id = id, .status_fd = -1, .out_fd = -1,
-                           .err_fd = -1, .in_fd = -1, .pty_fd = -1, .window = SBX_PROTO_WINDOW,
-                           .stdin_at_bol = true };
+      *c = (struct chan){ .state = CHAN_STARTING,
+                          .id = id,
+                          .status_fd = -1,
+                          .out_fd = -1,
+                          .err_fd = -1,
+                          .in_fd = -1,
+                          .pty_fd = -1,
+                          .window = SBX_PROTO_WINDOW,
+                          .stdin_at_bol = true };
       if (i + 1 > a->hi)
         a->hi = i + 1;
       return c;
@@ -646,8 +650,7 @@ child_fail (int fd, enum child_step step, int err, const char *fmt, ...)
   _exit (127);
 }
 
-static void __attribute__ ((noreturn))
-child_fail_exec (int fd, const char *cmd, int err)
+static void __attribute__ ((noreturn)) child_fail_exec (int fd, const char *cmd, int err)
 {
   if (err == ENOENT && strchr (cmd, '/') == NULL)
     child_fail (fd, STEP_EXEC, err, "`%.200s`: command not found", cmd);
@@ -755,8 +758,7 @@ static char env_home[] = "HOME=/root";
 static char env_term[] = "TERM=xterm";
 
 static void __attribute__ ((noreturn))
-child_exec (struct agent *a, const struct sbx_exec_req *req, const struct exec_user *u,
-            const struct spawn_fds *f)
+child_exec (struct agent *a, const struct sbx_exec_req *req, const struct exec_user *u, const struct spawn_fds *f)
 {
   char *default_env[] = { env_path, env_home, NULL, NULL };
   char *const *envp = req->envp;
@@ -957,7 +959,7 @@ parse_user (const char *s, struct exec_user *u)
   const char *colon;
   uint32_t uid, gid;
 
-  *u = (struct exec_user) { 0 };
+  *u = (struct exec_user){ 0 };
   if (s == NULL)
     return true;
   colon = strchr (s, ':');
@@ -966,7 +968,7 @@ parse_user (const char *s, struct exec_user *u)
   gid = uid;
   if (colon != NULL && !parse_id (colon + 1, strlen (colon + 1), &gid))
     return false;
-  *u = (struct exec_user) { .set = true, .uid = uid, .gid = gid };
+  *u = (struct exec_user){ .set = true, .uid = uid, .gid = gid };
   return true;
 }
 
@@ -1088,7 +1090,7 @@ chan_read_status (struct agent *a, struct chan *c)
       return;
     }
   if (n != (ssize_t) sizeof ce)
-    ce = (struct child_err) { .step = STEP_SETUP, .err = EPROTO, .msg = "start: lost the child's status" };
+    ce = (struct child_err){ .step = STEP_SETUP, .err = EPROTO, .msg = "start: lost the child's status" };
   ce.msg[sizeof ce.msg - 1] = '\0';
   out_error (a, c->id, child_err_status (&ce), ce.err, "%s", ce.msg);
   chan_free (a, c); /* the child is exiting; it is reaped as an unknown pid */
@@ -1304,8 +1306,8 @@ poll_timeout (const struct agent *a, uint64_t now)
 static size_t
 poll_add (struct agent *a, size_t n, int fd, short events, enum poll_kind kind, struct chan *c)
 {
-  a->pfd[n] = (struct pollfd) { .fd = fd, .events = events };
-  a->ref[n] = (struct poll_ref) { .kind = kind, .c = c };
+  a->pfd[n] = (struct pollfd){ .fd = fd, .events = events };
+  a->ref[n] = (struct poll_ref){ .kind = kind, .c = c };
   return n + 1;
 }
 
@@ -1437,8 +1439,7 @@ close_listed_fds (int from)
   while ((got = syscall (SYS_getdents64, dfd, buf, sizeof buf)) > 0)
     for (long off = 0; off < got;)
       {
-        struct linux_dirent64_min
-        {
+        struct linux_dirent64_min {
           uint64_t ino;
           int64_t off;
           unsigned short reclen;
@@ -1479,7 +1480,7 @@ setup_limits (struct agent *a)
   struct rlimit r;
 
   if (getrlimit (RLIMIT_NOFILE, &a->nofile) < 0)
-    a->nofile = (struct rlimit) { 1024, 1024 };
+    a->nofile = (struct rlimit){ 1024, 1024 };
   r = a->nofile;
   if (r.rlim_cur < 8 * MAX_CHANS)
     {
@@ -1493,8 +1494,7 @@ same_file (int fd1, int fd2)
 {
   struct stat s1, s2;
 
-  return fstat (fd1, &s1) == 0 && fstat (fd2, &s2) == 0 && s1.st_dev == s2.st_dev
-         && s1.st_ino == s2.st_ino;
+  return fstat (fd1, &s1) == 0 && fstat (fd2, &s2) == 0 && s1.st_dev == s2.st_dev && s1.st_ino == s2.st_ino;
 }
 
 static int

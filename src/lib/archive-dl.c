@@ -20,8 +20,8 @@ sbx_archive_load (sbx_error **err)
   if (h == NULL)
     return sbx_error_set (err, SBX_E_INTERNAL, 0, "cannot load %s (install libarchive13): %s", SBX_LIBARCHIVE_SONAME,
                           dlerror ());
-#define X(f)                                                                                                           \
-  if ((sbx_ar.f = (__typeof__ (f) *) dlsym (h, #f)) == NULL)                                                           \
+#define X(f)                                                 \
+  if ((sbx_ar.f = (__typeof__ (f) *) dlsym (h, #f)) == NULL) \
     return sbx_error_set (err, SBX_E_INTERNAL, 0, "%s lacks %s", SBX_LIBARCHIVE_SONAME, #f);
   SBX_ARCHIVE_FUNCS (X)
 #undef X

@@ -11,10 +11,15 @@
 #define STRING_MAX (64 * 1024)
 
 static const char *const step_names[SBX_STEP__MAX] = {
-  [SBX_STEP_APT_PACKAGES] = "apt_packages", [SBX_STEP_PYTHON_VERSION] = "python_version",
-  [SBX_STEP_PYTHON_PACKAGES] = "python_packages", [SBX_STEP_FILES] = "files",
-  [SBX_STEP_RUN] = "run", [SBX_STEP_ENV] = "env", [SBX_STEP_WORKDIR] = "workdir",
-  [SBX_STEP_CMD] = "cmd", [SBX_STEP_WITH_DOCKER] = "with_docker",
+  [SBX_STEP_APT_PACKAGES] = "apt_packages",
+  [SBX_STEP_PYTHON_VERSION] = "python_version",
+  [SBX_STEP_PYTHON_PACKAGES] = "python_packages",
+  [SBX_STEP_FILES] = "files",
+  [SBX_STEP_RUN] = "run",
+  [SBX_STEP_ENV] = "env",
+  [SBX_STEP_WORKDIR] = "workdir",
+  [SBX_STEP_CMD] = "cmd",
+  [SBX_STEP_WITH_DOCKER] = "with_docker",
 };
 
 const char *
@@ -297,8 +302,9 @@ parse_step (yajl_val v, size_t idx, sbx_bp_step *s, sbx_error **err)
   while (k < SBX_STEP__MAX && strcmp (step_names[k], key) != 0)
     k++;
   if (k == SBX_STEP__MAX)
-    return bad (err, w, "unknown step (apt_packages, python_version, python_packages, files, run, env, workdir, "
-                        "cmd, with_docker)");
+    return bad (err, w,
+                "unknown step (apt_packages, python_version, python_packages, files, run, env, workdir, "
+                "cmd, with_docker)");
   s->kind = (sbx_step_kind) k;
   int r = 0;
   switch (s->kind)

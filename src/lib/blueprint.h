@@ -41,12 +41,12 @@ typedef struct sbx_bp_file {
 
 typedef struct sbx_bp_step {
   sbx_step_kind kind;
-  char **list;   /* apt/python packages, run commands, cmd argv, env K=V */
-  char *str;     /* python_version, workdir */
-  bool flag;     /* with_docker */
+  char **list; /* apt/python packages, run commands, cmd argv, env K=V */
+  char *str;   /* python_version, workdir */
+  bool flag;   /* with_docker */
   sbx_bp_file *files;
   size_t nfiles;
-  char *canon;   /* the step as canonical JSON: the cache key's part */
+  char *canon; /* the step as canonical JSON: the cache key's part */
 } sbx_bp_step;
 
 typedef struct sbx_blueprint {

@@ -377,21 +377,26 @@ step_commands (const sbx_bp_step *s)
     case SBX_STEP_APT_PACKAGES:
       {
         _cleanup_free_ char *c = xasprintf ("apt-get install -y --no-install-recommends%s", joined);
-        push3 (&cmds, "command -v apt-get >/dev/null || { echo 'apt_packages needs a Debian base (debian:SUITE)' >&2; exit 2; }",
-               "apt-get update", c);
+        push3 (
+            &cmds,
+            "command -v apt-get >/dev/null || { echo 'apt_packages needs a Debian base (debian:SUITE)' >&2; exit 2; }",
+            "apt-get update", c);
         strv_push (&cmds, "rm -rf /var/lib/apt/lists/*");
         break;
       }
     case SBX_STEP_PYTHON_VERSION:
       {
-        _cleanup_free_ char *c = xasprintf (
-            "apt-cache show python%s >/dev/null 2>&1 || { echo 'python_version %s: no package python%s in this base' >&2; "
-            "exit 2; }; apt-get install -y --no-install-recommends python%s python3-pip python3-venv",
-            s->str, s->str, s->str, s->str);
-        push3 (&cmds, "command -v apt-get >/dev/null || { echo 'python_version needs a Debian base (debian:SUITE)' >&2; exit 2; }",
+        _cleanup_free_ char
+            *c = xasprintf ("apt-cache show python%s >/dev/null 2>&1 || { echo 'python_version %s: no package python%s "
+                            "in this base' >&2; "
+                            "exit 2; }; apt-get install -y --no-install-recommends python%s python3-pip python3-venv",
+                            s->str, s->str, s->str, s->str);
+        push3 (&cmds,
+               "command -v apt-get >/dev/null || { echo 'python_version needs a Debian base (debian:SUITE)' >&2; exit "
+               "2; }",
                "apt-get update", c);
-        _cleanup_free_ char *l = xasprintf ("ln -sf python%s /usr/bin/python3 && ln -sf python%s /usr/bin/python", s->str,
-                                            s->str);
+        _cleanup_free_ char *l = xasprintf ("ln -sf python%s /usr/bin/python3 && ln -sf python%s /usr/bin/python",
+                                            s->str, s->str);
         strv_push (&cmds, l);
         strv_push (&cmds, "rm -rf /var/lib/apt/lists/*");
         break;
@@ -400,7 +405,8 @@ step_commands (const sbx_bp_step *s)
       {
         _cleanup_free_ char *c = xasprintf (
             "command -v python3 >/dev/null || { echo 'python_packages needs python3 in the image' >&2; exit 2; }; "
-            "python3 -m pip install --no-cache-dir --break-system-packages%s || python3 -m pip install --no-cache-dir%s",
+            "python3 -m pip install --no-cache-dir --break-system-packages%s || python3 -m pip install "
+            "--no-cache-dir%s",
             joined, joined);
         strv_push (&cmds, c);
         break;
@@ -408,8 +414,10 @@ step_commands (const sbx_bp_step *s)
     case SBX_STEP_WITH_DOCKER:
       if (s->flag)
         {
-          push3 (&cmds, "command -v apt-get >/dev/null || { echo 'with_docker needs a Debian base (debian:SUITE)' >&2; exit 2; }",
-                 "apt-get update", "apt-get install -y --no-install-recommends docker.io");
+          push3 (
+              &cmds,
+              "command -v apt-get >/dev/null || { echo 'with_docker needs a Debian base (debian:SUITE)' >&2; exit 2; }",
+              "apt-get update", "apt-get install -y --no-install-recommends docker.io");
           strv_push (&cmds, "rm -rf /var/lib/apt/lists/*");
         }
       break;
@@ -544,8 +552,8 @@ debian_base (build *b, const char *suite, sbx_error **err)
       int status = -1;
       int r = 0;
       if (sbx_spawn_run (argv, &io, &status, NULL) < 0 || status != 0)
-        r = sbx_error_set (err, status == 127 ? SBX_E_NOT_FOUND : SBX_E_INVALID_ARGUMENT,
-                           0, "debootstrap of `%s` failed (is debootstrap installed? is `%s` a suite?)", suite, suite);
+        r = sbx_error_set (err, status == 127 ? SBX_E_NOT_FOUND : SBX_E_INVALID_ARGUMENT, 0,
+                           "debootstrap of `%s` failed (is debootstrap installed? is `%s` a suite?)", suite, suite);
       _cleanup_close_ int dfd = r == 0 ? open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
       _cleanup_close_ int tfd = r == 0 ? open (tar, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : -1;
       if (r == 0 && (dfd < 0 || tfd < 0))
@@ -652,7 +660,8 @@ sbx_build (const sbx_store *st, const sbx_blueprint *bp, const sbx_build_opts *o
   if (workdir_pending)
     {
       static char *mk_list[] = { (char *) "true", NULL };
-      static const sbx_bp_step mk = { .kind = SBX_STEP_RUN, .list = mk_list,
+      static const sbx_bp_step mk = { .kind = SBX_STEP_RUN,
+                                      .list = mk_list,
                                       .canon = (char *) "{\"workdir-made\":true}" };
       _cleanup_free_ char *extra = exec_context (&b);
       key_next (&b, mk.canon, extra);

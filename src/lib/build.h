@@ -26,7 +26,7 @@ typedef struct sbx_build_opts {
   const char *context; /* the host directory `files` steps copy from (NULL: none) */
   const char *runtime; /* of the build sandboxes */
   bool no_cache;
-  int out_fd;          /* where the steps' own output goes */
+  int out_fd; /* where the steps' own output goes */
   /* Progress: one call per step: a layer made now (RUN), one from the cache
    * (CACHED), or a step that only sets the image's config (CONFIG). */
   void (*progress) (void *data, size_t step, size_t nsteps, const char *what, sbx_build_step_how how);
@@ -42,7 +42,6 @@ int sbx_build (const sbx_store *st, const sbx_blueprint *bp, const sbx_build_opt
 
 /* What sandbox ID wrote (its upper dir) as a layer. The caller makes sure
  * nothing writes there meanwhile (ended, or paused). */
-int sbx_layer_from_upper (const sbx_store *st, const char *id, char **ret_digest, uint64_t *ret_size,
-                          sbx_error **err);
+int sbx_layer_from_upper (const sbx_store *st, const char *id, char **ret_digest, uint64_t *ret_size, sbx_error **err);
 
 #endif

@@ -49,9 +49,8 @@ static const cap_value_t required[] = {
  * MAC, mknod, BPF, perf, file capabilities, immutable files, leases, IPC
  * ownership, limits, nice, syslog and the rest. */
 static const cap_value_t monitor_keeps[] = {
-  CAP_SYS_ADMIN,    CAP_NET_ADMIN, CAP_NET_BIND_SERVICE, CAP_KILL,       CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH,
-  CAP_FOWNER,       CAP_SYS_PTRACE, CAP_SETUID,          CAP_SETGID,     CAP_SETPCAP,      CAP_SYS_CHROOT,
-  CAP_CHOWN,        CAP_FSETID,
+  CAP_SYS_ADMIN,  CAP_NET_ADMIN, CAP_NET_BIND_SERVICE, CAP_KILL,    CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER,
+  CAP_SYS_PTRACE, CAP_SETUID,    CAP_SETGID,           CAP_SETPCAP, CAP_SYS_CHROOT,   CAP_CHOWN,           CAP_FSETID,
 };
 
 #define N_OF(a) (sizeof (a) / sizeof *(a))

@@ -278,7 +278,9 @@ make_dir (const char *path, sbx_error **err)
   return 0;
 }
 
-const sbx_device sbx_std_devices[] = { { 1, 3 }, { 1, 5 }, { 1, 7 }, { 1, 8 }, { 1, 9 }, { 5, 0 }, { 5, 2 }, { 136, -1 } };
+const sbx_device sbx_std_devices[] = {
+  { 1, 3 }, { 1, 5 }, { 1, 7 }, { 1, 8 }, { 1, 9 }, { 5, 0 }, { 5, 2 }, { 136, -1 }
+};
 const size_t sbx_std_devices_n = ARRAY_SIZE (sbx_std_devices);
 
 static int
@@ -370,16 +372,16 @@ create_v2 (const char *rel, const sbx_cgroup_limits *l, sbx_error **err)
   _cleanup_free_ char *dir = xasprintf (CG_ROOT "%s", rel);
   _cleanup_free_ char *parent = xstrdup (dir);
   *strrchr (parent, '/') = '\0';
-  if (write_value (CG_ROOT, "cgroup.subtree_control", "+memory +pids +cpu", true, err) < 0
-      || make_dir (parent, err) < 0
-      || write_value (parent, "cgroup.subtree_control", "+memory +pids +cpu", false, err) < 0
-      || make_dir (dir, err) < 0 || write_value (dir, "cgroup.subtree_control", "+memory +pids +cpu", false, err) < 0)
+  if (write_value (CG_ROOT, "cgroup.subtree_control", "+memory +pids +cpu", true, err) < 0 || make_dir (parent, err) < 0
+      || write_value (parent, "cgroup.subtree_control", "+memory +pids +cpu", false, err) < 0 || make_dir (dir, err) < 0
+      || write_value (dir, "cgroup.subtree_control", "+memory +pids +cpu", false, err) < 0)
     return -1;
   char v[64];
   if (l->memory > 0)
     {
       snprintf (v, sizeof v, "%llu", (unsigned long long) l->memory);
-      if (write_value (dir, "memory.max", v, false, err) < 0 || write_value (dir, "memory.swap.max", "0", true, err) < 0)
+      if (write_value (dir, "memory.max", v, false, err) < 0
+          || write_value (dir, "memory.swap.max", "0", true, err) < 0)
         return -1;
     }
   if (l->pids > 0)

@@ -149,8 +149,7 @@ sbx_client_rootfd (const sbx_store *st, const char *id, int *ret_fd, sbx_error *
   struct sbx_frame_hdr h = { 0 };
   for (;;)
     {
-      union
-      {
+      union {
         struct cmsghdr h;
         char buf[CMSG_SPACE (sizeof (int))];
       } cm;
@@ -299,8 +298,7 @@ sbx_client_net (const sbx_store *st, const char *id, const char *mode, char *con
 }
 
 int
-sbx_client_expose (const sbx_store *st, const char *id, int64_t port, char **ret_url, bool *ret_public,
-                   sbx_error **err)
+sbx_client_expose (const sbx_store *st, const char *id, int64_t port, char **ret_url, bool *ret_public, sbx_error **err)
 {
   yajl_gen g = req_begin (SBX_OP_EXPOSE);
   j_kint (g, "port", port);
@@ -561,8 +559,14 @@ sbx_client_exec (const sbx_store *st, const char *id, const sbx_exec_opts *o, in
     sigaddset (&set, SIGWINCH);
   sigprocmask (SIG_BLOCK, &set, &old);
   _cleanup_close_ int sfd = signalfd (-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
-  struct exec_state s = { .o = o, .fd = fd, .in_fd = in_fd, .out_fd = out_fd, .err_fd = err_fd, .in_open = o->stdin_open,
-                          .status = 125, .err = err };
+  struct exec_state s = { .o = o,
+                          .fd = fd,
+                          .in_fd = in_fd,
+                          .out_fd = out_fd,
+                          .err_fd = err_fd,
+                          .in_open = o->stdin_open,
+                          .status = 125,
+                          .err = err };
   int r = exec_loop (&s, sfd);
   sigprocmask (SIG_SETMASK, &old, NULL);
   if (r < 0)

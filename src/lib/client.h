@@ -79,7 +79,7 @@ int sbx_client_rootfd (const sbx_store *st, const char *id, int *ret_fd, sbx_err
 /* Runs a command, streaming its stdout/stderr to OUT_FD/ERR_FD and (with
  * stdin_open) IN_FD to it. *ret_status: its exit status (124 when its
  * timeout killed it; 126/127 when it could not be run). */
-int sbx_client_exec (const sbx_store *st, const char *id, const sbx_exec_opts *o, int in_fd, int out_fd,
-                     int err_fd, int *ret_status, sbx_error **err);
+int sbx_client_exec (const sbx_store *st, const char *id, const sbx_exec_opts *o, int in_fd, int out_fd, int err_fd,
+                     int *ret_status, sbx_error **err);
 
 #endif

@@ -55,8 +55,7 @@ sbx_commit (const sbx_store *st, const char *id, const char *tag, sbx_image **re
       int status = 0;
       if (!sb->paused)
         {
-          if (sbx_client_exec (st, id, &eo, -1, -1, 2, &status, err) < 0
-              || sbx_client_pause (st, id, true, err) < 0)
+          if (sbx_client_exec (st, id, &eo, -1, -1, 2, &status, err) < 0 || sbx_client_pause (st, id, true, err) < 0)
             return sbx_error_wrap (err, "commit %s", id);
           we_paused = true;
         }

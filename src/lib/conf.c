@@ -131,7 +131,7 @@ set_pool6 (parser *p, const char *key, const char *v, sbx_error **err)
 {
   if (strcmp (v, "off") == 0)
     {
-      p->conf->pool6 = (sbx_cidr) { 0 };
+      p->conf->pool6 = (sbx_cidr){ 0 };
       return 0;
     }
   _cleanup_error_ sbx_error *e = NULL;
@@ -221,7 +221,7 @@ add_open (parser *p, const char *key, const char *v, sbx_error **err)
     if (strlen (c->open[i].name) == n && memcmp (c->open[i].name, v, n) == 0)
       return perr (p, key, err, "the name `%.*s` is used twice", (int) n, v);
   c->open = xrealloc (c->open, (c->nopen + 1) * sizeof *c->open);
-  c->open[c->nopen++] = (sbx_conf_open) { .name = xstrndup (v, n), .cidr = r };
+  c->open[c->nopen++] = (sbx_conf_open){ .name = xstrndup (v, n), .cidr = r };
   return 0;
 }
 
@@ -370,8 +370,9 @@ set_size (parser *p, const char *key, const char *v, uint64_t min, uint64_t max,
   if (parse_memory (v, &n) < 0 || n < min || n > max)
     {
       _cleanup_free_ char *q = printable_escaped (v, 64);
-      return perr (p, key, err, "`%s` is not %sa size between %llu MiB and %llu GiB (MiB, or with a unit: 512Mi, 10Gi, 2G)",
-                   q, zero ? "0 or " : "", (unsigned long long) (min >> 20), (unsigned long long) (max >> 30));
+      return perr (p, key, err,
+                   "`%s` is not %sa size between %llu MiB and %llu GiB (MiB, or with a unit: 512Mi, 10Gi, 2G)", q,
+                   zero ? "0 or " : "", (unsigned long long) (min >> 20), (unsigned long long) (max >> 30));
     }
   *ret = n;
   return 0;
@@ -486,7 +487,7 @@ conf_finish (sbx_conf *c)
 {
   if (c->expose_host == NULL)
     c->expose_host = strchr (c->expose_address, ':') ? xasprintf ("[%s]", c->expose_address)
-                                                      : xstrdup (c->expose_address);
+                                                     : xstrdup (c->expose_address);
 }
 
 int
@@ -571,8 +572,7 @@ resolv_line (const char *s, size_t n, sbx_cidr *ret)
   while (n > 0 && is_blank (*s))
     s++, n--;
   size_t alen = 0;
-  while (alen < n && !is_blank (s[alen]) && s[alen] != '\r' && s[alen] != '%'
-         && s[alen] != '\0')
+  while (alen < n && !is_blank (s[alen]) && s[alen] != '\r' && s[alen] != '%' && s[alen] != '\0')
     alen++;
   if (alen == 0 || alen >= sizeof buf)
     return false;

@@ -48,22 +48,22 @@ typedef struct sbx_conf_open {
 } sbx_conf_open;
 
 typedef struct sbx_conf {
-  char *path;            /* the file read, or NULL when none existed (defaults) */
-  sbx_cidr pool4;        /* default 10.200.0.0/16; prefix 8..28 */
-  sbx_cidr pool6;        /* family 0 = IPv6 off in sandboxes (default); prefix 48..120 */
-  sbx_cidr *dns;         /* upstream resolvers (host addresses, /32 or /128), in file order; */
-  size_t ndns;           /*   empty: none configured */
-  sbx_conf_open *open;   /* operator-opened private destinations, in file order */
+  char *path;          /* the file read, or NULL when none existed (defaults) */
+  sbx_cidr pool4;      /* default 10.200.0.0/16; prefix 8..28 */
+  sbx_cidr pool6;      /* family 0 = IPv6 off in sandboxes (default); prefix 48..120 */
+  sbx_cidr *dns;       /* upstream resolvers (host addresses, /32 or /128), in file order; */
+  size_t ndns;         /*   empty: none configured */
+  sbx_conf_open *open; /* operator-opened private destinations, in file order */
   size_t nopen;
-  bool observe;          /* private_policy = observe (default: drop) */
-  char *expose_address;  /* address exposed ports listen on; default "127.0.0.1"; an IPv4 or IPv6 literal */
-  char *expose_host;     /* host name printed in URLs; default: expose_address (IPv6 in brackets) */
+  bool observe;                    /* private_policy = observe (default: drop) */
+  char *expose_address;            /* address exposed ports listen on; default "127.0.0.1"; an IPv4 or IPv6 literal */
+  char *expose_host;               /* host name printed in URLs; default: expose_address (IPv6 in brackets) */
   unsigned expose_head_timeout_ms; /* a new connection's first request head, within; default 10000 */
-  uint64_t default_memory; /* bytes, 0 = no limit; default SBX_CONF_DEFAULT_MEMORY */
-  double default_cpu;      /* cores, 0 = no limit; default SBX_CONF_DEFAULT_CPU */
-  uint64_t disk;           /* a sandbox's disk limit when create has no --disk; 0 = none */
-  uint64_t image_size_max; /* the most an import or a build may expand to (its layers' files) */
-  uint64_t store_reserve;  /* store operations refuse to start with less free on the store's filesystem */
+  uint64_t default_memory;         /* bytes, 0 = no limit; default SBX_CONF_DEFAULT_MEMORY */
+  double default_cpu;              /* cores, 0 = no limit; default SBX_CONF_DEFAULT_CPU */
+  uint64_t disk;                   /* a sandbox's disk limit when create has no --disk; 0 = none */
+  uint64_t image_size_max;         /* the most an import or a build may expand to (its layers' files) */
+  uint64_t store_reserve;          /* store operations refuse to start with less free on the store's filesystem */
 } sbx_conf;
 
 /* PATH NULL: $SBX_CONF if set and not empty, else SBX_CONF_PATH_DEFAULT

@@ -79,10 +79,21 @@ template_path (const sbx_store *st, uint64_t size, char **ret, sbx_error **err)
       unlink (tmp);
       return sbx_error_errno (err, e, "size `%s`", tmp);
     }
-  char *argv[] = { (char *) mkfs, (char *) "-q", (char *) "-F", (char *) "-t", (char *) "ext4",
-                   (char *) "-O", (char *) "^has_journal,^resize_inode", (char *) "-E",
-                   (char *) "lazy_itable_init=1,nodiscard,root_owner=0:0", (char *) "-m", (char *) "0",
-                   (char *) "-L", (char *) "sbx-disk", tmp, NULL };
+  char *argv[] = { (char *) mkfs,
+                   (char *) "-q",
+                   (char *) "-F",
+                   (char *) "-t",
+                   (char *) "ext4",
+                   (char *) "-O",
+                   (char *) "^has_journal,^resize_inode",
+                   (char *) "-E",
+                   (char *) "lazy_itable_init=1,nodiscard,root_owner=0:0",
+                   (char *) "-m",
+                   (char *) "0",
+                   (char *) "-L",
+                   (char *) "sbx-disk",
+                   tmp,
+                   NULL };
   _cleanup_free_ char *out = NULL, *errs = NULL;
   int status = -1;
   int r = sbx_spawn_capture (argv, 65536, &out, &errs, &status, err);
@@ -179,7 +190,8 @@ loop_attach (int fd, bool readonly, char *dev, size_t devlen, sbx_error **err)
 {
   _cleanup_close_ int ctl = open ("/dev/loop-control", O_RDWR | O_CLOEXEC);
   if (ctl < 0)
-    return sbx_error_set (err, SBX_E_RUNTIME_UNAVAILABLE, errno, "a disk limit needs loop devices: open /dev/loop-control");
+    return sbx_error_set (err, SBX_E_RUNTIME_UNAVAILABLE, errno,
+                          "a disk limit needs loop devices: open /dev/loop-control");
   for (int tries = 0; tries < 64; tries++)
     {
       int nr = ioctl (ctl, LOOP_CTL_GET_FREE);
@@ -296,7 +308,7 @@ open_locked (const char *img, bool readonly, bool wait, int *ret, sbx_error **er
 void
 sbx_disk_attach (const sbx_store *st, const char *id, bool readonly, sbx_disk_att *a)
 {
-  *a = (sbx_disk_att) { .lock = -1, .loop = -1, .readonly = readonly, .done = true };
+  *a = (sbx_disk_att){ .lock = -1, .loop = -1, .readonly = readonly, .done = true };
   _cleanup_free_ char *img = sbx_store_path (st, "sandboxes/%s/disk.img", id);
   if (open_locked (img, readonly, true, &a->lock, &a->err) == 0)
     a->loop = loop_attach (a->lock, readonly, a->dev, sizeof a->dev, &a->err);
@@ -358,8 +370,7 @@ sbx_disk_mount_att (const sbx_store *st, const char *id, bool readonly, sbx_disk
 static int
 send_fd (int sock, int fd)
 {
-  union
-  {
+  union {
     struct cmsghdr h;
     char buf[CMSG_SPACE (sizeof (int))];
   } cm = { 0 };
@@ -377,8 +388,7 @@ send_fd (int sock, int fd)
 static int
 recv_fd (int sock)
 {
-  union
-  {
+  union {
     struct cmsghdr h;
     char buf[CMSG_SPACE (sizeof (int))];
   } cm;

@@ -56,7 +56,10 @@ typedef struct sbx_disk_att {
   bool readonly, done;
   sbx_error *err; /* what failed, for sbx_disk_mount_att to report */
 } sbx_disk_att;
-#define SBX_DISK_ATT_INIT { .lock = -1, .loop = -1 }
+#define SBX_DISK_ATT_INIT  \
+  {                        \
+    .lock = -1, .loop = -1 \
+  }
 void sbx_disk_attach (const sbx_store *st, const char *id, bool readonly, sbx_disk_att *a);
 void sbx_disk_att_clear (sbx_disk_att *a);
 /* sbx_disk_mount with PRE (NULL, or one sbx_disk_attach filled: it is used

@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define SBX_DNS_HDR 12                /* the header's bytes */
+#define SBX_DNS_HDR 12                 /* the header's bytes */
 #define SBX_DNS_QUESTION_MAX (255 + 4) /* a name, its type and class */
 
 static inline uint16_t
@@ -31,7 +31,6 @@ sbx_dns_put16 (unsigned char *p, uint16_t v)
  * question (an EDNS OPT record, say) is the upstream's to judge. 0 when it
  * is one, -1 otherwise. */
 int sbx_dns_query_check (const unsigned char *p, size_t n);
-
 
 /* The length of the question after the header of P[0..N): name, type and
  * class; -1 unless it is well formed. */

@@ -36,7 +36,7 @@ typedef struct tstate {
   uint32_t genid;
   char **chains;
   char **sets;
-  char **counters; /* the table's named counters */
+  char **counters;   /* the table's named counters */
   uint64_t *handles; /* the forward rules to delete */
   char (*rule_ifnames)[IFNAMSIZ];
   size_t nrules;

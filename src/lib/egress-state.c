@@ -144,7 +144,8 @@ static bool
 rule_comment_is (struct nftnl_rule *r, const char *name)
 {
   uint32_t len = 0;
-  const void *u = nftnl_rule_is_set (r, NFTNL_RULE_USERDATA) ? nftnl_rule_get_data (r, NFTNL_RULE_USERDATA, &len) : NULL;
+  const void *u = nftnl_rule_is_set (r, NFTNL_RULE_USERDATA) ? nftnl_rule_get_data (r, NFTNL_RULE_USERDATA, &len)
+                                                             : NULL;
   comment c = { 0 };
   if (u == NULL || nftnl_udata_parse (u, len, comment_cb, &c) < 0 || c.s == NULL)
     return false;

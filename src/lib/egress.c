@@ -35,11 +35,10 @@
 /* Always refused, whatever the allow-list, the operator's opened ranges or
  * observe mode say (DESIGN.md section 5). */
 static const char *const refused_v4[] = {
-  "169.254.0.0/16",   /* link-local: most clouds' metadata service */
-  "168.63.129.16/32", /* Azure's wire server */
-  "192.0.0.0/24",     /* IETF protocol assignments, some clouds' metadata */
-  "127.0.0.0/8",
-  "0.0.0.0/8",        /* "this network": reaches the host itself */
+  "169.254.0.0/16",                /* link-local: most clouds' metadata service */
+  "168.63.129.16/32",              /* Azure's wire server */
+  "192.0.0.0/24",                  /* IETF protocol assignments, some clouds' metadata */
+  "127.0.0.0/8",      "0.0.0.0/8", /* "this network": reaches the host itself */
 };
 /* AWS's IPv6 metadata address lies inside fc00::/7: refused here, so that
  * neither an opened ULA range nor observe mode reaches it. */
@@ -139,8 +138,7 @@ static int
 check_table (const char *table, sbx_error **err)
 {
   if (!name_is_valid (table))
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid nftables table name `%s`",
-                          table ? table : "(null)");
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid nftables table name `%s`", table ? table : "(null)");
   return 0;
 }
 
@@ -154,8 +152,8 @@ ifname_valid (const char *s, size_t max)
   for (size_t i = 0; i < n; i++)
     {
       char c = s[i];
-      if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == '-' ||
-            c == '.'))
+      if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == '-'
+            || c == '.'))
         return false;
     }
   return true;
@@ -170,8 +168,7 @@ check_ids (const char *table, const char *sandbox_id, const char *ifname, bool n
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid sandbox id `%s`",
                           sandbox_id ? sandbox_id : "(null)");
   if ((ifname || need_ifname) && !ifname_valid (ifname, IFNAMSIZ - 1))
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid interface name `%s`",
-                          ifname ? ifname : "(null)");
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid interface name `%s`", ifname ? ifname : "(null)");
   return 0;
 }
 
@@ -200,18 +197,16 @@ check_pool (const sbx_egress_pool *pool, sbx_error **err)
   if (pool->ifprefix && !ifname_valid (pool->ifprefix, IFNAMSIZ - 2))
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "egress: invalid interface prefix `%s`", pool->ifprefix);
   if (pool->nopen && pool->open == NULL)
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "egress: %zu opened destinations but no array",
-                          pool->nopen);
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "egress: %zu opened destinations but no array", pool->nopen);
   if (pool->nopen > SBX_EGRESS_ALLOW_MAX)
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "egress: %zu opened destinations, at most %d",
-                          pool->nopen, SBX_EGRESS_ALLOW_MAX);
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "egress: %zu opened destinations, at most %d", pool->nopen,
+                          SBX_EGRESS_ALLOW_MAX);
   for (size_t i = 0; i < pool->nopen; i++)
     if (!sbx_cidr_valid (&pool->open[i]))
       return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
                             "egress: opened destination %zu is not a CIDR (family, prefix, host bits)", i + 1);
   return 0;
 }
-
 
 /* Whether IFNAME may ask the gateway's resolver. Taking it away adds the
  * element and deletes it in the same transaction: deleting a missing
@@ -667,8 +662,8 @@ b_forward_cleanup (batch *b, const tstate *t, const char *keep)
 }
 
 static int
-apply_once (const char *table, const names *nm, const char *ifname, const sbx_egress_source *src,
-            sbx_egress_mode mode, const ranges *a4, const ranges *a6, sbx_error **err)
+apply_once (const char *table, const names *nm, const char *ifname, const sbx_egress_source *src, sbx_egress_mode mode,
+            const ranges *a4, const ranges *a6, sbx_error **err)
 {
   _cleanup_nft_ nft n = { 0 };
   _cleanup_tstate_ tstate t = { .table = table, .target = nm->chain, .ifname = ifname };
@@ -678,8 +673,7 @@ apply_once (const char *table, const names *nm, const char *ifname, const sbx_eg
   if (r != 0)
     return r;
   if (!strv_has (t.chains, CHAIN_FORWARD))
-    return sbx_error_set (err, SBX_E_NOT_FOUND, 0, "nftables table inet %s is not set up (no forward chain)",
-                          table);
+    return sbx_error_set (err, SBX_E_NOT_FOUND, 0, "nftables table inet %s is not set up (no forward chain)", table);
   if (!strv_has (t.chains, CHAIN_PRIVATE) || !strv_has (t.chains, CHAIN_SOURCE))
     return sbx_error_set (err, SBX_E_NOT_FOUND, 0,
                           "nftables table inet %s was set up by an older sbx (no " CHAIN_PRIVATE " or " CHAIN_SOURCE
@@ -892,7 +886,6 @@ sbx_egress_drop (const char *table, sbx_error **err)
   return 0; /* kept changing: somebody uses it */
 }
 
-
 int
 sbx_egress_list (const char *table, char ***ret_ids, sbx_error **err)
 {
@@ -965,4 +958,3 @@ sbx_egress_private_count (const char *table, const char *sandbox_id, uint64_t *r
   *ret_packets = packets;
   return 0;
 }
-

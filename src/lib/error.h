@@ -41,9 +41,9 @@ sbx_code sbx_code_from_name (const char *name);
 /* Each returns -1 (or -errnum when errnum is set) so that callers can write
  * `return sbx_error_set (err, ...)`. A NULL err is allowed and discards. */
 int sbx_error_set (sbx_error **err, sbx_code code, int errnum, const char *fmt, ...)
-  __attribute__ ((format (printf, 4, 5)));
+    __attribute__ ((format (printf, 4, 5)));
 int sbx_error_setv (sbx_error **err, sbx_code code, int errnum, const char *fmt, va_list ap)
-  __attribute__ ((format (printf, 4, 0)));
+    __attribute__ ((format (printf, 4, 0)));
 /* Shorthand: INTERNAL with errno. */
 #define sbx_error_errno(err, errnum, ...) sbx_error_set ((err), SBX_E_INTERNAL, (errnum), __VA_ARGS__)
 /* Prepends "CONTEXT: " to the message of *err; returns -1. */

@@ -61,8 +61,7 @@ sbx_fs_upload (int root, const char *host, const char *path, char **ret_path, ui
 /* The host side of download: a temporary file beside HOST, renamed over it
  * once complete (a directory HOST gets the file's own name inside). */
 int
-sbx_fs_download (int root, const char *path, const char *host, char **ret_target, uint64_t *ret_size,
-                 sbx_error **err)
+sbx_fs_download (int root, const char *path, const char *host, char **ret_target, uint64_t *ret_size, sbx_error **err)
 {
   struct stat st, hs;
   _cleanup_close_ int in = -1;

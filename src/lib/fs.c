@@ -330,9 +330,15 @@ entry_at (int dir, const char *name, const char *path, sbx_fs_entry *e, sbx_erro
   struct stat st;
   if (fstatat (dir, name, &st, AT_SYMLINK_NOFOLLOW | (name[0] ? 0 : AT_EMPTY_PATH)) < 0)
     return fs_error (err, errno, "stat", path);
-  *e = (sbx_fs_entry){ .name = xstrdup (name[0] ? name : "/"), .path = xstrdup (path), .type = type_name (st.st_mode),
-                       .size = (uint64_t) st.st_size, .mode = st.st_mode & 07777, .uid = st.st_uid, .gid = st.st_gid,
-                       .mtime = st.st_mtim.tv_sec, .mtime_ns = st.st_mtim.tv_nsec };
+  *e = (sbx_fs_entry){ .name = xstrdup (name[0] ? name : "/"),
+                       .path = xstrdup (path),
+                       .type = type_name (st.st_mode),
+                       .size = (uint64_t) st.st_size,
+                       .mode = st.st_mode & 07777,
+                       .uid = st.st_uid,
+                       .gid = st.st_gid,
+                       .mtime = st.st_mtim.tv_sec,
+                       .mtime_ns = st.st_mtim.tv_nsec };
   if (S_ISLNK (st.st_mode))
     {
       char buf[PATH_MAX];
@@ -801,8 +807,8 @@ replace_file (int dir, const char *name, const char *path, int fd, const struct 
 }
 
 int
-sbx_fs_replace (int root, const char *path, const char *old, const char *new_, const char *glob,
-                sbx_fs_count_fn fn, void *data, sbx_error **err)
+sbx_fs_replace (int root, const char *path, const char *old, const char *new_, const char *glob, sbx_fs_count_fn fn,
+                void *data, sbx_error **err)
 {
   if (old[0] == '\0')
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "replace: the text to replace is empty");
@@ -845,8 +851,7 @@ watch_add (struct watcher *w, int dir, const char *path, bool recursive, int dep
     }
   char p[64];
   snprintf (p, sizeof p, "/proc/self/fd/%d", dir);
-  int wd = inotify_add_watch (w->ino, p,
-                              IN_CREATE | IN_MODIFY | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ONLYDIR);
+  int wd = inotify_add_watch (w->ino, p, IN_CREATE | IN_MODIFY | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ONLYDIR);
   if (wd < 0)
     {
       int e = errno;
@@ -876,7 +881,8 @@ watch_add (struct watcher *w, int dir, const char *path, bool recursive, int dep
   int r = 0;
   while (r == 0 && (de = readdir (d)) != NULL)
     {
-      if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0 || (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN))
+      if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0
+          || (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN))
         continue;
       int sub = openat (dirfd (d), de->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       if (sub < 0)
@@ -900,7 +906,7 @@ sbx_fs_watch (int root, const char *path, bool recursive, int stop_fd, sbx_fs_ev
       return sbx_error_errno (err, errno, "inotify_init1");
     }
   int r = watch_add (&w, dir, path, recursive, 0, err);
-  static char buf[64 * 1024] __attribute__ ((aligned (__alignof__ (struct inotify_event))));
+  static char buf[64 * 1024] __attribute__ ((aligned (__alignof__(struct inotify_event))));
   while (r == 0)
     {
       struct pollfd pf[2] = { { w.ino, POLLIN, 0 }, { stop_fd, POLLIN, 0 } };
@@ -933,7 +939,7 @@ sbx_fs_watch (int root, const char *path, bool recursive, int stop_fd, sbx_fs_ev
               || strncmp (ev->name, ".sbx-replace-", 13) == 0)
             continue;
           bool isdir = ev->mask & IN_ISDIR;
-          const char *kind = ev->mask & (IN_CREATE | IN_MOVED_TO)    ? "create"
+          const char *kind = ev->mask & (IN_CREATE | IN_MOVED_TO)     ? "create"
                              : ev->mask & (IN_DELETE | IN_MOVED_FROM) ? "delete"
                                                                       : "modify";
           _cleanup_free_ char *ep = join (wa->path, ev->name);

@@ -27,7 +27,7 @@ typedef struct sbx_fs_entry {
   char *path;
   const char *type; /* file, dir, symlink, other */
   uint64_t size;
-  mode_t mode;      /* permission bits */
+  mode_t mode; /* permission bits */
   uid_t uid;
   gid_t gid;
   int64_t mtime;    /* seconds */
@@ -106,8 +106,8 @@ int sbx_fs_find (int root, const char *path, const char *pattern, const char *gl
  * files; each changed file is rewritten atomically with its mode and owner
  * kept. FN is told each changed file and its count. */
 typedef void (*sbx_fs_count_fn) (void *data, const char *path, uint64_t count);
-int sbx_fs_replace (int root, const char *path, const char *old, const char *new_, const char *glob,
-                    sbx_fs_count_fn fn, void *data, sbx_error **err);
+int sbx_fs_replace (int root, const char *path, const char *old, const char *new_, const char *glob, sbx_fs_count_fn fn,
+                    void *data, sbx_error **err);
 
 /* watch: events under PATH (RECURSIVE: and its subdirectories, new ones
  * included) until FN returns nonzero or STOP_FD (if >= 0) becomes readable
@@ -123,8 +123,7 @@ int sbx_fs_write_fd (int root, const char *path, int in, mode_t mode, bool keep_
                      sbx_error **err);
 /* The regular host file HOST into PATH, or into PATH/its name when PATH is
  * a directory (as cp(1)); *RET_PATH: the path written. */
-int sbx_fs_upload (int root, const char *host, const char *path, char **ret_path, uint64_t *ret_size,
-                   sbx_error **err);
+int sbx_fs_upload (int root, const char *host, const char *path, char **ret_path, uint64_t *ret_size, sbx_error **err);
 /* PATH out to HOST, or to HOST/its name when HOST is a directory, with a
  * new host file's mode (0666 less the umask); *RET_TARGET: the host path. */
 int sbx_fs_download (int root, const char *path, const char *host, char **ret_target, uint64_t *ret_size,

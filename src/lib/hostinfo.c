@@ -231,8 +231,8 @@ sbx_host_info_text (const sbx_host_info *hi)
   for (size_t i = 0; i < ARRAY_SIZE (hi->runtimes); i++)
     text_runtime (f, &hi->runtimes[i]);
   fprintf (f, "default_runtime: %s\noverlayfs: %s\nopenat2: %s\ncgroup_version: %d\nnftables: %s\nkvm: %s\n",
-           or_dash (hi->default_runtime), yes_no (hi->overlayfs), yes_no (hi->openat2), hi->cgroup_version, yes_no (hi->nftables),
-           yes_no (hi->kvm));
+           or_dash (hi->default_runtime), yes_no (hi->overlayfs), yes_no (hi->openat2), hi->cgroup_version,
+           yes_no (hi->nftables), yes_no (hi->kvm));
   fprintf (f, "seccomp_profile_ok: %s\n", yes_no (hi->seccomp_profile_ok));
   if (hi->seccomp_error)
     fprintf (f, "seccomp_error: %s\n", hi->seccomp_error);

@@ -13,9 +13,9 @@
 typedef struct sbx_host_runtime {
   const char *name; /* "runsc" or "runc" */
   bool available;
-  char *path;       /* NULL: not found */
+  char *path; /* NULL: not found */
   char *version;
-  char *error;      /* why it is not available, or NULL */
+  char *error; /* why it is not available, or NULL */
 } sbx_host_runtime;
 
 typedef struct sbx_host_info {

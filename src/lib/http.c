@@ -91,8 +91,7 @@ sbx_http_head_len (const char *p, size_t n)
       size_t ll = eol - 1 - pos;
       if (ll == 0)
         return pos == 0 ? -1 : (ssize_t) (eol + 1);
-      if (pos == 0 ? !request_line_ok (p, ll)
-                   : (++nheaders > SBX_HTTP_HEADERS_MAX || !header_line_ok (p + pos, ll)))
+      if (pos == 0 ? !request_line_ok (p, ll) : (++nheaders > SBX_HTTP_HEADERS_MAX || !header_line_ok (p + pos, ll)))
         return -1;
       pos = eol + 1;
     }

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define SBX_HTTP_HEAD_MAX 16384      /* bytes, request line to CRLFCRLF */
+#define SBX_HTTP_HEAD_MAX 16384 /* bytes, request line to CRLFCRLF */
 #define SBX_HTTP_HEADERS_MAX 100
 
 /* Parses one HTTP/1.x request head (up to and including CRLFCRLF) in
@@ -45,7 +45,7 @@ typedef enum sbx_http_next {
   SBX_HTTP_NEXT_DATA_LF,
   SBX_HTTP_NEXT_TRAILER_CR, /*   the empty line after the last chunk */
   SBX_HTTP_NEXT_TRAILER_LF,
-  SBX_HTTP_NEXT_OPAQUE,     /* after Upgrade or CONNECT: raw bytes, no more heads */
+  SBX_HTTP_NEXT_OPAQUE, /* after Upgrade or CONNECT: raw bytes, no more heads */
   SBX_HTTP_NEXT_FAILED,
 } sbx_http_next;
 

@@ -5,12 +5,12 @@
 
 #include <string.h>
 
-#define CHECK(x)                                                                                   \
-  do                                                                                               \
-    {                                                                                              \
-      if ((x) != yajl_gen_status_ok)                                                               \
-        abort ();                                                                                  \
-    }                                                                                              \
+#define CHECK(x)                     \
+  do                                 \
+    {                                \
+      if ((x) != yajl_gen_status_ok) \
+        abort ();                    \
+    }                                \
   while (0)
 
 yajl_gen
@@ -38,7 +38,11 @@ j_take (yajl_gen g, size_t *ret_len)
   return s;
 }
 
-void j_str (yajl_gen g, const char *s) { j_strn (g, s, strlen (s)); }
+void
+j_str (yajl_gen g, const char *s)
+{
+  j_strn (g, s, strlen (s));
+}
 /* JSON text is UTF-8 (RFC 8259): bytes that are not (a file name, a
  * command's binary output) become U+FFFD, each invalid byte one. */
 void
@@ -70,14 +74,46 @@ j_strn (yajl_gen g, const char *s, size_t n)
   CHECK (yajl_gen_string (g, (const unsigned char *) out, o));
   free (out);
 }
-void j_int (yajl_gen g, long long v) { CHECK (yajl_gen_integer (g, v)); }
-void j_double (yajl_gen g, double v) { CHECK (yajl_gen_double (g, v)); }
-void j_bool (yajl_gen g, bool v) { CHECK (yajl_gen_bool (g, v)); }
-void j_null (yajl_gen g) { CHECK (yajl_gen_null (g)); }
-void j_map (yajl_gen g) { CHECK (yajl_gen_map_open (g)); }
-void j_endmap (yajl_gen g) { CHECK (yajl_gen_map_close (g)); }
-void j_arr (yajl_gen g) { CHECK (yajl_gen_array_open (g)); }
-void j_endarr (yajl_gen g) { CHECK (yajl_gen_array_close (g)); }
+void
+j_int (yajl_gen g, long long v)
+{
+  CHECK (yajl_gen_integer (g, v));
+}
+void
+j_double (yajl_gen g, double v)
+{
+  CHECK (yajl_gen_double (g, v));
+}
+void
+j_bool (yajl_gen g, bool v)
+{
+  CHECK (yajl_gen_bool (g, v));
+}
+void
+j_null (yajl_gen g)
+{
+  CHECK (yajl_gen_null (g));
+}
+void
+j_map (yajl_gen g)
+{
+  CHECK (yajl_gen_map_open (g));
+}
+void
+j_endmap (yajl_gen g)
+{
+  CHECK (yajl_gen_map_close (g));
+}
+void
+j_arr (yajl_gen g)
+{
+  CHECK (yajl_gen_array_open (g));
+}
+void
+j_endarr (yajl_gen g)
+{
+  CHECK (yajl_gen_array_close (g));
+}
 
 void
 j_kstr (yajl_gen g, const char *k, const char *v)
@@ -170,8 +206,7 @@ j_parse (const char *text, size_t len, size_t max, const char *what, yajl_val *r
 }
 
 int
-j_read_file (const char *path, size_t max, const char *what, const char *notfound_msg, yajl_val *ret,
-             sbx_error **err)
+j_read_file (const char *path, size_t max, const char *what, const char *notfound_msg, yajl_val *ret, sbx_error **err)
 {
   _cleanup_free_ char *text = NULL;
   size_t len;

@@ -101,9 +101,9 @@ run_capture (char *const argv[], size_t max, char **ret_out, sbx_error **err)
 /* What goes into the busybox tar, sorted by path before it is written. */
 typedef struct bb_entry {
   char *path;
-  mode_t mode;          /* type and permissions */
-  char *target;         /* symlinks */
-  const char *content;  /* small files; NULL for a regular file: the busybox binary */
+  mode_t mode;         /* type and permissions */
+  char *target;        /* symlinks */
+  const char *content; /* small files; NULL for a regular file: the busybox binary */
 } bb_entry;
 
 typedef struct bb_tree {
@@ -131,8 +131,10 @@ bb_add (bb_tree *t, const char *path, mode_t mode, const char *target, const cha
     if (strcmp (t->v[i].path, path) == 0)
       return;
   t->v = xrealloc (t->v, (t->n + 1) * sizeof *t->v);
-  t->v[t->n++] = (bb_entry) { .path = xstrdup (path), .mode = mode, .target = target ? xstrdup (target) : NULL,
-                              .content = content };
+  t->v[t->n++] = (bb_entry){ .path = xstrdup (path),
+                             .mode = mode,
+                             .target = target ? xstrdup (target) : NULL,
+                             .content = content };
 }
 
 static void
@@ -155,8 +157,7 @@ bb_cmp (const void *a, const void *b)
 static bool
 applet_path_ok (const char *p)
 {
-  if (*p == '\0' || *p == '/' || strlen (p) > 128 || strstr (p, "//") || strstr (p, "..")
-      || p[strlen (p) - 1] == '/')
+  if (*p == '\0' || *p == '/' || strlen (p) > 128 || strstr (p, "//") || strstr (p, "..") || p[strlen (p) - 1] == '/')
     return false;
   for (const char *c = p; *c; c++)
     if (!(strchr ("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+-[]/", *c)))

@@ -193,9 +193,10 @@ extractor_finish (extractor *x, helper_result *ret, sbx_error **err)
 {
   _cleanup_close_ int cwd = open (".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   sbx_error *e = NULL;
-  *ret = (helper_result) { .code = SBX_OK };
+  *ret = (helper_result){ .code = SBX_OK };
   /* Fed (TARFD -1): the copy of the stream next to the rootfs. */
-  _cleanup_close_ int own = x->tarfd < 0 ? openat (x->rootfd, "../" FUZZ_STREAM, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
+  _cleanup_close_ int own = x->tarfd < 0 ? openat (x->rootfd, "../" FUZZ_STREAM, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+                                         : -1;
   int tarfd = x->tarfd < 0 ? own : x->tarfd;
   if (cwd < 0 || fchdir (x->rootfd) < 0)
     return sbx_error_errno (err, errno, "enter the rootfs");
@@ -751,8 +752,8 @@ open_dir_beneath (const char *path, sbx_error **err)
       if (next < 0 && errno == ENOENT && mkdirat (fd, c, 0755) == 0)
         next = openat (fd, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       if (next < 0)
-        return sbx_error_set (err, errno_is_resource (errno) ? SBX_E_INTERNAL : SBX_E_INVALID_ARGUMENT,
-                              errno, "open directory `%s`", c);
+        return sbx_error_set (err, errno_is_resource (errno) ? SBX_E_INTERNAL : SBX_E_INVALID_ARGUMENT, errno,
+                              "open directory `%s`", c);
       close (fd);
       fd = next;
     }

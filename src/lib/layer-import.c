@@ -59,8 +59,7 @@ open_rootfs (tmp_layer *t, sbx_error **err)
 /* T's layer.tar is complete and HEX names it: extracts it into T's rootfs,
  * unless the store has that layer already (*ret_reuse). */
 static int
-extract_layer (const char *root, tmp_layer *t, const char *hex, bool *ret_reuse, uint64_t *ret_size,
-               sbx_error **err)
+extract_layer (const char *root, tmp_layer *t, const char *hex, bool *ret_reuse, uint64_t *ret_size, sbx_error **err)
 {
   _cleanup_free_ char *digest = xasprintf (DIGEST_PREFIX "%s", hex);
   _cleanup_close_ int tarfd = openat (t->dfd, "layer.tar", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -82,8 +81,7 @@ extract_layer (const char *root, tmp_layer *t, const char *hex, bool *ret_reuse,
 /* The tail of the busybox layer: extracts and installs T, or reuses the
  * layer the store has. */
 int
-finish_layer (const char *root, tmp_layer *t, const char *hex, char **ret_digest, uint64_t *ret_size,
-              sbx_error **err)
+finish_layer (const char *root, tmp_layer *t, const char *hex, char **ret_digest, uint64_t *ret_size, sbx_error **err)
 {
   bool reuse;
   uint64_t size = 0;
@@ -131,7 +129,7 @@ struct sbx_layer_staged {
   uint64_t blob_size;
   uint64_t size;
   helper_result result; /* when streamed: the extraction's */
-  bool streamed;         /* false: only hashed, the store had the layer KNOWN */
+  bool streamed;        /* false: only hashed, the store had the layer KNOWN */
   bool extracted;
   bool reuse;
 };
@@ -276,8 +274,7 @@ sbx_layer_import_fd (const char *root, int fd, char **ret_digest, uint64_t *ret_
 }
 
 int
-sbx_layer_import_tar (const char *root, const char *tarpath, char **ret_digest, uint64_t *ret_size,
-                      sbx_error **err)
+sbx_layer_import_tar (const char *root, const char *tarpath, char **ret_digest, uint64_t *ret_size, sbx_error **err)
 {
   _cleanup_close_ int infd = open (tarpath, O_RDONLY | O_CLOEXEC);
   struct stat st;

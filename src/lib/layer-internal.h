@@ -32,7 +32,6 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-
 #define IO_BLOCK (1024 * 1024)
 #define DIGEST_PREFIX "sha256:"
 #define DIGEST_PREFIX_LEN 7
@@ -55,11 +54,9 @@
  * of the sandbox's own user view, not the host's. No writing through
  * symlinks either: guard_path does what ARCHIVE_EXTRACT_SECURE_SYMLINKS
  * would, which is added where openat2 is missing. */
-#define EXTRACT_FLAGS                                                                              \
-  (ARCHIVE_EXTRACT_OWNER | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_XATTR     \
+#define EXTRACT_FLAGS                                                                          \
+  (ARCHIVE_EXTRACT_OWNER | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_XATTR \
    | ARCHIVE_EXTRACT_SECURE_NODOTDOT | ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS)
-
-
 
 /* A layer being made: a work directory with rootfs/ (and for busybox its
  * layer.tar). Until it is installed, going out of scope removes it. The lock
@@ -87,7 +84,10 @@ typedef struct helper {
   int resfd;
   bool gone;
 } helper;
-#define HELPER_INIT { .pid = -1, .datafd = -1, .resfd = -1 }
+#define HELPER_INIT                      \
+  {                                      \
+    .pid = -1, .datafd = -1, .resfd = -1 \
+  }
 
 /* A helper's work on the stream in INFD, *RES its verdict. */
 typedef void helper_fn (void *arg, int infd, helper_result *res);
@@ -99,7 +99,10 @@ typedef struct extractor {
   int rootfd; /* borrowed */
   int tarfd;  /* borrowed; -1 when fed */
 } extractor;
-#define EXTRACTOR_INIT { .h = HELPER_INIT, .rootfd = -1, .tarfd = -1 }
+#define EXTRACTOR_INIT                          \
+  {                                             \
+    .h = HELPER_INIT, .rootfd = -1, .tarfd = -1 \
+  }
 #define _cleanup_extractor_ __attribute__ ((cleanup (extractor_cleanup)))
 
 /* Where the plain tar stream goes: hashed, and to the extraction unless X
@@ -153,8 +156,7 @@ digest_hex (const char *digest)
 static inline bool
 errno_is_resource (int e)
 {
-  return e == ENOSPC || e == EDQUOT || e == EIO || e == ENOMEM || e == EROFS || e == EMFILE
-         || e == ENFILE;
+  return e == ENOSPC || e == EDQUOT || e == EIO || e == ENOMEM || e == EROFS || e == EMFILE || e == ENFILE;
 }
 
 /* Shared between the layer-*.c files; each is described where it is defined. */
@@ -165,7 +167,8 @@ bool entry_counts_in_size (struct archive_entry *e);
 int extractor_finish (extractor *x, helper_result *ret, sbx_error **err);
 int extractor_start (int rootfd, int tarfd, extractor *x, sbx_error **err);
 void extractor_cleanup (extractor *x);
-int finish_layer (const char *root, tmp_layer *t, const char *hex, char **ret_digest, uint64_t *ret_size, sbx_error **err);
+int finish_layer (const char *root, tmp_layer *t, const char *hex, char **ret_digest, uint64_t *ret_size,
+                  sbx_error **err);
 int helper_result_take (helper_result *res, sbx_error **err);
 bool layer_usable (const char *root, const char *digest);
 struct archive *open_tar_reader (int fd, sbx_error **err);

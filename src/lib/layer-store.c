@@ -348,7 +348,7 @@ settling_layers (int dfd, size_t *n)
       if (lfd < 0 || pending_state (lfd) != 1 || fstat (lfd, &st) < 0)
         continue;
       v = xrealloc (v, (*n + 1) * sizeof *v);
-      v[(*n)++] = (seen_layer) { .name = xstrdup (de->d_name), .ino = st.st_ino };
+      v[(*n)++] = (seen_layer){ .name = xstrdup (de->d_name), .ino = st.st_ino };
     }
   return v;
 }

@@ -45,7 +45,11 @@ typedef struct tar_out {
   tar_sink sink;
   bool upper, skip_special;
   /* hard links: (dev, ino) of files with several links -> their first path */
-  struct { dev_t dev; ino_t ino; char *path; } *links;
+  struct {
+    dev_t dev;
+    ino_t ino;
+    char *path;
+  } * links;
   size_t nlinks;
 } tar_out;
 

@@ -79,7 +79,10 @@ typedef struct sbx_workdir {
   char *path;
   int dfd;
 } sbx_workdir;
-#define SBX_WORKDIR_INIT { .path = NULL, .dfd = -1 }
+#define SBX_WORKDIR_INIT    \
+  {                         \
+    .path = NULL, .dfd = -1 \
+  }
 int sbx_workdir_new (const char *root, sbx_workdir *w, sbx_error **err);
 void sbx_workdir_cleanup (sbx_workdir *w);
 #define _cleanup_workdir_ __attribute__ ((cleanup (sbx_workdir_cleanup)))

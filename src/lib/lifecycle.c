@@ -24,8 +24,8 @@ static int
 validate_opts (const sbx_sandbox_opts *o, sbx_error **err)
 {
   if (o->name && !name_is_valid (o->name))
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid name `%s`: use [A-Za-z0-9][A-Za-z0-9_.+-]*, at most %d",
-                          o->name, SBX_NAME_MAX);
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
+                          "invalid name `%s`: use [A-Za-z0-9][A-Za-z0-9_.+-]*, at most %d", o->name, SBX_NAME_MAX);
   if (o->name && strncmp (o->name, "sb-", 3) == 0)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid name `%s`: the prefix sb- is for ids", o->name);
   if (!sbx_runtime_name_valid (o->runtime))
@@ -40,16 +40,19 @@ validate_opts (const sbx_sandbox_opts *o, sbx_error **err)
   if (o->cwd && o->cwd[0] != '/')
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "the working directory `%s` is not an absolute path", o->cwd);
   if (o->timeout < 1 || o->timeout > SBX_TIMEOUT_MAX)
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "the timeout must be between 1 and %d seconds", SBX_TIMEOUT_MAX);
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "the timeout must be between 1 and %d seconds",
+                          SBX_TIMEOUT_MAX);
   if (o->keep_warm < -1 || o->keep_warm == 0 || o->keep_warm > SBX_TIMEOUT_MAX)
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "the keep-warm time must be -1 or between 1 and %d seconds", SBX_TIMEOUT_MAX);
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "the keep-warm time must be -1 or between 1 and %d seconds",
+                          SBX_TIMEOUT_MAX);
   /* The bounds the options' parsers apply: here too for options that did
    * not come through them (a snapshot's, read back from the store). */
   if (o->cpu != 0 && !(o->cpu >= SBX_CPU_MIN && o->cpu <= SBX_CPU_MAX))
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "cpu limit %g is not 0 (no limit) or between %g and %d cores",
                           o->cpu, SBX_CPU_MIN, SBX_CPU_MAX);
   if (o->memory != 0 && (o->memory < SBX_MEMORY_MIN || o->memory > SBX_MEMORY_MAX))
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "memory limit %llu is not 0 (no limit) or between 6Mi and 4Ti",
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
+                          "memory limit %llu is not 0 (no limit) or between 6Mi and 4Ti",
                           (unsigned long long) o->memory);
   if (o->pids != 0 && (o->pids < SBX_PIDS_MIN || o->pids > SBX_PIDS_MAX))
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "process limit %lld is not between %d and %d",
@@ -196,7 +199,8 @@ create_common (const sbx_store *st, sbx_sandbox_opts *opts, const sbx_image *ima
   sb->restore_from = restore_from ? xstrdup (restore_from) : NULL;
   sb->chan_base = chan_base;
   _cleanup_close_ int lk = -1;
-  if (make_record (st, sb, &lk, err) < 0 || (sb->opts.disk > 0 && sbx_disk_make (st, sb->id, (uint64_t) sb->opts.disk, err) < 0))
+  if (make_record (st, sb, &lk, err) < 0
+      || (sb->opts.disk > 0 && sbx_disk_make (st, sb->id, (uint64_t) sb->opts.disk, err) < 0))
     {
       discard (st, sb->id, sb->opts.name);
       return sbx_error_wrap (err, "create sandbox");
@@ -272,7 +276,8 @@ sbx_sandbox_terminate (const sbx_store *st, const char *id, int64_t timeout_ms, 
   /* Wait for the monitor to release its lock (it does so before it closes
    * our connection, so this is mostly free), then make sure. */
   uint64_t until = now_ms_monotonic () + 10000;
-  for (useconds_t nap = 100; sbx_sandbox_monitor_alive (st, id) && now_ms_monotonic () < until; nap = nap < 2000 ? nap * 2 : 2000)
+  for (useconds_t nap = 100; sbx_sandbox_monitor_alive (st, id) && now_ms_monotonic () < until;
+       nap = nap < 2000 ? nap * 2 : 2000)
     usleep (nap);
   if (sbx_sandbox_reap (st, id, err) < 0)
     return -1;
@@ -495,8 +500,7 @@ sbx_layers_gc (const sbx_store *st, sbx_error **err)
       _cleanup_free_ char *p = xasprintf ("%s/%s/snapshot.json", snaps, se->d_name);
       _cleanup_yajl_val_ yajl_val v = NULL;
       _cleanup_strv_ char **layers = NULL;
-      if (j_read_file (p, 1 << 20, "snapshot", NULL, &v, NULL) < 0
-          || j_get_strv (v, "layers", true, &layers, NULL) < 0)
+      if (j_read_file (p, 1 << 20, "snapshot", NULL, &v, NULL) < 0 || j_get_strv (v, "layers", true, &layers, NULL) < 0)
         return 0; /* unreadable: it might need any layer */
       add_refs (&refs, layers);
     }
@@ -522,8 +526,7 @@ sbx_layers_gc (const sbx_store *st, sbx_error **err)
 }
 
 int
-sbx_image_remove (const sbx_store *st, const char *ref, bool force, char **ret_id, bool *ret_untagged,
-                  sbx_error **err)
+sbx_image_remove (const sbx_store *st, const char *ref, bool force, char **ret_id, bool *ret_untagged, sbx_error **err)
 {
   *ret_untagged = false;
   _cleanup_image_ sbx_image *img = NULL;
@@ -559,8 +562,8 @@ sbx_image_remove (const sbx_store *st, const char *ref, bool force, char **ret_i
         }
     }
   if (users[0] && !force)
-    return sbx_error_set (err, SBX_E_BUSY, 0, "image %s is used by sandbox %s (remove them first, or --force)",
-                          img->id, users);
+    return sbx_error_set (err, SBX_E_BUSY, 0, "image %s is used by sandbox %s (remove them first, or --force)", img->id,
+                          users);
   for (size_t i = 0; tags[i]; i++)
     if (sbx_tag_set (st, tags[i], NULL, err) < 0)
       return -1;

@@ -30,11 +30,11 @@ int sbx_sandbox_remove (const sbx_store *st, const char *id, sbx_error **err);
 int sbx_sandbox_reap (const sbx_store *st, const char *id, sbx_error **err);
 
 typedef struct sbx_gc_report {
-  int reaped;       /* sandboxes whose monitor was lost */
-  int removed;      /* ended sandboxes removed */
-  int orphans;      /* runtime containers / cgroups with no sandbox */
-  int layers;       /* unreferenced layers removed */
-  int networks;     /* sandboxes whose namespace, veth or rules were left */
+  int reaped;   /* sandboxes whose monitor was lost */
+  int removed;  /* ended sandboxes removed */
+  int orphans;  /* runtime containers / cgroups with no sandbox */
+  int layers;   /* unreferenced layers removed */
+  int networks; /* sandboxes whose namespace, veth or rules were left */
 } sbx_gc_report;
 int sbx_gc (const sbx_store *st, sbx_gc_report *ret, sbx_error **err);
 

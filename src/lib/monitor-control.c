@@ -169,8 +169,8 @@ merge_env (const sbx_sandbox *sb, char **extra)
 static int
 handle_exec (struct mon *m, struct client *c, yajl_val req, sbx_error **err)
 {
-  static const char *const keys[] = { "op", "argv", "env", "cwd", "user", "tty", "stdin", "detach",
-                                      "timeout_ms", "rows", "cols", "end", NULL };
+  static const char *const keys[] = { "op",     "argv",       "env",  "cwd",  "user", "tty", "stdin",
+                                      "detach", "timeout_ms", "rows", "cols", "end",  NULL };
   _cleanup_strv_ char **argv = NULL, **env = NULL, **full_env = NULL;
   const char *cwd = NULL, *user = NULL;
   bool tty = false, in = false, detach = false, end = false;
@@ -227,14 +227,14 @@ handle_snapshot (struct mon *m, struct client *c, sbx_op op, yajl_val req)
   if (strcmp (m->rt->name, "runsc") != 0)
     {
       mon_reply_error (c, SBX_E_RUNTIME_UNAVAILABLE,
-                   "snapshots need runsc: runc would need CRIU, which this host's sbx does not use");
+                       "snapshots need runsc: runc would need CRIU, which this host's sbx does not use");
       return;
     }
   if (m->net)
     {
       mon_reply_error (c, SBX_E_RUNTIME_UNAVAILABLE,
-                   "this runsc cannot checkpoint a sandbox on the host network stack: snapshots need a sandbox "
-                   "created with --block-network");
+                       "this runsc cannot checkpoint a sandbox on the host network stack: snapshots need a sandbox "
+                       "created with --block-network");
       return;
     }
   if (m->sb->paused && mon_set_paused (m, false, &err) < 0)
@@ -285,8 +285,7 @@ handle_rootfd (struct mon *m, struct client *c, sbx_op op, yajl_val req)
   struct sbx_frame_hdr h = { .len = (uint32_t) len, .type = SBX_MSG_REPLY };
   sbx_frame_hdr_encode (frame, &h);
   memcpy (frame + SBX_PROTO_HDR_SIZE, reply, len);
-  union
-  {
+  union {
     struct cmsghdr h;
     char buf[CMSG_SPACE (sizeof (int))];
   } cm = { 0 };

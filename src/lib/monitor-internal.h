@@ -64,7 +64,7 @@ struct proc {
   bool detached, tty, ended, timed_out;
   int32_t exit_code, signal;
   int64_t started_at, ended_at;
-  uint64_t seq; /* order of creation */
+  uint64_t seq;          /* order of creation */
   uint64_t output_bytes; /* all it printed, kept or dropped */
   sbx_ring log;
 };
@@ -79,7 +79,7 @@ struct client {
   size_t uncredited;    /* output bytes queued to it, not yet credited */
   int64_t stdin_window; /* stdin bytes the agent will still take */
   bool exec_done;
-  bool closing;         /* close once OUT is flushed */
+  bool closing; /* close once OUT is flushed */
   /* proc wait / proc logs: the process watched, the log offset reached. */
   enum watch watch;
   uint32_t watch_chan;
@@ -112,13 +112,13 @@ struct mon {
   int active_execs;
   uint64_t last_activity, deadline, shutdown_deadline;
   bool agent_gone, shutting_down;
-  pid_t runtime_pid;      /* `RUNTIME run`, in the foreground for the sandbox's life */
+  pid_t runtime_pid; /* `RUNTIME run`, in the foreground for the sandbox's life */
   bool runtime_exited;
   int runtime_status;
   uint64_t agent_gone_at;
   int lock_fd;
-  int root_fd; /* O_PATH of the merged root, handed to `sbx fs` calls */
-  int cgroup_hold; /* shared lock on the parent cgroup, until the runtime has made ours */
+  int root_fd;            /* O_PATH of the merged root, handed to `sbx fs` calls */
+  int cgroup_hold;        /* shared lock on the parent cgroup, until the runtime has made ours */
   int stderr_r, stderr_w; /* the runtime's and the init's stderr: a pipe into the log */
   int agent_end;          /* the init's end of the agent's socketpair, until the runtime has it */
   int go_w, ready_r;      /* the runtime's process before its exec (runtime_fork) */

@@ -67,8 +67,8 @@ mon_handle_net (struct mon *m, struct client *c, sbx_op op, yajl_val req)
   if (m->net == NULL)
     {
       mon_reply_error (c, SBX_E_INVALID_ARGUMENT,
-                   "the sandbox was created with --block-network: it has no network interface (create it without "
-                   "--block-network and use `sbx net --block` to close it while it runs)");
+                       "the sandbox was created with --block-network: it has no network interface (create it without "
+                       "--block-network and use `sbx net --block` to close it while it runs)");
       return;
     }
   if (sbx_net_parse_allow (allow, &cidrs, &n, &err) < 0 || sbx_net_apply (m->net, em, cidrs, n, &err) < 0)
@@ -113,7 +113,8 @@ mon_net_plan (struct mon *m, struct net_plan *plan, sbx_error **err)
   for (size_t i = 0; i < plan->nallow; i++)
     if (plan->allow[i].family == AF_INET6 && m->conf->pool6.family != AF_INET6)
       return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
-                            "--allow %s: IPv6 is off for sandboxes on this host (pool6 in sbx.conf)", sb->opts.allow[i]);
+                            "--allow %s: IPv6 is off for sandboxes on this host (pool6 in sbx.conf)",
+                            sb->opts.allow[i]);
   plan->mode = plan->nallow > 0 ? SBX_EGRESS_ALLOW : SBX_EGRESS_OPEN;
   plan->make = true;
   /* Held until the lease exists, so that no gc drops the shared rules
@@ -179,7 +180,8 @@ mon_net_finish (struct mon *m, sbx_error **err)
   if (sbx_resolver_listen (m->resolver, AF_INET, m->net->gw4.addr, 53, err) < 0
       || (m->net->gw6.family == AF_INET6 && sbx_resolver_listen (m->resolver, AF_INET6, m->net->gw6.addr, 53, err) < 0))
     return sbx_error_wrap (err, "resolver");
-  _cleanup_free_ char *resolv = xasprintf ("nameserver %s\n%s%s%s", sb->net_gateway4, sb->net_gateway6 ? "nameserver " : "",
+  _cleanup_free_ char *resolv = xasprintf ("nameserver %s\n%s%s%s", sb->net_gateway4,
+                                           sb->net_gateway6 ? "nameserver " : "",
                                            sb->net_gateway6 ? sb->net_gateway6 : "", sb->net_gateway6 ? "\n" : "");
   _cleanup_free_ char *rpath = xasprintf ("%s/resolv.conf", m->dir);
   return write_file_atomic (rpath, resolv, strlen (resolv), 0644, err);

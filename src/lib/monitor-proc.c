@@ -306,7 +306,8 @@ mon_handle_proc (struct mon *m, struct client *c, sbx_op op, yajl_val req)
   struct proc *p = proc_by_pid (m, pid);
   if (p == NULL)
     {
-      _cleanup_free_ char *msg = xasprintf ("no process %lld was started in this sandbox (see `sbx ps`)", (long long) pid);
+      _cleanup_free_ char *msg = xasprintf ("no process %lld was started in this sandbox (see `sbx ps`)",
+                                            (long long) pid);
       mon_reply_error (c, SBX_E_NOT_FOUND, msg);
       return;
     }
@@ -337,8 +338,8 @@ mon_handle_proc (struct mon *m, struct client *c, sbx_op op, yajl_val req)
     }
   else if (!p->detached)
     {
-      _cleanup_free_ char *msg
-          = xasprintf ("process %lld runs attached to its caller: its output goes there, not to a log", (long long) pid);
+      _cleanup_free_ char *msg =
+          xasprintf ("process %lld runs attached to its caller: its output goes there, not to a log", (long long) pid);
       mon_reply_error (c, SBX_E_INVALID_ARGUMENT, msg);
     }
   else

@@ -62,7 +62,9 @@ proxy_connect (void *data, uint16_t port, sbx_error **err)
     abort (); /* never stay in the sandbox's namespace */
   if (fd < 0)
     return sbx_error_errno (err, e, "socket");
-  struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons (port), .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
+  struct sockaddr_in sa = { .sin_family = AF_INET,
+                            .sin_port = htons (port),
+                            .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
   if (connect (fd, (struct sockaddr *) &sa, sizeof sa) < 0 && errno != EINPROGRESS)
     {
       e = errno;

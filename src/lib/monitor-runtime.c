@@ -91,8 +91,9 @@ runtime_fork (struct mon *m, sbx_error **err)
   /* From a snapshot: runsc restores its checkpoint in the foreground as it
    * would run it; the agent's stdio becomes our socket again. */
   const char *rs[] = { "--image-path", m->sb->restore_from, "--bundle", bundle, m->sb->id, NULL };
-  _cleanup_strv_ char **argv = m->sb->restore_from ? sbx_runtime_argv (m->rt, "restore", rs)
-                                                     : sbx_runtime_argv (m->rt, "run", mon_runtime_detached (m) ? bg : fg);
+  _cleanup_strv_ char **argv = m->sb->restore_from
+                                   ? sbx_runtime_argv (m->rt, "restore", rs)
+                                   : sbx_runtime_argv (m->rt, "run", mon_runtime_detached (m) ? bg : fg);
   _cleanup_strv_ char **join = m->rt->own_cgroups ? sbx_cgroup_join_files (m->cgroup) : NULL;
   _cleanup_pipe_ int go[2] = SBX_PIPE_INIT, ready[2] = SBX_PIPE_INIT;
   if (pipe2 (go, O_CLOEXEC) < 0 || pipe2 (ready, O_CLOEXEC) < 0)
@@ -222,8 +223,9 @@ mon_wait_hello (struct mon *m, sbx_error **err)
           uint32_t hello[3];
           memcpy (hello, p, sizeof hello);
           if (hello[0] != SBX_PROTO_VERSION)
-            return sbx_error_set (err, SBX_E_INTERNAL, 0, "the sandbox's init speaks protocol %u, sbx %u: install them together",
-                                  hello[0], SBX_PROTO_VERSION);
+            return sbx_error_set (err, SBX_E_INTERNAL, 0,
+                                  "the sandbox's init speaks protocol %u, sbx %u: install them together", hello[0],
+                                  SBX_PROTO_VERSION);
           if (!(hello[2] & SBX_HELLO_SECCOMP))
             return sbx_error_set (err, SBX_E_INTERNAL, 0, "the sandbox's init did not load the seccomp profile");
           return 0;
@@ -317,8 +319,11 @@ mon_prepare_runtime (struct mon *m, sbx_error **err)
   /* runsc's CPU limit waits for the sandbox's init (mon_wait_hello): gVisor's
    * boot, a burst of several threads, throttled to one core took ~200 ms
    * longer; nothing of the sandbox's runs before the init says hello. */
-  sbx_cgroup_limits lim = { .memory = m->sb->opts.memory, .cpu = runsc ? 0 : m->sb->opts.cpu,
-                            .pids = runsc ? pids * 8 + 1024 : pids, .devices = runsc, .leaf = m->rt->own_cgroups };
+  sbx_cgroup_limits lim = { .memory = m->sb->opts.memory,
+                            .cpu = runsc ? 0 : m->sb->opts.cpu,
+                            .pids = runsc ? pids * 8 + 1024 : pids,
+                            .devices = runsc,
+                            .leaf = m->rt->own_cgroups };
   m->pids_host_limit = lim.pids;
   m->cgroup_hold = sbx_store_cgroup_hold (m->st, err);
   if (m->cgroup_hold < 0 || sbx_cgroup_create (m->cgroup, &lim, err) < 0)

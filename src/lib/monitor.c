@@ -354,8 +354,7 @@ sample_limits (struct mon *m)
   if (cs.pids_peak > m->pids_peak)
     m->pids_peak = cs.pids_peak;
   uint64_t seen = 0;
-  if (m->conf && m->conf->observe && m->net
-      && sbx_egress_private_count (SBX_EGRESS_TABLE, m->sb->id, &seen, NULL) == 0
+  if (m->conf && m->conf->observe && m->net && sbx_egress_private_count (SBX_EGRESS_TABLE, m->sb->id, &seen, NULL) == 0
       && (int64_t) seen != m->sb->net_private_seen)
     {
       m->sb->net_private_seen = (int64_t) seen;
@@ -489,7 +488,8 @@ run_loop (struct mon *m)
       for (size_t i = 0; i < m->nclients; i++)
         {
           struct client *c = m->clients[i];
-          short ev = (m->aout.len > AGENT_OUT_MAX || !mon_client_may_send (c) ? 0 : POLLIN) | (c->out.len ? POLLOUT : 0);
+          short ev = (m->aout.len > AGENT_OUT_MAX || !mon_client_may_send (c) ? 0 : POLLIN)
+                     | (c->out.len ? POLLOUT : 0);
           pf[n++] = (struct pollfd){ c->fd, ev, 0 };
         }
       size_t rbase = n, rn = m->resolver ? sbx_resolver_pollfds (m->resolver, pf + n, RESOLVER_FDS_MAX) : 0;
@@ -610,8 +610,12 @@ setup (struct mon *m, sbx_error **err)
    * in the host's mount namespace, which this one may not show. */
   _cleanup_free_ char *netns = m->net ? xasprintf ("/proc/%d/fd/%d", (int) getpid (), m->net->nsfd) : NULL;
   _cleanup_free_ char *resolv = m->resolver ? xasprintf ("%s/resolv.conf", m->dir) : NULL;
-  sbx_spec_params sp = { .sb = m->sb, .rootfs = merged, .cgroup_path = ctr_cgroup, .runtime = m->rt->name,
-                         .netns_path = netns, .resolv_conf = resolv };
+  sbx_spec_params sp = { .sb = m->sb,
+                         .rootfs = merged,
+                         .cgroup_path = ctr_cgroup,
+                         .runtime = m->rt->name,
+                         .netns_path = netns,
+                         .resolv_conf = resolv };
   if (sbx_spec_write (&sp, bundle, err) < 0)
     return sbx_error_wrap (err, "write bundle");
   mon_log (m, "root mounted, bundle written: starting %s", m->rt->name);
@@ -783,11 +787,23 @@ block_signals (struct mon *m)
   return m->sig_fd < 0 ? -1 : 0;
 }
 
-static void __attribute__ ((noreturn))
-monitor_main (const sbx_store *st, sbx_sandbox *sb, int lock_fd, int sync_fd)
+static void __attribute__ ((noreturn)) monitor_main (const sbx_store *st, sbx_sandbox *sb, int lock_fd, int sync_fd)
 {
-  struct mon mm = { .st = st, .sb = sb, .disk_pre = SBX_DISK_ATT_INIT, .agent_fd = -1, .listen_fd = -1, .lock_fd = lock_fd, .root_fd = -1, .cgroup_hold = -1, .stderr_r = -1,
-                    .stderr_w = -1, .agent_end = -1, .go_w = -1, .ready_r = -1, .host_netns = -1, .block_nsfd = -1 };
+  struct mon mm = { .st = st,
+                    .sb = sb,
+                    .disk_pre = SBX_DISK_ATT_INIT,
+                    .agent_fd = -1,
+                    .listen_fd = -1,
+                    .lock_fd = lock_fd,
+                    .root_fd = -1,
+                    .cgroup_hold = -1,
+                    .stderr_r = -1,
+                    .stderr_w = -1,
+                    .agent_end = -1,
+                    .go_w = -1,
+                    .ready_r = -1,
+                    .host_netns = -1,
+                    .block_nsfd = -1 };
   struct mon *m = &mm;
   m->next_chan = sb->chan_base > 0 && sb->chan_base < (1LL << 31) ? (uint32_t) sb->chan_base : 0;
   m->dir = sbx_sandbox_dir (st, sb->id);
@@ -826,8 +842,8 @@ monitor_main (const sbx_store *st, sbx_sandbox *sb, int lock_fd, int sync_fd)
   mon_log (m, "monitor %d: starting %s on %s", getpid (), sb->id, sb->opts.runtime);
 
   _cleanup_error_ sbx_error *err = NULL;
-  if (sbx_runtime_find (st, sb->opts.runtime, &m->rt, &err) < 0 || setup (m, &err) < 0
-      || own_cgroup_enter (m, &err) < 0 || sbx_caps_drop_monitor (&err) < 0)
+  if (sbx_runtime_find (st, sb->opts.runtime, &m->rt, &err) < 0 || setup (m, &err) < 0 || own_cgroup_enter (m, &err) < 0
+      || sbx_caps_drop_monitor (&err) < 0)
     {
       _cleanup_free_ char *text = sbx_error_text (err);
       finish (m, SBX_STATE_FAILED, SBX_REASON_ERROR, text);

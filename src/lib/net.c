@@ -289,8 +289,7 @@ configure_inside (void *arg)
     return;
   if (sbx_addr_add (-1, PEER_IF, AF_INET, net->addr4.addr, 30, &in->err) < 0
       || (v6 && sbx_addr_add (-1, PEER_IF, AF_INET6, net->addr6.addr, 126, &in->err) < 0)
-      || sbx_link_set_up (-1, PEER_IF, &in->err) < 0
-      || sbx_route_add_default (-1, AF_INET, net->gw4.addr, &in->err) < 0
+      || sbx_link_set_up (-1, PEER_IF, &in->err) < 0 || sbx_route_add_default (-1, AF_INET, net->gw4.addr, &in->err) < 0
       || (v6 && sbx_route_add_default (-1, AF_INET6, net->gw6.addr, &in->err) < 0))
     return;
 }

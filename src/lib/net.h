@@ -27,8 +27,8 @@
 
 typedef struct sbx_net {
   char *id;
-  int nsfd;        /* the namespace, O_RDONLY */
-  int lease_fd;    /* flocked for the sandbox's life */
+  int nsfd;     /* the namespace, O_RDONLY */
+  int lease_fd; /* flocked for the sandbox's life */
   char host_if[SBX_IFNAME_MAX + 1];
   sbx_cidr addr4, gw4; /* the sandbox's address and its gateway (the host end), /30 */
   sbx_cidr addr6, gw6; /* family 0 when IPv6 is off */

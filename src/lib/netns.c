@@ -73,8 +73,7 @@ check_ifname (const char *s, sbx_error **err)
   if (ifname_is_valid (s))
     return 0;
   return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
-                        "invalid interface name '%s' (1 to %d characters of [a-z0-9_-])",
-                        s ? s : "", SBX_IFNAME_MAX);
+                        "invalid interface name '%s' (1 to %d characters of [a-z0-9_-])", s ? s : "", SBX_IFNAME_MAX);
 }
 
 static int
@@ -82,11 +81,9 @@ check_family (int family, int prefixlen, sbx_error **err)
 {
   int max = family == AF_INET ? 32 : family == AF_INET6 ? 128 : -1;
   if (max < 0)
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "address family %d is neither IPv4 nor IPv6",
-                          family);
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "address family %d is neither IPv4 nor IPv6", family);
   if (prefixlen < 0 || prefixlen > max)
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "prefix length %d out of 0..%d", prefixlen,
-                          max);
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "prefix length %d out of 0..%d", prefixlen, max);
   return 0;
 }
 
@@ -200,8 +197,7 @@ rtnl_open (int nsfd, struct mnl_socket **ret, sbx_error **err)
   if (in_netns (nsfd, ns_socket_open, &job, &job.errnum, &job.step) < 0)
     return sbx_error_errno (err, job.errnum, "netlink socket in a namespace: %s", job.step);
   if (job.sock == NULL)
-    return sbx_error_errno (err, job.errnum, "netlink socket%s: %s", nsfd >= 0 ? " in a namespace" : "",
-                            job.step);
+    return sbx_error_errno (err, job.errnum, "netlink socket%s: %s", nsfd >= 0 ? " in a namespace" : "", job.step);
   *ret = job.sock;
   return 0;
 }
@@ -265,8 +261,7 @@ rtnl_fail (sbx_error **err, int e, const rtnl_reply *r, const char *what)
 /* Sends NLH with NLM_F_ACK and reads up to the kernel's ACK; replies before
  * it go to CB. WHAT names the operation and its interface in an error. */
 static int
-rtnl_talk (struct mnl_socket *s, struct nlmsghdr *nlh, mnl_cb_t cb, void *data, const char *what,
-           sbx_error **err)
+rtnl_talk (struct mnl_socket *s, struct nlmsghdr *nlh, mnl_cb_t cb, void *data, const char *what, sbx_error **err)
 {
   static uint32_t seq_counter;
   _cleanup_free_ char *buf = xmalloc (RTNL_REPLY_SIZE);
@@ -405,8 +400,7 @@ sbx_link_delete (int nsfd, const char *ifname, sbx_error **err)
 }
 
 int
-sbx_addr_add (int nsfd, const char *ifname, int family, const void *addr, int prefixlen,
-              sbx_error **err)
+sbx_addr_add (int nsfd, const char *ifname, int family, const void *addr, int prefixlen, sbx_error **err)
 {
   if (check_ifname (ifname, err) < 0 || check_family (family, prefixlen, err) < 0)
     return -1;
@@ -476,8 +470,8 @@ sysctl_path_is_valid (const char *path)
   if (path == NULL || *path == '\0' || *path == '/' || strstr (path, "..") || strstr (path, "//"))
     return false;
   for (const char *p = path; *p; p++)
-    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_'
-          || *p == '-' || *p == '.' || *p == '/'))
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '-'
+          || *p == '.' || *p == '/'))
       return false;
   return true;
 }
@@ -617,8 +611,7 @@ sbx_netns_create (const char *name, int *ret_nsfd, sbx_error **err)
 {
   _cleanup_free_ char *path = sbx_netns_path (name);
   if (path == NULL)
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid network namespace name '%s'",
-                          name ? name : "");
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid network namespace name '%s'", name ? name : "");
   const char *dir = sbx_netns_dir ();
   if (mkdir_p (dir, 0755, err) < 0)
     return sbx_error_wrap (err, "network namespace %s", name);
@@ -700,8 +693,7 @@ sbx_netns_remove (const char *name, sbx_error **err)
 {
   _cleanup_free_ char *path = sbx_netns_path (name);
   if (path == NULL)
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid network namespace name '%s'",
-                          name ? name : "");
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid network namespace name '%s'", name ? name : "");
   if (umount_all (path, err) < 0)
     return sbx_error_wrap (err, "remove network namespace %s", name);
   if (unlink (path) < 0 && errno != ENOENT)

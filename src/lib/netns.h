@@ -44,8 +44,7 @@ int sbx_veth_create (const char *host_if, const char *peer_if, int peer_nsfd, sb
 int sbx_link_set_up (int nsfd, const char *ifname, sbx_error **err);
 /* ADDR: a struct in_addr (AF_INET) or struct in6_addr (AF_INET6). An IPv6
  * address skips duplicate address detection (IFA_F_NODAD): usable at once. */
-int sbx_addr_add (int nsfd, const char *ifname, int family, const void *addr, int prefixlen,
-                  sbx_error **err);
+int sbx_addr_add (int nsfd, const char *ifname, int family, const void *addr, int prefixlen, sbx_error **err);
 /* Needs the gateway reachable: an address on a link that is up. */
 int sbx_route_add_default (int nsfd, int family, const void *gateway, sbx_error **err);
 /* Deleting one end of a veth pair deletes both. No such link is not an error. */

@@ -740,4 +740,3 @@ m_th (struct nftnl_rule *r, uint32_t offset, const void *v, uint32_t len)
   e_payload (r, NFT_PAYLOAD_TRANSPORT_HEADER, offset, len);
   e_cmp (r, NFT_CMP_EQ, v, len);
 }
-

@@ -32,11 +32,11 @@
 #define NFT_TYPE_IP6ADDR 8
 #define NFT_TYPE_IFNAME 41
 
-#define DEFINE_NFTNL_FREEP(type)                                                                             \
-  static inline void type##_freep (struct type **p)                                                          \
-  {                                                                                                          \
-    if (*p)                                                                                                  \
-      type##_free (*p);                                                                                      \
+#define DEFINE_NFTNL_FREEP(type)                    \
+  static inline void type##_freep (struct type **p) \
+  {                                                 \
+    if (*p)                                         \
+      type##_free (*p);                             \
   }
 DEFINE_NFTNL_FREEP (nftnl_table)
 DEFINE_NFTNL_FREEP (nftnl_chain)

@@ -15,7 +15,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-
 const char *
 sbx_import_kind_name (sbx_import_kind kind)
 {
@@ -187,7 +186,7 @@ desc_clear (sbx_oci_desc *d)
   free (d->digest);
   free (d->os);
   free (d->arch);
-  *d = (sbx_oci_desc) { 0 };
+  *d = (sbx_oci_desc){ 0 };
 }
 
 void
@@ -276,8 +275,11 @@ parse_desc (yajl_val v, const char *what, sbx_oci_desc *d, sbx_error **err)
     return sbx_error_wrap (err, "%s: platform", what);
   if (size < 0)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s: negative size", what);
-  *d = (sbx_oci_desc) { .media_type = dup_or_null (mt), .digest = xstrdup (digest), .size = (uint64_t) size,
-                        .os = dup_or_null (os), .arch = dup_or_null (arch) };
+  *d = (sbx_oci_desc){ .media_type = dup_or_null (mt),
+                       .digest = xstrdup (digest),
+                       .size = (uint64_t) size,
+                       .os = dup_or_null (os),
+                       .arch = dup_or_null (arch) };
   return 0;
 }
 
@@ -292,8 +294,7 @@ check_header (yajl_val v, const char *what, bool (*type_ok) (const char *), sbx_
   if (j_get_int (v, "schemaVersion", false, &version, err) < 0 || j_get_str (v, "mediaType", false, &mt, err) < 0)
     return sbx_error_wrap (err, "%s", what);
   if (version != 2)
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s: schemaVersion %lld is not 2", what,
-                          (long long) version);
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s: schemaVersion %lld is not 2", what, (long long) version);
   if (mt && !type_ok (mt))
     {
       _cleanup_free_ char *name = printable_masked (mt, 120, "(none)");
@@ -492,8 +493,7 @@ sbx_docker_parse_manifest (const char *text, size_t len, sbx_docker_manifest **r
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "manifest.json: not a list of images");
   if (v->u.array.len > 1)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
-                          "manifest.json: the archive holds %zu images; sbx imports an archive of one",
-                          v->u.array.len);
+                          "manifest.json: the archive holds %zu images; sbx imports an archive of one", v->u.array.len);
   yajl_val m = v->u.array.values[0];
   const char *config = NULL;
   yajl_val layers;
@@ -535,7 +535,8 @@ sbx_oci_pick (const sbx_oci_desc *v, size_t n, const char *arch, size_t *ret_i, 
   _cleanup_free_ char *list = xstrdup ("");
   for (size_t i = 0; i < n && i < 16; i++)
     {
-      _cleanup_free_ char *os = printable_masked (v[i].os, 120, "(none)"), *a = printable_masked (v[i].arch, 120, "(none)");
+      _cleanup_free_ char *os = printable_masked (v[i].os, 120, "(none)"),
+                          *a = printable_masked (v[i].arch, 120, "(none)");
       char *l = xasprintf ("%s%s%s/%s", list, i ? ", " : "", os, a);
       free (list);
       list = l;

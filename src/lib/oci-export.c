@@ -149,8 +149,7 @@ gzip_layer (int tarfd, int workfd, out_blob *b, char diff_hex[65], sbx_error **e
 /* Layer DIGEST as blob B, compressed or not; B's diff_id is the digest of
  * the tar that goes out, which is DIGEST only where that is a kept layer.tar. */
 static int
-layer_blob (const char *root, const char *digest, sbx_oci_compression comp, int workfd, out_blob *b,
-            sbx_error **err)
+layer_blob (const char *root, const char *digest, sbx_oci_compression comp, int workfd, out_blob *b, sbx_error **err)
 {
   _cleanup_close_ int tarfd = -1;
   bool converted;

@@ -265,7 +265,7 @@ static void
 link_list_add (link_list *l, const char *path, char *target)
 {
   l->v = xrealloc (l->v, (l->n + 1) * sizeof *l->v);
-  l->v[l->n++] = (pending_link) { .path = xstrdup (path), .target = target };
+  l->v[l->n++] = (pending_link){ .path = xstrdup (path), .target = target };
 }
 
 /* Makes what it can; a link to a directory, or to nothing, is left out and
@@ -299,8 +299,7 @@ make_links (int dfd, link_list *l, sbx_error **err)
 
 /* One member of an archive into DFD. */
 static int
-unpack_member (struct archive *a, struct archive_entry *e, int dfd, const char *name, link_list *links,
-               sbx_error **err)
+unpack_member (struct archive *a, struct archive_entry *e, int dfd, const char *name, link_list *links, sbx_error **err)
 {
   _cleanup_free_ char *pname = printable_masked (name, 120, "(none)");
   const char *hardlink = sbx_ar.archive_entry_hardlink (e);
@@ -434,8 +433,9 @@ stage_layer (const char *root, int fd, const sbx_oci_desc *blob, const char *dif
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "layer %zu: digest mismatch: the blob of %s is %s", i + 1,
                           blob->digest, got);
   if (blob && size != blob->size)
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "layer %zu: the blob has %llu bytes, its descriptor says %llu",
-                          i + 1, (unsigned long long) size, (unsigned long long) blob->size);
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
+                          "layer %zu: the blob has %llu bytes, its descriptor says %llu", i + 1,
+                          (unsigned long long) size, (unsigned long long) blob->size);
   if (diff_id && strcmp (sbx_layer_staged_digest (s), diff_id) != 0)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
                           "layer %zu: digest mismatch: its tar is %s, the config's diff_id says %s", i + 1,
@@ -682,8 +682,7 @@ has_docker_manifest (int dfd)
 /* An image in DFD (a layout, or an archive unpacked): *ret_kind says which,
  * or stays ROOTFS when DFD holds neither. */
 static int
-import_from_dir (const char *root, int dfd, bool archive, sbx_image **ret, sbx_import_kind *ret_kind,
-                 sbx_error **err)
+import_from_dir (const char *root, int dfd, bool archive, sbx_image **ret, sbx_import_kind *ret_kind, sbx_error **err)
 {
   if (exists_beneath (dfd, "oci-layout") || (archive && exists_beneath (dfd, "index.json")))
     {
@@ -699,8 +698,7 @@ import_from_dir (const char *root, int dfd, bool archive, sbx_image **ret, sbx_i
 }
 
 int
-sbx_oci_import (const char *root, const char *path, sbx_image **ret_img, sbx_import_kind *ret_kind,
-                sbx_error **err)
+sbx_oci_import (const char *root, const char *path, sbx_image **ret_img, sbx_import_kind *ret_kind, sbx_error **err)
 {
   _cleanup_image_ sbx_image *img = NULL;
   _cleanup_workdir_ sbx_workdir w = SBX_WORKDIR_INIT;

@@ -106,8 +106,7 @@ fixed_payload_size (uint16_t type)
 static bool
 type_is_known (uint16_t type)
 {
-  return (type >= SBX_MSG_HELLO && type <= SBX_MSG_LOG) || type == SBX_MSG_REQUEST
-         || type == SBX_MSG_REPLY;
+  return (type >= SBX_MSG_HELLO && type <= SBX_MSG_LOG) || type == SBX_MSG_REQUEST || type == SBX_MSG_REPLY;
 }
 
 int
@@ -179,8 +178,8 @@ reader_need (struct sbx_frame_reader *r, struct sbx_frame_hdr *h, size_t *need)
 }
 
 static int
-reader_complete (struct sbx_frame_reader *r, const struct sbx_frame_hdr *h,
-                 struct sbx_frame_hdr *hdr, const unsigned char **payload)
+reader_complete (struct sbx_frame_reader *r, const struct sbx_frame_hdr *h, struct sbx_frame_hdr *hdr,
+                 const unsigned char **payload)
 {
   *hdr = *h;
   *payload = r->buf + SBX_PROTO_HDR_SIZE;
@@ -188,8 +187,8 @@ reader_complete (struct sbx_frame_reader *r, const struct sbx_frame_hdr *h,
 }
 
 int
-sbx_frame_feed (struct sbx_frame_reader *r, const unsigned char **data, size_t *len,
-                struct sbx_frame_hdr *hdr, const unsigned char **payload)
+sbx_frame_feed (struct sbx_frame_reader *r, const unsigned char **data, size_t *len, struct sbx_frame_hdr *hdr,
+                const unsigned char **payload)
 {
   struct sbx_frame_hdr h;
   size_t need, n;
@@ -216,8 +215,7 @@ sbx_frame_feed (struct sbx_frame_reader *r, const unsigned char **data, size_t *
 }
 
 int
-sbx_frame_read (int fd, struct sbx_frame_reader *r, struct sbx_frame_hdr *hdr,
-                const unsigned char **payload)
+sbx_frame_read (int fd, struct sbx_frame_reader *r, struct sbx_frame_hdr *hdr, const unsigned char **payload)
 {
   struct sbx_frame_hdr h;
   size_t need;
@@ -307,8 +305,8 @@ sbx_frame_write (int fd, uint16_t type, uint32_t chan, const void *payload, size
   if (len > 0 && payload == NULL)
     return -EINVAL;
   sbx_frame_hdr_encode (hdr, &h);
-  vec[0] = (struct iovec) { .iov_base = hdr, .iov_len = sizeof hdr };
-  vec[1] = (struct iovec) { .iov_base = (void *) payload, .iov_len = len };
+  vec[0] = (struct iovec){ .iov_base = hdr, .iov_len = sizeof hdr };
+  vec[1] = (struct iovec){ .iov_base = (void *) payload, .iov_len = len };
   while (iovcnt > 0)
     {
       n = write_iov (fd, iov, iovcnt);
@@ -339,8 +337,7 @@ struct tlv_writer {
 static void
 tlv_put (struct tlv_writer *w, uint16_t tag, const void *data, size_t len)
 {
-  if (w->overflow || len > UINT32_MAX || w->cap - w->len < TLV_HDR_SIZE
-      || w->cap - w->len - TLV_HDR_SIZE < len)
+  if (w->overflow || len > UINT32_MAX || w->cap - w->len < TLV_HDR_SIZE || w->cap - w->len - TLV_HDR_SIZE < len)
     {
       w->overflow = true;
       return;
@@ -444,8 +441,8 @@ decode_single (bool *seen, size_t len, size_t want)
 }
 
 static int
-decode_single_str (struct sbx_exec_req *req, bool *seen, size_t *used, const unsigned char *p,
-                   size_t len, const char **ret)
+decode_single_str (struct sbx_exec_req *req, bool *seen, size_t *used, const unsigned char *p, size_t len,
+                   const char **ret)
 {
   char *s;
   int r;
@@ -478,8 +475,8 @@ decode_env (struct sbx_exec_req *req, size_t *used, const unsigned char *p, size
 }
 
 static int
-decode_record (struct sbx_exec_req *req, struct exec_seen *seen, size_t *used, uint16_t tag,
-               const unsigned char *p, size_t len)
+decode_record (struct sbx_exec_req *req, struct exec_seen *seen, size_t *used, uint16_t tag, const unsigned char *p,
+               size_t len)
 {
   char *s;
   int ret;

@@ -54,8 +54,8 @@ enum sbx_msg_type {
    * could reopen through /proc/1/fd. The monitor marks it as the sandbox's. */
   SBX_MSG_LOG = 17,
   /* CLI <-> monitor only */
-  SBX_MSG_REQUEST = 32,  /* c->m chan 0: JSON request {"op": ...} */
-  SBX_MSG_REPLY = 33,    /* m->c chan 0: JSON reply, or {"error": {code, message}} */
+  SBX_MSG_REQUEST = 32, /* c->m chan 0: JSON request {"op": ...} */
+  SBX_MSG_REPLY = 33,   /* m->c chan 0: JSON reply, or {"error": {code, message}} */
   SBX_MSG__MAX
 };
 
@@ -121,8 +121,8 @@ int sbx_frame_write (int fd, uint16_t type, uint32_t chan, const void *payload, 
  * bytes are needed (EAGAIN), -EPIPE on EOF, -EPROTO on garbage, -errno. */
 int sbx_frame_read (int fd, struct sbx_frame_reader *r, struct sbx_frame_hdr *hdr, const unsigned char **payload);
 /* The same on bytes already in memory: consumes from *data and *len. */
-int sbx_frame_feed (struct sbx_frame_reader *r, const unsigned char **data, size_t *len,
-                    struct sbx_frame_hdr *hdr, const unsigned char **payload);
+int sbx_frame_feed (struct sbx_frame_reader *r, const unsigned char **data, size_t *len, struct sbx_frame_hdr *hdr,
+                    const unsigned char **payload);
 
 /* EXEC encoding into OUT (capacity CAP); returns the length or -E2BIG. */
 int sbx_exec_encode (unsigned char *out, size_t cap, char *const *argv, char *const *envp, const char *cwd,

@@ -32,13 +32,13 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
-#define CONNECT_MS 10000   /* first head read to sandbox connected */
-#define IDLE_MS 300000     /* relaying, without a byte either way */
-#define LINGER_MS 2000     /* an answer of ours written and drained */
+#define CONNECT_MS 10000       /* first head read to sandbox connected */
+#define IDLE_MS 300000         /* relaying, without a byte either way */
+#define LINGER_MS 2000         /* an answer of ours written and drained */
 #define RELAY_BUF (128 * 1024) /* each direction */
 #define PUMP_ROUNDS 16
 #define SPLICE_PIPE_SIZE (1024 * 1024)
-#define ACCEPT_BURST 32    /* per listener per dispatch */
+#define ACCEPT_BURST 32     /* per listener per dispatch */
 #define ACCEPT_PAUSE_MS 100 /* out of fds: stop accepting for a while */
 #define LISTEN_BACKLOG 128
 
@@ -76,7 +76,7 @@ struct conn {
   sbx_http_framing fr;
   bool client_eof; /* the client sent its end; HEAD may still hold bytes */
   int fail_status; /* a later request failed: answered once the sandbox is through */
-  char *out; /* ST_REPLY */
+  char *out;       /* ST_REPLY */
   size_t out_off, out_len;
   struct pipe up;   /* client to sandbox */
   struct pipe down; /* sandbox to client */
@@ -170,13 +170,20 @@ status_reason (int status)
 {
   switch (status)
     {
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 408: return "Request Timeout";
-    case 431: return "Request Header Fields Too Large";
-    case 502: return "Bad Gateway";
-    case 503: return "Service Unavailable";
-    default: return "Error";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 408:
+      return "Request Timeout";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 502:
+      return "Bad Gateway";
+    case 503:
+      return "Service Unavailable";
+    default:
+      return "Error";
     }
 }
 
@@ -899,9 +906,9 @@ listen_socket (const char *addr, uint16_t host_port, uint16_t *ret_port, sbx_err
     return sbx_error_errno (err, errno, "SO_REUSEADDR");
   if (bind (fd, (struct sockaddr *) &ss, sl) < 0)
     return sbx_error_set (err,
-                          errno == EADDRINUSE ? SBX_E_BUSY
+                          errno == EADDRINUSE      ? SBX_E_BUSY
                           : errno == EADDRNOTAVAIL ? SBX_E_INVALID_ARGUMENT
-                                                    : SBX_E_INTERNAL,
+                                                   : SBX_E_INTERNAL,
                           errno, "bind %s port %u", addr, (unsigned) host_port);
   if (listen (fd, LISTEN_BACKLOG) < 0)
     return sbx_error_errno (err, errno, "listen on %s port %u", addr, (unsigned) host_port);
@@ -909,7 +916,7 @@ listen_socket (const char *addr, uint16_t host_port, uint16_t *ret_port, sbx_err
   if (getsockname (fd, (struct sockaddr *) &ss, &sl) < 0)
     return sbx_error_errno (err, errno, "getsockname");
   *ret_port = ntohs (ss.ss_family == AF_INET ? ((struct sockaddr_in *) &ss)->sin_port
-                                              : ((struct sockaddr_in6 *) &ss)->sin6_port);
+                                             : ((struct sockaddr_in6 *) &ss)->sin6_port);
   return steal_fd (&fd);
 }
 

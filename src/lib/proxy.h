@@ -39,11 +39,11 @@
 #include "error.h"
 #include "token.h" /* the bearer token sbx_proxy_new takes */
 
-#define SBX_PROXY_MAX_CONNS 256      /* authorized, per proxy; more are answered 503 */
-#define SBX_PROXY_MAX_PENDING 256    /* not (yet) authorized, per proxy */
-#define SBX_PROXY_MAX_PENDING_ADDR 16 /* not (yet) authorized, per client address */
+#define SBX_PROXY_MAX_CONNS 256         /* authorized, per proxy; more are answered 503 */
+#define SBX_PROXY_MAX_PENDING 256       /* not (yet) authorized, per proxy */
+#define SBX_PROXY_MAX_PENDING_ADDR 16   /* not (yet) authorized, per client address */
 #define SBX_PROXY_HEAD_TIMEOUT_MS 10000 /* accept to first head read, by default */
-#define SBX_PROXY_MAX_LISTENERS 64   /* exposed ports per proxy */
+#define SBX_PROXY_MAX_LISTENERS 64      /* exposed ports per proxy */
 /* The most entries sbx_proxy_pollfds fills. */
 #define SBX_PROXY_POLLFDS_MAX (SBX_PROXY_MAX_LISTENERS + 2 * SBX_PROXY_MAX_CONNS + SBX_PROXY_MAX_PENDING)
 
@@ -64,8 +64,8 @@ void sbx_proxy_set_head_timeout (sbx_proxy *p, unsigned ms);
  * sandbox's SANDBOX_PORT; *ret_port the bound port. Exposing the same
  * SANDBOX_PORT twice returns the existing listener's port. A port in use is
  * BUSY, a bad address or port INVALID_ARGUMENT. */
-int sbx_proxy_listen (sbx_proxy *p, const char *addr, uint16_t host_port, uint16_t sandbox_port,
-                      uint16_t *ret_port, sbx_error **err);
+int sbx_proxy_listen (sbx_proxy *p, const char *addr, uint16_t host_port, uint16_t sandbox_port, uint16_t *ret_port,
+                      sbx_error **err);
 /* The listeners: sandbox port and host port pairs (for `sbx urls`), at most
  * MAX of them; returns how many were written. */
 size_t sbx_proxy_ports (const sbx_proxy *p, uint16_t (*ret)[2], size_t max);

@@ -484,8 +484,8 @@ listener_udp_read (sbx_resolver *r, size_t l)
       struct sockaddr_storage from;
       socklen_t fromlen = sizeof from;
       /* MSG_TRUNC: the length of a datagram larger than the limit, to refuse it. */
-      ssize_t n = recvfrom (r->ls[l].fd, r->buf, SBX_DNS_UDP_MAX, MSG_DONTWAIT | MSG_TRUNC,
-                            (struct sockaddr *) &from, &fromlen);
+      ssize_t n = recvfrom (r->ls[l].fd, r->buf, SBX_DNS_UDP_MAX, MSG_DONTWAIT | MSG_TRUNC, (struct sockaddr *) &from,
+                            &fromlen);
       if (n < 0)
         {
           if (errno == EAGAIN || errno == EWOULDBLOCK)
@@ -594,8 +594,7 @@ conn_queue (sbx_resolver *r, conn *c, const unsigned char *p, size_t n)
 static bool
 conn_may_start (const sbx_resolver *r, const conn *c)
 {
-  return !c->broken && c->nout < SBX_RESOLVER_CONN_INFLIGHT && c->wlen == 0
-         && r->ntcp < SBX_RESOLVER_TCP_INFLIGHT;
+  return !c->broken && c->nout < SBX_RESOLVER_CONN_INFLIGHT && c->wlen == 0 && r->ntcp < SBX_RESOLVER_TCP_INFLIGHT;
 }
 
 static bool

@@ -40,9 +40,8 @@
 #define SBX_RESOLVER_CONN_INFLIGHT 4
 #define SBX_RESOLVER_TCP_INFLIGHT 64
 /* The most pollfds sbx_resolver_pollfds ever fills. */
-#define SBX_RESOLVER_POLLFDS_MAX                                                                   \
-  (2 * SBX_RESOLVER_LISTEN_MAX + SBX_RESOLVER_UPSTREAM_MAX + SBX_RESOLVER_CONN_MAX                 \
-   + SBX_RESOLVER_TCP_INFLIGHT)
+#define SBX_RESOLVER_POLLFDS_MAX \
+  (2 * SBX_RESOLVER_LISTEN_MAX + SBX_RESOLVER_UPSTREAM_MAX + SBX_RESOLVER_CONN_MAX + SBX_RESOLVER_TCP_INFLIGHT)
 /* The largest UDP query taken; larger ones are refused as malformed. */
 #define SBX_DNS_UDP_MAX 4096
 #define SBX_RESOLVER_TIMEOUT_MS 2000 /* per upstream try */

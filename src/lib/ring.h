@@ -16,11 +16,11 @@
 
 typedef struct sbx_ring {
   unsigned char *data;
-  size_t size;    /* allocated, a power of two <= cap */
-  size_t cap;     /* the bound */
-  size_t limit;   /* the size it may grow to now (0: cap); it never shrinks by it */
-  uint64_t start; /* stream offset of the oldest kept record */
-  uint64_t end;   /* stream offset after the newest */
+  size_t size;      /* allocated, a power of two <= cap */
+  size_t cap;       /* the bound */
+  size_t limit;     /* the size it may grow to now (0: cap); it never shrinks by it */
+  uint64_t start;   /* stream offset of the oldest kept record */
+  uint64_t end;     /* stream offset after the newest */
   uint64_t dropped; /* payload bytes evicted (or cut from oversized records) */
 } sbx_ring;
 

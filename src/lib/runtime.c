@@ -59,7 +59,8 @@ int
 sbx_runtime_find (const sbx_store *st, const char *name, sbx_runtime **ret, sbx_error **err)
 {
   if (!sbx_runtime_name_valid (name))
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "unknown runtime `%s` (expected runsc or runc)", name ? name : "");
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "unknown runtime `%s` (expected runsc or runc)",
+                          name ? name : "");
   const char *env = getenv (strcmp (name, "runc") == 0 ? "SBX_RUNC" : "SBX_RUNSC");
   _cleanup_free_ char *path = env && *env ? xstrdup (env) : find_in_path (name);
   struct stat s;

@@ -276,8 +276,7 @@ parse_record (yajl_val v, sbx_sandbox *sb, sbx_error **err)
       || j_get_int (v, "oom_kills", false, &sb->oom_kills, err) < 0
       || j_get_int (v, "pids_limit_hits", false, &sb->pids_limit_hits, err) < 0
       || j_get_int (v, "memory_peak", false, &sb->memory_peak, err) < 0
-      || j_get_int (v, "monitor_pid", false, &pid, err) < 0
-      || j_get_bool (v, "paused", false, &sb->paused, err) < 0
+      || j_get_int (v, "monitor_pid", false, &pid, err) < 0 || j_get_bool (v, "paused", false, &sb->paused, err) < 0
       || dup_str (v, "restored_from", &sb->restore_from, err) < 0
       || j_get_int (v, "chan_base", false, &sb->chan_base, err) < 0)
     return -1;
@@ -293,7 +292,8 @@ parse_record (yajl_val v, sbx_sandbox *sb, sbx_error **err)
       && (dup_str (net, "mode", &sb->net_mode, err) < 0 || j_get_strv (net, "allow", false, &sb->net_allow, err) < 0
           || dup_str (net, "stack", &sb->net_stack, err) < 0 || dup_str (net, "address", &sb->net_addr4, err) < 0
           || dup_str (net, "address6", &sb->net_addr6, err) < 0 || dup_str (net, "gateway", &sb->net_gateway4, err) < 0
-          || dup_str (net, "gateway6", &sb->net_gateway6, err) < 0 || j_get_strv (net, "urls", false, &sb->urls, err) < 0
+          || dup_str (net, "gateway6", &sb->net_gateway6, err) < 0
+          || j_get_strv (net, "urls", false, &sb->urls, err) < 0
           || j_get_int (net, "private_connections_seen", false, &sb->net_private_seen, err) < 0))
     return -1;
   return sbx_sandbox_opts_parse (j_get (v, "options"), &sb->opts, err);

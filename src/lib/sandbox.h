@@ -38,21 +38,21 @@ typedef enum sbx_state {
 typedef struct sbx_sandbox_opts {
   char *name;
   char *image_ref;
-  char *runtime; /* "runsc" or "runc" */
-  double cpu;    /* cores, 0 = unlimited */
+  char *runtime;   /* "runsc" or "runc" */
+  double cpu;      /* cores, 0 = unlimited */
   uint64_t memory; /* bytes, 0 = unlimited */
   /* The value is sbx.conf's default_cpu / default_memory: not given at
    * create. Set on the way in, it asks create for the default. */
   bool cpu_default, memory_default;
   int64_t pids;
-  int64_t disk;    /* bytes of writable layer (disk.h), 0 = unlimited; -1 at create: sbx.conf's default */
+  int64_t disk; /* bytes of writable layer (disk.h), 0 = unlimited; -1 at create: sbx.conf's default */
   bool block_network;
-  char **allow;      /* --allow CIDRs at create (empty: the internet) */
-  char **ports;      /* --port N, exposed at create */
-  bool public_ports; /* --public: exposed ports need no token */
-  int64_t keep_warm; /* seconds, -1 = until terminated */
+  char **allow;       /* --allow CIDRs at create (empty: the internet) */
+  char **ports;       /* --port N, exposed at create */
+  bool public_ports;  /* --public: exposed ports need no token */
+  int64_t keep_warm;  /* seconds, -1 = until terminated */
   bool on_idle_pause; /* keep-warm expiry pauses rather than terminates */
-  int64_t timeout;   /* seconds */
+  int64_t timeout;    /* seconds */
   char **env;
   char *cwd;
 } sbx_sandbox_opts;
@@ -66,28 +66,28 @@ typedef struct sbx_sandbox {
   char *image_workdir;
   sbx_state state;
   char *reason;
-  char *error; /* message when failed */
+  char *error;        /* message when failed */
   bool has_exit_code; /* reason exited: the exit status of sbx run's command */
   int64_t exit_code;
   int64_t created_at, started_at, ended_at;
-  int64_t created_ns; /* the creation time in ns, which orders sandboxes made in one second */
-  int64_t deadline; /* unix time of the hard timeout */
+  int64_t created_ns;      /* the creation time in ns, which orders sandboxes made in one second */
+  int64_t deadline;        /* unix time of the hard timeout */
   int64_t keep_warm_until; /* informational, written on activity */
   pid_t monitor_pid;
-  bool paused; /* running, frozen by sbx pause (or --on-idle pause) */
+  bool paused;        /* running, frozen by sbx pause (or --on-idle pause) */
   char *restore_from; /* a snapshot's checkpoint directory: started by restore, not run */
   int64_t chan_base;  /* the first exec channel (a restored agent's own go on below it) */
   int64_t oom_kills;
   int64_t pids_limit_hits;
   int64_t memory_peak;
   /* Its network as it is now (the monitor's): */
-  char *net_mode;     /* "none" (--block-network), "open", "allow", "block" */
-  char **net_allow;   /* the allow-list in force in "allow" mode */
-  char *net_stack;    /* how the runtime reaches it (sbx info's words) */
+  char *net_mode;   /* "none" (--block-network), "open", "allow", "block" */
+  char **net_allow; /* the allow-list in force in "allow" mode */
+  char *net_stack;  /* how the runtime reaches it (sbx info's words) */
   char *net_addr4, *net_addr6, *net_gateway4, *net_gateway6;
-  char **urls;        /* "PORT URL" of each exposed port */
+  char **urls;              /* "PORT URL" of each exposed port */
   int64_t net_private_seen; /* connections to private ranges counted in observe mode */
-  int64_t disk_used;  /* not saved: filled by whoever reads it (sbx_disk_used), -1 = not known */
+  int64_t disk_used;        /* not saved: filled by whoever reads it (sbx_disk_used), -1 = not known */
 } sbx_sandbox;
 
 const char *sbx_state_name (sbx_state s);

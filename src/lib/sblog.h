@@ -31,10 +31,10 @@ typedef enum sbx_log_side {
 } sbx_log_side;
 
 typedef struct sbx_log {
-  int fd;            /* O_APPEND, or -1: nothing is written */
-  uint64_t size;     /* of the file */
-  uint64_t dropped;  /* bytes of lines not written */
-  bool noted;        /* the truncation has been noted once */
+  int fd;                         /* O_APPEND, or -1: nothing is written */
+  uint64_t size;                  /* of the file */
+  uint64_t dropped;               /* bytes of lines not written */
+  bool noted;                     /* the truncation has been noted once */
   char partial[SBX_LOG_LINE_MAX]; /* the runtime's unfinished line */
   size_t plen;
 } sbx_log;

@@ -78,8 +78,9 @@ refuse_runtime (const char *id, const char *runtime, sbx_error **err)
   _cleanup_free_ char *out = NULL, *errtext = NULL;
   int status = -1;
   bool have = criu && sbx_spawn_capture (check, 1 << 16, &out, &errtext, &status, NULL) == 0 && status != 127;
-  const char *why = !have ? "CRIU is not installed" : status != 0 ? "`criu check` fails on this kernel"
-                                                                 : "sbx restores runsc checkpoints only";
+  const char *why = !have         ? "CRIU is not installed"
+                    : status != 0 ? "`criu check` fails on this kernel"
+                                  : "sbx restores runsc checkpoints only";
   char first[256] = "";
   if (have && status != 0 && errtext)
     snprintf (first, sizeof first, " (%.*s)", (int) strcspn (errtext, "\n"), errtext);

@@ -30,7 +30,7 @@ int sbx_snapshot_restore (const sbx_store *st, const char *snap, int64_t count, 
 
 typedef struct sbx_snapshot_info {
   char *id;
-  char *sandbox; /* the sandbox it was made from; may be NULL */
+  char *sandbox;   /* the sandbox it was made from; may be NULL */
   int64_t created; /* unix seconds */
 } sbx_snapshot_info;
 

@@ -33,8 +33,7 @@ int sbx_spawn_run (char *const *argv, const sbx_spawn_io *io, int *ret_status, s
  * MAX bytes each; either may be NULL) and its exit status as sbx_exit_code
  * gives it. Used for runtimes and host tools; never anything from a
  * sandbox. */
-int sbx_spawn_capture (char *const *argv, size_t max, char **ret_out, char **ret_err, int *ret_status,
-                       sbx_error **err);
+int sbx_spawn_capture (char *const *argv, size_t max, char **ret_out, char **ret_err, int *ret_status, sbx_error **err);
 
 /* In a child subreaper (the monitor): reap every child while waiting. */
 void sbx_spawn_reap_all (bool on);

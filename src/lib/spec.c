@@ -18,14 +18,24 @@
  * address; ping uses ICMP datagram sockets, net.c opens them to every
  * group), CAP_MKNOD or CAP_AUDIT_WRITE. */
 const char *const sbx_default_caps[] = {
-  "CAP_CHOWN",  "CAP_DAC_OVERRIDE", "CAP_FSETID",     "CAP_FOWNER",           "CAP_SETGID", "CAP_SETUID",
-  "CAP_SETFCAP", "CAP_SETPCAP",     "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_KILL",   NULL,
+  "CAP_CHOWN",   "CAP_DAC_OVERRIDE", "CAP_FSETID",           "CAP_FOWNER",     "CAP_SETGID", "CAP_SETUID",
+  "CAP_SETFCAP", "CAP_SETPCAP",      "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_KILL",   NULL,
 };
 
 static const char *const masked_paths[] = {
-  "/proc/acpi",         "/proc/asound",   "/proc/interrupts", "/proc/kcore",      "/proc/keys",
-  "/proc/latency_stats", "/proc/sched_debug", "/proc/scsi",   "/proc/timer_list", "/proc/timer_stats",
-  "/sys/firmware",      "/sys/devices/virtual/powercap", NULL,
+  "/proc/acpi",
+  "/proc/asound",
+  "/proc/interrupts",
+  "/proc/kcore",
+  "/proc/keys",
+  "/proc/latency_stats",
+  "/proc/sched_debug",
+  "/proc/scsi",
+  "/proc/timer_list",
+  "/proc/timer_stats",
+  "/sys/firmware",
+  "/sys/devices/virtual/powercap",
+  NULL,
 };
 
 static const char *const readonly_paths[] = {

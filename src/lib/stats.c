@@ -124,7 +124,8 @@ net_bytes (pid_t pid, int64_t *rx, int64_t *tx)
       char name[64];
       long long r, t, skip;
       if (sscanf (line, " %63[^:]: %lld %lld %lld %lld %lld %lld %lld %lld %lld", name, &r, &skip, &skip, &skip, &skip,
-                  &skip, &skip, &skip, &t) == 10
+                  &skip, &skip, &skip, &t)
+              == 10
           && strcmp (name, "lo") != 0)
         {
           *rx += r;

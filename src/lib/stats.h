@@ -37,7 +37,7 @@ typedef struct sbx_stats {
   bool paused;
   bool running;
   int64_t cpu_time_ns;
-  int64_t memory;      /* bytes now */
+  int64_t memory; /* bytes now */
   int64_t pids;
   int64_t memory_peak; /* bytes, the highest seen while it ran */
   int64_t disk;        /* bytes: its disk image's use with a limit, else the files it wrote */

@@ -112,8 +112,7 @@ sbx_store_free (sbx_store *st)
   free (st);
 }
 
-static char *__attribute__ ((format (printf, 2, 0)))
-join (const char *base, const char *fmt, va_list ap)
+static char *__attribute__ ((format (printf, 2, 0))) join (const char *base, const char *fmt, va_list ap)
 {
   char *rel = NULL;
   if (vasprintf (&rel, fmt, ap) < 0)
@@ -200,8 +199,7 @@ sbx_store_top_layer (const sbx_store *st, const char *init_path, char **ret_path
       if ((mkdir (p, mode) < 0 && errno != EEXIST) || chmod (p, mode) < 0)
         return sbx_error_errno (err, errno, "mkdir `%s`", p);
     }
-  static const struct
-  {
+  static const struct {
     const char *name, *content;
   } files[] = {
     { "etc/hosts", "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n" },

@@ -19,8 +19,9 @@ static bool
 token_valid (const char *s, size_t n)
 {
   size_t i = 0;
-  while (i < n && s[i] != '\0' && (strchr ("-._~+/", s[i]) || (s[i] >= 'a' && s[i] <= 'z')
-                                   || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' && s[i] <= '9')))
+  while (i < n && s[i] != '\0'
+         && (strchr ("-._~+/", s[i]) || (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z')
+             || (s[i] >= '0' && s[i] <= '9')))
     i++;
   if (i == 0)
     return false;

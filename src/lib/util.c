@@ -183,8 +183,7 @@ static int write_at (int dirfd, const char *name, const void *data, size_t len, 
                      sbx_error **err);
 
 int
-write_file_atomic_at (int dirfd, const char *name, const void *data, size_t len, mode_t mode,
-                      sbx_error **err)
+write_file_atomic_at (int dirfd, const char *name, const void *data, size_t len, mode_t mode, sbx_error **err)
 {
   return write_at (dirfd, name, data, len, mode, true, err);
 }
@@ -448,12 +447,11 @@ parse_double (const char *s, double min, double max, double *ret)
 int
 parse_memory (const char *s, uint64_t *ret_bytes)
 {
-  static const struct
-  {
+  static const struct {
     const char *suffix;
     uint64_t mul;
   } units[] = {
-    { "", 1ULL << 20 }, { "Ki", 1ULL << 10 }, { "Mi", 1ULL << 20 },  { "Gi", 1ULL << 30 },       { "Ti", 1ULL << 40 },
+    { "", 1ULL << 20 }, { "Ki", 1ULL << 10 }, { "Mi", 1ULL << 20 },   { "Gi", 1ULL << 30 },      { "Ti", 1ULL << 40 },
     { "K", 1000ULL },   { "M", 1000000ULL },  { "G", 1000000000ULL }, { "T", 1000000000000ULL },
   };
   if (s == NULL || !isdigit ((unsigned char) s[0]))
@@ -792,7 +790,10 @@ hex_decode (const char *s, char **ret, size_t *ret_len)
       for (int k = 0; k < 2; k++)
         {
           char c = s[2 * i + (size_t) k];
-          int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+          int d = c >= '0' && c <= '9'   ? c - '0'
+                  : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                  : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                         : -1;
           if (d < 0)
             {
               free (out);

@@ -64,7 +64,10 @@ strv_freep (char ***v)
 /* A pipe (or socketpair) made by pipe2 into P: both ends closed that are
  * still open (>= 0). Initialize with SBX_PIPE_INIT so that a failed pipe2
  * or an early return closes nothing that is not ours. */
-#define SBX_PIPE_INIT { -1, -1 }
+#define SBX_PIPE_INIT \
+  {                   \
+    -1, -1            \
+  }
 static inline void
 pipe_close (int p[2])
 {
@@ -103,9 +106,24 @@ pid_killp (pid_t *pid)
 #define _cleanup_pipe_ __attribute__ ((cleanup (pipe_closep)))
 #define _cleanup_pid_ __attribute__ ((cleanup (pid_killp)))
 
-#define steal_pointer(pp) ({ __typeof__ (*(pp)) _p = *(pp); *(pp) = NULL; _p; })
-#define steal_fd(fdp) ({ int _fd = *(fdp); *(fdp) = -1; _fd; })
-#define steal_pid(pidp) ({ pid_t _pid = *(pidp); *(pidp) = -1; _pid; })
+#define steal_pointer(pp)          \
+  ({                               \
+    __typeof__ (*(pp)) _p = *(pp); \
+    *(pp) = NULL;                  \
+    _p;                            \
+  })
+#define steal_fd(fdp) \
+  ({                  \
+    int _fd = *(fdp); \
+    *(fdp) = -1;      \
+    _fd;              \
+  })
+#define steal_pid(pidp)   \
+  ({                      \
+    pid_t _pid = *(pidp); \
+    *(pidp) = -1;         \
+    _pid;                 \
+  })
 #define ARRAY_SIZE(a) (sizeof (a) / sizeof ((a)[0]))
 
 /* A growable NULL-terminated string vector. */
@@ -121,8 +139,7 @@ const char *strv_env_get (char *const *env, const char *key);
 
 /* Writes DATA atomically: temp file in the same directory, fsync, rename. */
 int write_file_atomic (const char *path, const void *data, size_t len, mode_t mode, sbx_error **err);
-int write_file_atomic_at (int dirfd, const char *name, const void *data, size_t len, mode_t mode,
-                          sbx_error **err);
+int write_file_atomic_at (int dirfd, const char *name, const void *data, size_t len, mode_t mode, sbx_error **err);
 /* The same without fsync: atomic replacement (readers see the old or the
  * new content, never a mix), not durability. For state that dies with a
  * crash anyway (a sandbox's state.json). */
@@ -132,8 +149,7 @@ int write_file_replace (const char *path, const void *data, size_t len, mode_t m
 int read_fd (int fd, size_t max, char **ret_data, size_t *ret_len);
 /* Reads a whole file, refusing files larger than MAX. NUL-terminates. */
 int read_file (const char *path, size_t max, char **ret_data, size_t *ret_len, sbx_error **err);
-int read_file_at (int dirfd, const char *name, size_t max, char **ret_data, size_t *ret_len,
-                  sbx_error **err);
+int read_file_at (int dirfd, const char *name, size_t max, char **ret_data, size_t *ret_len, sbx_error **err);
 /* pthread_create with every signal blocked in the new thread, so that signals
  * stay with the caller's threads (signalfd, sigtimedwait). pthread_create's
  * result. */

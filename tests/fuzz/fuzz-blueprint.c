@@ -87,15 +87,20 @@ static const char *const seeds[] = {
   "{\"base\":\"sha256:0123456789abcdef\",\"steps\":[]}",
 };
 
-static const char *const tokens[] = { "\"..\"", "\"../x\"", "\"/abs\"", "-r", "\"--index-url\"", "null", "true", "1e999",
-                                      "[]", "{}", "\"\\u0000\"", ",", ":", "\"", "{", "}", "[", "]", "'", " " };
+static const char *const tokens[] = { "\"..\"",      "\"../x\"", "\"/abs\"", "-r", "\"--index-url\"",
+                                      "null",        "true",     "1e999",    "[]", "{}",
+                                      "\"\\u0000\"", ",",        ":",        "\"", "{",
+                                      "}",           "[",        "]",        "'",  " " };
 
 int
 main (void)
 {
   static const struct fuzz_seeds mutations = FUZZ_SEEDS (seeds, tokens, INPUT_MAX, false);
   static const struct fuzz_corpus corpus = {
-    .count = CORPUS_SIZE, .input_max = INPUT_MAX, .rnd_seed = 12345, .mutate = &mutations,
+    .count = CORPUS_SIZE,
+    .input_max = INPUT_MAX,
+    .rnd_seed = 12345,
+    .mutate = &mutations,
     .what = "blueprints to the parser",
   };
 

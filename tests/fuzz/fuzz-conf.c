@@ -55,8 +55,7 @@ overlaps (const sbx_cidr *a, const char *b)
 static bool
 is_private (const sbx_cidr *c)
 {
-  static const char *const ranges[] = { "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10",
-                                        "fc00::/7" };
+  static const char *const ranges[] = { "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "fc00::/7" };
   for (size_t i = 0; i < sizeof ranges / sizeof *ranges; i++)
     {
       sbx_cidr r = cidr (ranges[i]);
@@ -92,8 +91,8 @@ check_conf (const sbx_conf *c)
   for (size_t i = 0; i < c->nopen; i++)
     {
       const char *n = c->open[i].name;
-      CHECK (n && n[0] && strlen (n) <= SBX_CONF_OPEN_NAME_MAX && strspn (n, "abcdefghijklmnopqrstuvwxyz0123456789_-")
-                                                                      == strlen (n));
+      CHECK (n && n[0] && strlen (n) <= SBX_CONF_OPEN_NAME_MAX
+             && strspn (n, "abcdefghijklmnopqrstuvwxyz0123456789_-") == strlen (n));
       CHECK (is_private (&c->open[i].cidr));
       for (size_t j = 0; j < i; j++)
         CHECK (strcmp (c->open[i].name, c->open[j].name) != 0);
@@ -226,19 +225,54 @@ static const char *const seeds[] = {
   "open =\tk8s_pods\t10.244.0.0/16\nopen = ula fc00::/7\ndns = 192.0.2.53\nexpose_host = 192.0.2.7",
 };
 
-static const char *const tokens[] = { "=",  " = ", " ",   "\t",      "\n",     "#",       "/",    "/33", "/8",
-                                      ":",  "::",  ".",   "[",       "]",      "%eth0",   "\r",   "off", "observe",
-                                      "0",  "00",  "255", "fd00::",  "10.",    "169.254", "127.", "-",   "_",
-                                      "\n", "dns = 10.0.0.1\n",      "open = a 10.0.0.0/8\n", "pool4 = 10.0.0.0/8\n",
-                                      "pool6 = fd00::/64\n", "expose_host = ", "\xc3\xa9", "expose_head_timeout = ",
-                                      "ms",   "300", "100" };
+static const char *const tokens[] = { "=",
+                                      " = ",
+                                      " ",
+                                      "\t",
+                                      "\n",
+                                      "#",
+                                      "/",
+                                      "/33",
+                                      "/8",
+                                      ":",
+                                      "::",
+                                      ".",
+                                      "[",
+                                      "]",
+                                      "%eth0",
+                                      "\r",
+                                      "off",
+                                      "observe",
+                                      "0",
+                                      "00",
+                                      "255",
+                                      "fd00::",
+                                      "10.",
+                                      "169.254",
+                                      "127.",
+                                      "-",
+                                      "_",
+                                      "\n",
+                                      "dns = 10.0.0.1\n",
+                                      "open = a 10.0.0.0/8\n",
+                                      "pool4 = 10.0.0.0/8\n",
+                                      "pool6 = fd00::/64\n",
+                                      "expose_host = ",
+                                      "\xc3\xa9",
+                                      "expose_head_timeout = ",
+                                      "ms",
+                                      "300",
+                                      "100" };
 
 int
 main (void)
 {
   static const struct fuzz_seeds mutations = FUZZ_SEEDS (seeds, tokens, INPUT_MAX, true);
   static const struct fuzz_corpus corpus = {
-    .count = CORPUS_SIZE, .input_max = INPUT_MAX, .rnd_seed = 4242, .mutate = &mutations,
+    .count = CORPUS_SIZE,
+    .input_max = INPUT_MAX,
+    .rnd_seed = 4242,
+    .mutate = &mutations,
     .what = "config files to the parser",
   };
 

@@ -171,7 +171,10 @@ int
 main (void)
 {
   static const struct fuzz_corpus corpus = {
-    .count = CORPUS_SIZE, .input_max = INPUT_MAX, .rnd_seed = 4242, .make_input = make_input,
+    .count = CORPUS_SIZE,
+    .input_max = INPUT_MAX,
+    .rnd_seed = 4242,
+    .make_input = make_input,
     .what = "messages to the query check, which agrees with the reference",
   };
 

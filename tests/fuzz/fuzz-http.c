@@ -164,13 +164,32 @@ static const char *const seeds[] = {
   "0123456789GET /c HTTP/1.0\r\nauthorization: bearer " TOKEN "\r\n\r\n",
 };
 
-static const char *const tokens[] = { "\r\n",          "\r",          "\n",        ":",         " ",         "\t",
-                                      "\0",            "\r\n\r\n",    "\r\n ",     "Bearer ",   TOKEN,       ",",
-                                      "Authorization", "Connection: close\r\n", "Upgrade: h2c\r\n",
-                                      "Authorization: Bearer " TOKEN "\r\n", "Proxy-Authorization: x\r\n",
-                                      "HTTP/1.1",      "\x7f",        "\xff",      "X-Forwarded-Proto: https\r\n",
-                                      "Transfer-Encoding: chunked\r\n", "Content-Length: 3\r\n", "0\r\n\r\n",
-                                      "ffff;e\r\n", "GET / HTTP/1.1\r\n\r\n" };
+static const char *const tokens[] = { "\r\n",
+                                      "\r",
+                                      "\n",
+                                      ":",
+                                      " ",
+                                      "\t",
+                                      "\0",
+                                      "\r\n\r\n",
+                                      "\r\n ",
+                                      "Bearer ",
+                                      TOKEN,
+                                      ",",
+                                      "Authorization",
+                                      "Connection: close\r\n",
+                                      "Upgrade: h2c\r\n",
+                                      "Authorization: Bearer " TOKEN "\r\n",
+                                      "Proxy-Authorization: x\r\n",
+                                      "HTTP/1.1",
+                                      "\x7f",
+                                      "\xff",
+                                      "X-Forwarded-Proto: https\r\n",
+                                      "Transfer-Encoding: chunked\r\n",
+                                      "Content-Length: 3\r\n",
+                                      "0\r\n\r\n",
+                                      "ffff;e\r\n",
+                                      "GET / HTTP/1.1\r\n\r\n" };
 
 static const struct fuzz_seeds mutations = FUZZ_SEEDS (seeds, tokens, INPUT_MAX, false);
 
@@ -202,7 +221,10 @@ int
 main (void)
 {
   static const struct fuzz_corpus corpus = {
-    .count = CORPUS_SIZE, .input_max = INPUT_MAX, .rnd_seed = 4242, .make_input = make_input,
+    .count = CORPUS_SIZE,
+    .input_max = INPUT_MAX,
+    .rnd_seed = 4242,
+    .make_input = make_input,
     .what = "inputs to head_len, authorized and rewrite_head",
   };
 

@@ -73,8 +73,8 @@ check_exec_roundtrip (const unsigned char *p, size_t len)
   if (sbx_exec_decode (p, len, &req) != 0)
     return;
   check_exec_req (&req);
-  n = sbx_exec_encode (reenc, sizeof reenc, req.argv, req.envp, req.cwd, req.user, req.flags,
-                       req.timeout_ms, req.rows, req.cols);
+  n = sbx_exec_encode (reenc, sizeof reenc, req.argv, req.envp, req.cwd, req.user, req.flags, req.timeout_ms, req.rows,
+                       req.cols);
   CHECK (n > 0 && (size_t) n <= len);
   CHECK (sbx_exec_decode (reenc, (size_t) n, &req2) == 0);
   CHECK (req.argc == req2.argc && req.envc == req2.envc);
@@ -209,8 +209,8 @@ make_exec (unsigned char *out, size_t cap)
       memcpy (words[20 + i], "K=", 2);
       envp[i] = words[20 + i];
     }
-  n = sbx_exec_encode (out, cap, argv, envp, rnd (2) ? "/tmp" : NULL, rnd (2) ? "1000:1000" : NULL,
-                       rnd (8), rnd (2) ? rnd (100000) : 0, (uint16_t) rnd (300), (uint16_t) rnd (300));
+  n = sbx_exec_encode (out, cap, argv, envp, rnd (2) ? "/tmp" : NULL, rnd (2) ? "1000:1000" : NULL, rnd (8),
+                       rnd (2) ? rnd (100000) : 0, (uint16_t) rnd (300), (uint16_t) rnd (300));
   return n > 0 ? (size_t) n : 0;
 }
 
@@ -320,7 +320,9 @@ int
 main (void)
 {
   static const struct fuzz_corpus corpus = {
-    .count = CORPUS_SIZE, .input_max = INPUT_MAX, .make_input = make_input,
+    .count = CORPUS_SIZE,
+    .input_max = INPUT_MAX,
+    .make_input = make_input,
     .what = "inputs to the frame, EXEC and EXIT decoders",
   };
 

@@ -181,8 +181,11 @@ static void
 seed_entry (struct archive *a, const sentry *s)
 {
   struct archive_entry *e = archive_entry_new ();
-  mode_t type = s->type == 'd' ? AE_IFDIR : s->type == 'l' ? AE_IFLNK : s->type == 'c' ? AE_IFCHR
-                : s->type == 'p' ? AE_IFIFO : AE_IFREG;
+  mode_t type = s->type == 'd'   ? AE_IFDIR
+                : s->type == 'l' ? AE_IFLNK
+                : s->type == 'c' ? AE_IFCHR
+                : s->type == 'p' ? AE_IFIFO
+                                 : AE_IFREG;
   size_t len = s->type == 'f' && s->data ? strlen (s->data) : 0;
   archive_entry_set_pathname (e, s->path);
   archive_entry_set_filetype (e, type);
@@ -232,9 +235,15 @@ make_seeds (buf *seeds)
 {
   _cleanup_free_ char *rel = xasprintf ("../../../../../../../../../..%s", outside);
   const sentry tree[] = {
-    { "./", 'd' },          { "bin/", 'd' },           { "bin/sh", 'f', "#!x\n" },
-    { "bin/ln", 'h', "bin/sh" }, { "etc/", 'd' },        { "etc/link", 'l', "/etc/passwd" },
-    { "d/.wh..wh..opq", 'f' }, { "d/.wh.gone", 'f' },   { "d/kept", 'f', "kept" },
+    { "./", 'd' },
+    { "bin/", 'd' },
+    { "bin/sh", 'f', "#!x\n" },
+    { "bin/ln", 'h', "bin/sh" },
+    { "etc/", 'd' },
+    { "etc/link", 'l', "/etc/passwd" },
+    { "d/.wh..wh..opq", 'f' },
+    { "d/.wh.gone", 'f' },
+    { "d/kept", 'f', "kept" },
   };
   const sentry abs_through[] = { { "a", 'l', outside }, { "a/evil", 'f', "x" } };
   const sentry canary_through[] = { { "a", 'l', CANARY }, { "a/sub/", 'd' }, { "a/sub/evil", 'f', "x" } };
@@ -304,9 +313,8 @@ find_headers (const buf *b, size_t *offs, size_t max)
 static void
 mutate_header (buf *b)
 {
-  static const char *const names[] = { "../x",  "/abs",          "a/../../b", ".wh.x", ".wh..wh..opq",
-                                       ".",     "a/./b//c",      "",          "..",    ".wh..",
-                                       "bin",   "bin/sh/inside", "d/kept",    "a/evil" };
+  static const char *const names[] = { "../x", "/abs", "a/../../b", ".wh.x", ".wh..wh..opq",  ".",      "a/./b//c",
+                                       "",     "..",   ".wh..",     "bin",   "bin/sh/inside", "d/kept", "a/evil" };
   static const char types[] = "0123456789LKxgVSDM\0";
   size_t offs[64];
   size_t n = find_headers (b, offs, ARRAY_SIZE (offs));
@@ -409,7 +417,7 @@ main (int argc, char **argv)
   for (int i = 0; i < N_INPUTS; i++)
     {
       size_t s = (size_t) i;
-      buf b = i < (int) nseeds ? (buf) { seeds[i].p, seeds[i].n } : mutate (seeds, nseeds, i, &s);
+      buf b = i < (int) nseeds ? (buf){ seeds[i].p, seeds[i].n } : mutate (seeds, nseeds, i, &s);
       bool ok;
       const char *broken = run_one (b.p, b.n, &ok);
       imported += ok;

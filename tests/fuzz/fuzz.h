@@ -45,12 +45,12 @@ fuzz_fail (const char *fmt, ...)
   abort ();
 }
 
-#define CHECK(cond)                                                                                \
-  do                                                                                               \
-    {                                                                                              \
-      if (!(cond))                                                                                 \
-        fuzz_fail ("%s:%d: check failed: %s", __FILE__, __LINE__, #cond);                          \
-    }                                                                                              \
+#define CHECK(cond)                                                       \
+  do                                                                      \
+    {                                                                     \
+      if (!(cond))                                                        \
+        fuzz_fail ("%s:%d: check failed: %s", __FILE__, __LINE__, #cond); \
+    }                                                                     \
   while (0)
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
@@ -81,10 +81,10 @@ struct fuzz_seeds {
 };
 
 /* The fuzz_seeds of the arrays SEEDS and TOKENS. */
-#define FUZZ_SEEDS(seeds_, tokens_, max_, digits_)                                                 \
-  {                                                                                                \
-    .seeds = (seeds_), .nseeds = sizeof (seeds_) / sizeof *(seeds_), .tokens = (tokens_),          \
-    .ntokens = sizeof (tokens_) / sizeof *(tokens_), .max = (max_), .digits = (digits_)            \
+#define FUZZ_SEEDS(seeds_, tokens_, max_, digits_)                                        \
+  {                                                                                       \
+    .seeds = (seeds_), .nseeds = sizeof (seeds_) / sizeof *(seeds_), .tokens = (tokens_), \
+    .ntokens = sizeof (tokens_) / sizeof *(tokens_), .max = (max_), .digits = (digits_)   \
   }
 
 /* Input I in OUT, its length returned: seed I % NSEEDS, as it is for every
@@ -151,7 +151,7 @@ struct fuzz_corpus {
   uint32_t rnd_seed; /* fuzz_rnd's first state */
   size_t (*make_input) (unsigned i, uint8_t *out);
   const struct fuzz_seeds *mutate;
-  const char *what;  /* the inputs and where they go, for test 1 */
+  const char *what; /* the inputs and where they go, for test 1 */
 };
 
 /* Prints the plan of TESTS tests, runs C's inputs through

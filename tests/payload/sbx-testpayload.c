@@ -280,7 +280,7 @@ socketcall32 (int family, int type)
   args[1] = (uint32_t) type;
   args[2] = 0;
   long ret = 102; /* __NR_socketcall on i386; SYS_SOCKET is 1 */
-  __asm__ volatile ("int $0x80" : "+a"(ret) : "b"(1L), "c"((long) (uintptr_t) args) : "memory");
+  __asm__ volatile("int $0x80" : "+a"(ret) : "b"(1L), "c"((long) (uintptr_t) args) : "memory");
   if (ret < 0)
     return (int) -ret;
   int domain = -1;
@@ -478,8 +478,7 @@ act_chroot_escape (char **argv)
 static int
 act_caps (char **argv)
 {
-  static const char *const keys[] = { "CapInh:", "CapPrm:", "CapEff:", "CapBnd:", "CapAmb:", "NoNewPrivs:",
-                                      "Seccomp:" };
+  static const char *const keys[] = { "CapInh:", "CapPrm:", "CapEff:", "CapBnd:", "CapAmb:", "NoNewPrivs:", "Seccomp:" };
   char line[512];
   FILE *f = fopen ("/proc/self/status", "re");
   if (f == NULL)
@@ -668,8 +667,7 @@ act_udp (char **argv)
   if (v6 ? inet_pton (AF_INET6, argv[0], &s6.sin6_addr) != 1 : inet_pton (AF_INET, argv[0], &s4.sin_addr) != 1)
     return 2;
   int fd = socket (v6 ? AF_INET6 : AF_INET, SOCK_DGRAM, 0);
-  if (fd < 0
-      || connect (fd, v6 ? (struct sockaddr *) &s6 : (struct sockaddr *) &s4, v6 ? sizeof s6 : sizeof s4) < 0)
+  if (fd < 0 || connect (fd, v6 ? (struct sockaddr *) &s6 : (struct sockaddr *) &s4, v6 ? sizeof s6 : sizeof s4) < 0)
     return failed (errno);
   struct timeval tv = { 2, 0 };
   setsockopt (fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);

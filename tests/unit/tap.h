@@ -22,8 +22,7 @@ tap_plan (int n)
   printf ("1..%d\n", n);
 }
 
-static inline int __attribute__ ((format (printf, 2, 3)))
-tap_ok (int cond, const char *fmt, ...)
+static inline int __attribute__ ((format (printf, 2, 3))) tap_ok (int cond, const char *fmt, ...)
 {
   va_list ap;
   tap_n++;
@@ -48,8 +47,7 @@ tap_strict (void)
 
 /* One test skipped, for the reason FMT: `ok N # SKIP reason`, or under
  * SBX_TEST_STRICT=1 `not ok N - skipped in strict mode: reason`. */
-static inline void
-tap_skip (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
+static inline void tap_skip (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
 
 static inline void
 tap_skip (const char *fmt, ...)
@@ -72,8 +70,7 @@ tap_skip (const char *fmt, ...)
 
 /* The whole program skipped, before any plan: `1..0 # SKIP reason` and exit
  * 0, or under SBX_TEST_STRICT=1 one failed test and exit 1. */
-static inline void
-tap_skip_all (const char *fmt, ...) __attribute__ ((format (printf, 1, 2), noreturn));
+static inline void tap_skip_all (const char *fmt, ...) __attribute__ ((format (printf, 1, 2), noreturn));
 
 static inline void
 tap_skip_all (const char *fmt, ...)

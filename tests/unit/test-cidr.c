@@ -158,8 +158,8 @@ static void
 fuzz_input (char *s, size_t cap)
 {
   static const char alphabet[] = "0123456789abcdefABCDEF:./:.//0 x%-+\t";
-  static const char *const seeds[] = { "10.0.0.0/8", "1.2.3.4", "fe80::/10", "::ffff:1.2.3.4/128",
-                                       "2001:db8::/32", "0.0.0.0/0", "::/0", "192.168.0.0/16" };
+  static const char *const seeds[] = { "10.0.0.0/8",    "1.2.3.4",   "fe80::/10", "::ffff:1.2.3.4/128",
+                                       "2001:db8::/32", "0.0.0.0/0", "::/0",      "192.168.0.0/16" };
   uint32_t how = rnd () % 4;
   if (how == 0)
     {
@@ -234,8 +234,9 @@ test_cidr_fuzz (void)
             roundtrip_bad++;
         }
     }
-  tap_ok (mismatch == 0, "fuzz: accepts exactly what inet_pton + canonical prefix + no host bits accept (%zu "
-                         "differences%s%s; %s)",
+  tap_ok (mismatch == 0,
+          "fuzz: accepts exactly what inet_pton + canonical prefix + no host bits accept (%zu "
+          "differences%s%s; %s)",
           mismatch, mismatch ? ", first " : "", first_mismatch, seedmsg);
   tap_ok (roundtrip_bad == 0 && accepted > 1000, "fuzz: %zu accepted, each re-prints canonically and re-parses equal",
           accepted);
@@ -312,9 +313,9 @@ test_cidr_add (void)
     const char *to;
   } cases[] = {
     { "10.200.0.0/16", 1, "10.200.0.1/16" },
-    { "10.200.0.0/16", 4 * 70 + 1, "10.200.1.25/16" },   /* carries into the third byte */
-    { "10.200.255.255", 1, "10.201.0.0/32" },           /* carries across bytes */
-    { "255.255.255.255", 1, "0.0.0.0/32" },             /* wraps within IPv4 */
+    { "10.200.0.0/16", 4 * 70 + 1, "10.200.1.25/16" }, /* carries into the third byte */
+    { "10.200.255.255", 1, "10.201.0.0/32" },          /* carries across bytes */
+    { "255.255.255.255", 1, "0.0.0.0/32" },            /* wraps within IPv4 */
     { "10.0.0.0/8", 0x01020304, "11.2.3.4/8" },
     { "fd00::/64", 5, "fd00::5/64" },
     { "fd00::ffff:ffff:ffff:ffff", 1, "fd00:0:0:1::/128" },
@@ -372,20 +373,18 @@ test_cidr_address (void)
   _cleanup_free_ char *t6 = sbx_cidr_address_text (&a);
   tap_ok (strcmp (t6, "::1") == 0, "and prints without its prefix (%s)", t6);
   int r = sbx_cidr_address_parse ("10.0.0.0/8", &a, &err);
-  tap_ok (r < 0 && err->code == SBX_E_INVALID_ARGUMENT
-              && strcmp (err->msg, "expected an address, not a network") == 0,
+  tap_ok (r < 0 && err->code == SBX_E_INVALID_ARGUMENT && strcmp (err->msg, "expected an address, not a network") == 0,
           "a network is not an address (%s)", err ? err->msg : "no error");
   sbx_error_free (err);
   err = NULL;
   r = sbx_cidr_address_parse ("127.0.0.01", &a, &err);
-  tap_ok (r < 0 && err->code == SBX_E_INVALID_ARGUMENT
-              && strncmp (err->msg, "invalid address `127.0.0.01`: ", 30) == 0,
+  tap_ok (r < 0 && err->code == SBX_E_INVALID_ARGUMENT && strncmp (err->msg, "invalid address `127.0.0.01`: ", 30) == 0,
           "a bad address says `invalid address` (%s)", err ? err->msg : "no error");
   sbx_error_free (err);
   err = NULL;
   r = sbx_cidr_address_parse ("", &a, &err);
-  tap_ok (r < 0 && err->code == SBX_E_INVALID_ARGUMENT,
-          "an empty address is refused (%s)", err ? err->msg : "no error");
+  tap_ok (r < 0 && err->code == SBX_E_INVALID_ARGUMENT, "an empty address is refused (%s)",
+          err ? err->msg : "no error");
   sbx_error_free (err);
 }
 

@@ -73,8 +73,7 @@ send_with_fd (int fd, uint16_t type, const char *data, int pass)
   struct sbx_frame_hdr h = { .len = (uint32_t) len, .type = type };
   sbx_frame_hdr_encode (buf, &h);
   memcpy (buf + SBX_PROTO_HDR_SIZE, data, len);
-  union
-  {
+  union {
     struct cmsghdr h;
     char buf[CMSG_SPACE (sizeof (int))];
   } cm = { 0 };
@@ -141,8 +140,8 @@ static void
 check_request (pthread_t t, const char *what, const char *want)
 {
   pthread_join (t, NULL);
-  tap_ok (peer.got_request && peer.got_type == SBX_MSG_REQUEST && strcmp (peer.got, want) == 0,
-          "%s sends %s (got %s)", what, want, peer.got);
+  tap_ok (peer.got_request && peer.got_type == SBX_MSG_REQUEST && strcmp (peer.got, want) == 0, "%s sends %s (got %s)",
+          what, want, peer.got);
 }
 
 static void
@@ -154,7 +153,8 @@ test_op_names (void)
   tap_ok (round, "every operation's name reads back as the operation");
   tap_ok (sbx_op_from_name ("proc_") == SBX_OP__MAX && sbx_op_from_name ("") == SBX_OP__MAX,
           "a name that is no operation is SBX_OP__MAX");
-  tap_ok (strcmp (sbx_op_name (SBX_OP_PROC_LOGS), "proc_logs") == 0 && strcmp (sbx_op_name (SBX_OP__MAX), "unknown") == 0,
+  tap_ok (strcmp (sbx_op_name (SBX_OP_PROC_LOGS), "proc_logs") == 0
+              && strcmp (sbx_op_name (SBX_OP__MAX), "unknown") == 0,
           "operation names are the wire names");
 }
 
@@ -285,7 +285,8 @@ test_errors (void)
   pthread_t t = serve ("{\"error\":{\"code\":\"NOT_FOUND\",\"message\":\"no process 42 was started\"}}");
   int r = sbx_client_proc_status (&store, ID, 42, &v, &err);
   pthread_join (t, NULL);
-  tap_ok (r < 0 && v == NULL && err && err->code == SBX_E_NOT_FOUND && strcmp (err->msg, "no process 42 was started") == 0,
+  tap_ok (r < 0 && v == NULL && err && err->code == SBX_E_NOT_FOUND
+              && strcmp (err->msg, "no process 42 was started") == 0,
           "an error answer becomes its code and message");
   sbx_error_free (err);
   err = NULL;
@@ -382,9 +383,10 @@ test_exec (void)
   int status = -1;
   pthread_t t = serve ("{\"pid\":77}");
   int r = sbx_client_exec (&store, ID, &o, -1, 1, 2, &status, &err);
-  check_request (t, "exec -d",
-                 "{\"op\":\"exec\",\"argv\":[\"sh\",\"-c\",\"sleep 9\"],\"env\":[\"A=1\"],\"cwd\":\"/tmp\",\"tty\":false,"
-                 "\"stdin\":false,\"detach\":true,\"timeout_ms\":0}");
+  check_request (
+      t, "exec -d",
+      "{\"op\":\"exec\",\"argv\":[\"sh\",\"-c\",\"sleep 9\"],\"env\":[\"A=1\"],\"cwd\":\"/tmp\",\"tty\":false,"
+      "\"stdin\":false,\"detach\":true,\"timeout_ms\":0}");
   tap_ok (r == 0 && status == 0 && pid == 77, "a detached exec reads the pid (%u)", pid);
 }
 

@@ -69,11 +69,11 @@ parse (const char *text, sbx_error **err)
 static bool
 is_defaults (const sbx_conf *c)
 {
-  return cidr_is (&c->pool4, "10.200.0.0/16") && c->pool6.family == 0 && c->ndns == 0 && c->dns == NULL
-         && c->nopen == 0 && c->open == NULL && !c->observe && strcmp (c->expose_address, "127.0.0.1") == 0
+  return cidr_is (&c->pool4, "10.200.0.0/16") && c->pool6.family == 0 && c->ndns == 0 && c->dns == NULL && c->nopen == 0
+         && c->open == NULL && !c->observe && strcmp (c->expose_address, "127.0.0.1") == 0
          && strcmp (c->expose_host, "127.0.0.1") == 0 && c->expose_head_timeout_ms == 10000
-         && c->default_memory == (1ULL << 30) && c->default_cpu == 1.0
-         && c->disk == (10ULL << 30) && c->image_size_max == (20ULL << 30) && c->store_reserve == (1ULL << 30);
+         && c->default_memory == (1ULL << 30) && c->default_cpu == 1.0 && c->disk == (10ULL << 30)
+         && c->image_size_max == (20ULL << 30) && c->store_reserve == (1ULL << 30);
 }
 
 /* disk, image_size_max, store_reserve: sizes as --memory takes them. */
@@ -99,7 +99,8 @@ test_sizes (void)
     { "store_reserve = lots\n", "t.conf:1: store_reserve: `lots` is not 0 or a size" },
     /* The value in the message: a tab shown as \t, cut after 64 bytes. */
     { "private_policy = dr\top\n", "private_policy: expected `drop` or `observe`, not `dr\\top`" },
-    { "store_reserve = " "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdefXYZ\n",
+    { "store_reserve = "
+      "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdefXYZ\n",
       "store_reserve: `0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef...` is not" },
   };
   for (size_t i = 0; i < ARRAY_SIZE (bad); i++)
@@ -138,8 +139,8 @@ test_default_limits (void)
 {
   _cleanup_error_ sbx_error *err = NULL;
   _cleanup_conf_ sbx_conf *c = parse ("default_memory = 512Mi\ndefault_cpu = 0.5\n", &err);
-  tap_ok (c && c->default_memory == (512ULL << 20) && c->default_cpu == 0.5, "default_memory 512Mi, default_cpu 0.5 (%s)",
-          errmsg (err));
+  tap_ok (c && c->default_memory == (512ULL << 20) && c->default_cpu == 0.5,
+          "default_memory 512Mi, default_cpu 0.5 (%s)", errmsg (err));
   sbx_conf_free (c);
   c = parse ("default_memory = 0\ndefault_cpu = 0\n", &err);
   tap_ok (c && c->default_memory == 0 && c->default_cpu == 0, "0 is no default limit (%s)", errmsg (err));
@@ -177,9 +178,9 @@ test_every_key (void)
   tap_ok (c->ndns == 2 && cidr_is (&c->dns[0], "1.1.1.1/32") && cidr_is (&c->dns[1], "2606:4700:4700::1111/128"),
           "dns: an IPv4 and an IPv6 resolver, in order (tabs, CRLF)");
   tap_ok (c->nopen == 4 && strcmp (c->open[0].name, "lab") == 0 && cidr_is (&c->open[0].cidr, "10.1.0.0/16")
-            && strcmp (c->open[1].name, "printer") == 0 && cidr_is (&c->open[1].cidr, "192.168.1.10/32")
-            && strcmp (c->open[2].name, "cgnat_vpn") == 0 && cidr_is (&c->open[2].cidr, "100.64.0.0/10")
-            && strcmp (c->open[3].name, "v6-lab") == 0 && cidr_is (&c->open[3].cidr, "fd12:3456::/32"),
+              && strcmp (c->open[1].name, "printer") == 0 && cidr_is (&c->open[1].cidr, "192.168.1.10/32")
+              && strcmp (c->open[2].name, "cgnat_vpn") == 0 && cidr_is (&c->open[2].cidr, "100.64.0.0/10")
+              && strcmp (c->open[3].name, "v6-lab") == 0 && cidr_is (&c->open[3].cidr, "fd12:3456::/32"),
           "open: four destinations, IPv4 and IPv6, in order");
   tap_ok (c->observe, "private_policy = observe");
   tap_ok (strcmp (c->expose_address, "0.0.0.0") == 0, "expose_address");
@@ -288,8 +289,8 @@ test_limits (void)
   sbx_conf_free (c);
   snprintf (big + len, cap - len, "open = last 10.255.0.0/16\n");
   c = parse (big, &err);
-  tap_ok (c == NULL && err && strstr (err->msg, "t.conf:257: open: more than 256 destinations"),
-          "open: not 257 (%s)", errmsg (err));
+  tap_ok (c == NULL && err && strstr (err->msg, "t.conf:257: open: more than 256 destinations"), "open: not 257 (%s)",
+          errmsg (err));
   sbx_error_free (err);
   err = NULL;
 
@@ -416,7 +417,8 @@ test_errors (void)
     { "default_memory = none\n", "t.conf:1: default_memory: `none` is not 0" },
     { "default_memory = 0Mi\n", "t.conf:1: default_memory: `0Mi` is not 0" },
     { "default_memory = 1Gi\ndefault_memory = 2Gi\n", "t.conf:2: default_memory: given twice" },
-    { "default_cpu = 0.001\n", "t.conf:1: default_cpu: `0.001` is not 0 (no limit) or a number of cores in 0.01..1024" },
+    { "default_cpu = 0.001\n",
+      "t.conf:1: default_cpu: `0.001` is not 0 (no limit) or a number of cores in 0.01..1024" },
     { "default_cpu = 1025\n", "t.conf:1: default_cpu: `1025` is not 0" },
     { "default_cpu = -1\n", "t.conf:1: default_cpu: `-1` is not 0" },
     { "default_cpu = nan\n", "t.conf:1: default_cpu: `nan` is not 0" },
@@ -456,8 +458,7 @@ test_errors (void)
   err = NULL;
   static const char nul_comment[] = "# one\0two\n";
   r = sbx_conf_parse ("t.conf", nul_comment, sizeof nul_comment - 1, &c, &err);
-  tap_ok (r < 0 && strstr (err->msg, "t.conf:1: a NUL byte"), "refused: a NUL byte in a comment (%s)",
-          errmsg (err));
+  tap_ok (r < 0 && strstr (err->msg, "t.conf:1: a NUL byte"), "refused: a NUL byte in a comment (%s)", errmsg (err));
 }
 
 /* ---- loading from a path ---- */
@@ -598,9 +599,8 @@ test_resolv (void)
                   "nameserver 198.51.100.1\r\n",
                   &ns, &n, &err);
   tap_ok (r == 0 && n == 4 && cidr_is (&ns[0], "192.0.2.53/32") && cidr_is (&ns[1], "fe80::1/128")
-            && cidr_is (&ns[2], "2001:db8::53/128") && cidr_is (&ns[3], "198.51.100.1/32"),
-          "resolv.conf: IPv4 and IPv6, scope id dropped, comments, duplicates once, CRLF (%zu, %s)", n,
-          errmsg (err));
+              && cidr_is (&ns[2], "2001:db8::53/128") && cidr_is (&ns[3], "198.51.100.1/32"),
+          "resolv.conf: IPv4 and IPv6, scope id dropped, comments, duplicates once, CRLF (%zu, %s)", n, errmsg (err));
   free (ns);
   ns = NULL;
 

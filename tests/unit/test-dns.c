@@ -64,7 +64,8 @@ test_answer_matches (void)
   size_t qend = SBX_DNS_HDR + (size_t) sbx_dns_question_len (q, n);
   size_t an = make_query (a, 0x1234, "example.org");
   a[2] |= 0x80;
-  tap_ok (sbx_dns_answer_matches (q, qend, 0x1234, a, an), "an answer with our id and the question in another case matches");
+  tap_ok (sbx_dns_answer_matches (q, qend, 0x1234, a, an),
+          "an answer with our id and the question in another case matches");
   tap_ok (!sbx_dns_answer_matches (q, qend, 0x1235, a, an), "another id does not");
   a[2] &= 0x7f;
   tap_ok (!sbx_dns_answer_matches (q, qend, 0x1234, a, an), "a query (QR clear) does not");

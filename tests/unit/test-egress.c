@@ -32,8 +32,7 @@
 
 /* ---- Helpers for the root part ---- */
 
-static int
-sh (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
+static int sh (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
 static int
 sh (const char *fmt, ...)
 {
@@ -242,8 +241,12 @@ test_ruleset (void)
   _cleanup_free_ char *ifa = xasprintf ("%sa", pfx), *ifb = xasprintf ("%sb", pfx), *ifc = xasprintf ("%sc", pfx);
   test_table = table;
   sbx_cidr opened[] = { cidr ("10.9.0.0/16"), cidr ("fd12::/16") };
-  sbx_egress_pool pool = { .v4 = cidr ("198.18.0.0/24"), .v6 = cidr ("2001:db8:5b::/64"), .ifprefix = pfx,
-                           .dns = true, .gateway4 = cidr ("198.18.0.1/32"), .open = opened,
+  sbx_egress_pool pool = { .v4 = cidr ("198.18.0.0/24"),
+                           .v6 = cidr ("2001:db8:5b::/64"),
+                           .ifprefix = pfx,
+                           .dns = true,
+                           .gateway4 = cidr ("198.18.0.1/32"),
+                           .open = opened,
                            .nopen = ARRAY_SIZE (opened) };
   _cleanup_error_ sbx_error *err = NULL;
   int r;
@@ -259,8 +262,8 @@ test_ruleset (void)
   for (size_t i = 0; i < ARRAY_SIZE (base); i++)
     chains = chains && rs_find (rs, "chain", base[i]);
   tap_ok (chains && rs_find (rs, "chain", "private") && rs_find (rs, "set", "refused4")
-            && rs_find (rs, "set", "refused6") && rs_find (rs, "set", "private4") && rs_find (rs, "set", "private6")
-            && rs_find (rs, "set", "open4") && rs_find (rs, "set", "open6") && rs_find (rs, "set", "dns-ifnames"),
+              && rs_find (rs, "set", "refused6") && rs_find (rs, "set", "private4") && rs_find (rs, "set", "private6")
+              && rs_find (rs, "set", "open4") && rs_find (rs, "set", "open6") && rs_find (rs, "set", "dns-ifnames"),
           "shared chains refuse, forward, inbound, input, postrouting, private and sets refused4/6, private4/6, "
           "open4/6, dns-ifnames");
   yajl_val fwd = rs_find (rs, "chain", "forward"), in = rs_find (rs, "chain", "input");
@@ -283,18 +286,18 @@ test_ruleset (void)
   tap_ok (hook && strcmp (hook, "prerouting") == 0 && prio == -300 && strv_len (src0) == 0,
           "source: hook prerouting, priority raw (-300), no rules before a sandbox");
 
-  static const char *const want4[] = { "0.0.0.0/8",      "127.0.0.0/8",  "168.63.129.16/32",
-                                       "169.254.0.0/16", "192.0.0.0/24", "198.18.0.0/24",
-                                       NULL };
+  static const char *const want4[] = {
+    "0.0.0.0/8", "127.0.0.0/8", "168.63.129.16/32", "169.254.0.0/16", "192.0.0.0/24", "198.18.0.0/24", NULL
+  };
   _cleanup_strv_ char **r4 = rs_elems (rs, "refused4");
   _cleanup_free_ char *r4s = strv_join (r4);
   tap_ok (elems_are (r4, want4), "refused4: metadata, loopback, 0/8 and the pool, no private range (%s)", r4s);
   _cleanup_strv_ char **r6 = rs_elems (rs, "refused6");
   _cleanup_free_ char *r6s = strv_join (r6);
   tap_ok (strv_has (r6, "::1/128") && strv_has (r6, "fe80::/10") && strv_has (r6, "fd00:ec2::254/128")
-            && strv_has (r6, "2001:db8:5b::/64") && strv_has (r6, "::ffff:169.254.0.0/112")
-            && strv_has (r6, "64:ff9b::a9fe:0/112") && strv_has (r6, "::ffff:198.18.0.0/120")
-            && !strv_has (r6, "fc00::/7") && !strv_has (r6, "::ffff:10.0.0.0/104"),
+              && strv_has (r6, "2001:db8:5b::/64") && strv_has (r6, "::ffff:169.254.0.0/112")
+              && strv_has (r6, "64:ff9b::a9fe:0/112") && strv_has (r6, "::ffff:198.18.0.0/120")
+              && !strv_has (r6, "fc00::/7") && !strv_has (r6, "::ffff:10.0.0.0/104"),
           "refused6: loopback, link-local, AWS metadata, the pools, the refused IPv4 ranges as v4-mapped and "
           "NAT64; not ULA (%s)",
           r6s);
@@ -303,8 +306,8 @@ test_ruleset (void)
   _cleanup_free_ char *p4s = strv_join (p4), *p6s = strv_join (p6);
   tap_ok (elems_are (p4, wantp4), "private4: 10/8, 100.64/10, 172.16/12, 192.168/16 (%s)", p4s);
   tap_ok (strv_len (p6) == 9 && strv_has (p6, "fc00::/7") && strv_has (p6, "::ffff:10.0.0.0/104")
-            && strv_has (p6, "64:ff9b::a00:0/104") && strv_has (p6, "::ffff:192.168.0.0/112")
-            && strv_has (p6, "64:ff9b::6440:0/106"),
+              && strv_has (p6, "64:ff9b::a00:0/104") && strv_has (p6, "::ffff:192.168.0.0/112")
+              && strv_has (p6, "64:ff9b::6440:0/106"),
           "private6: ULA, and the private IPv4 ranges as v4-mapped and NAT64 (%s)", p6s);
   static const char *const wanto4[] = { "10.9.0.0/16", NULL };
   static const char *const wanto6[] = { "fd12::/16", "::ffff:10.9.0.0/112", "64:ff9b::a09:0/112", NULL };
@@ -314,33 +317,33 @@ test_ruleset (void)
           "open4/open6: the opened destinations, IPv4 also as v4-mapped and NAT64 (%s)", o6s);
   _cleanup_strv_ char **priv = rs_rules (rs, "private");
   tap_ok (strv_len (priv) == 2
-            && has_all (priv[0], "\"ip\"", "@private4", "\"!=\"", "@open4", "\"goto\":{\"target\":\"refuse\"}", NULL)
-            && has_all (priv[1], "\"ip6\"", "@private6", "\"!=\"", "@open6", "\"goto\":{\"target\":\"refuse\"}",
-                        NULL),
+              && has_all (priv[0], "\"ip\"", "@private4", "\"!=\"", "@open4", "\"goto\":{\"target\":\"refuse\"}", NULL)
+              && has_all (priv[1], "\"ip6\"", "@private6", "\"!=\"", "@open6", "\"goto\":{\"target\":\"refuse\"}",
+                          NULL),
           "private: private destinations not opened are refused");
 
   _cleanup_strv_ char **input = rs_rules (rs, "input");
   size_t ninput = strv_len (input);
   tap_ok (ninput == 10 && has_all (input[0], "\"established\"", "\"accept\"", NULL)
-            && has_all (input[3], "@dns-ifnames", "198.18.0.1", "\"fib\":{\"result\":\"type\",\"flags\":[\"daddr\",\"iif\"]}",
-                        "\"local\"", "53", "udp", NULL)
-            && has_all (input[7], "@dns-ifnames", "\"local\"", "\"icmp\"", "echo-request", "\"accept\"", NULL)
-            && has_all (input[8], "@dns-ifnames", "\"local\"", "\"icmpv6\"", "echo-request", "\"accept\"", NULL)
-            && has_all (input[9], "\"goto\":{\"target\":\"refuse\"}", pfx, NULL),
+              && has_all (input[3], "@dns-ifnames", "198.18.0.1",
+                          "\"fib\":{\"result\":\"type\",\"flags\":[\"daddr\",\"iif\"]}", "\"local\"", "53", "udp", NULL)
+              && has_all (input[7], "@dns-ifnames", "\"local\"", "\"icmp\"", "echo-request", "\"accept\"", NULL)
+              && has_all (input[8], "@dns-ifnames", "\"local\"", "\"icmpv6\"", "echo-request", "\"accept\"", NULL)
+              && has_all (input[9], "\"goto\":{\"target\":\"refuse\"}", pfx, NULL),
           "input: replies, neighbour discovery, DNS and ping to the gateway on the interface it came in by, then "
           "the rest refused (%zu rules)",
           ninput);
   _cleanup_strv_ char **inbound = rs_rules (rs, "inbound");
   tap_ok (strv_len (inbound) == 2 && has_all (inbound[0], "oifname", "\"established\"", "\"accept\"", NULL)
-            && has_all (inbound[1], "oifname", "\"goto\"", "\"refuse\"", NULL),
+              && has_all (inbound[1], "oifname", "\"goto\"", "\"refuse\"", NULL),
           "inbound: only replies into sandbox interfaces");
   _cleanup_strv_ char **post = rs_rules (rs, "postrouting");
   tap_ok (strv_len (post) == 2 && has_all (post[0], "198.18.0.0", "\"!=\"", "masquerade", NULL)
-            && has_all (post[1], "2001:db8:5b::", "masquerade", NULL),
+              && has_all (post[1], "2001:db8:5b::", "masquerade", NULL),
           "postrouting: the pools masqueraded when leaving by a non-sandbox interface");
   _cleanup_strv_ char **refuse = rs_rules (rs, "refuse");
   tap_ok (strv_len (refuse) == 2 && has_all (refuse[0], "tcp reset", NULL)
-            && has_all (refuse[1], "admin-prohibited", NULL),
+              && has_all (refuse[1], "admin-prohibited", NULL),
           "refuse: tcp reset, else icmpx admin-prohibited");
 
   /* Allow mode. */
@@ -361,13 +364,13 @@ test_ruleset (void)
   static const char goto_refuse[] = "\"goto\":{\"target\":\"refuse\"}";
   static const char count_t1[] = "\"counter\":\"sandbox-t1-private\"";
   tap_ok (strv_len (sb) == 8 && has_all (sb[0], "\"ip\"", "\"daddr\"", "@refused4", goto_refuse, NULL)
-            && has_all (sb[1], "\"ip6\"", "@refused6", goto_refuse, NULL)
-            && strcmp (sb[2], "[{\"jump\":{\"target\":\"private\"}}]") == 0
-            && has_all (sb[3], "@private4", "\"!=\"", "@open4", "\"new\"", count_t1, NULL)
-            && has_all (sb[4], "@private6", "\"!=\"", "@open6", "\"new\"", count_t1, NULL)
-            && has_all (sb[5], "@sandbox-t1-v4", "\"accept\"", NULL)
-            && has_all (sb[6], "@sandbox-t1-v6", "\"accept\"", NULL)
-            && strcmp (sb[7], "[{\"goto\":{\"target\":\"refuse\"}}]") == 0,
+              && has_all (sb[1], "\"ip6\"", "@refused6", goto_refuse, NULL)
+              && strcmp (sb[2], "[{\"jump\":{\"target\":\"private\"}}]") == 0
+              && has_all (sb[3], "@private4", "\"!=\"", "@open4", "\"new\"", count_t1, NULL)
+              && has_all (sb[4], "@private6", "\"!=\"", "@open6", "\"new\"", count_t1, NULL)
+              && has_all (sb[5], "@sandbox-t1-v4", "\"accept\"", NULL)
+              && has_all (sb[6], "@sandbox-t1-v6", "\"accept\"", NULL)
+              && strcmp (sb[7], "[{\"goto\":{\"target\":\"refuse\"}}]") == 0,
           "sandbox-t1: refused ranges first, then private (10.1.2.0/24 stays refused), new private connections "
           "counted, then the allow sets, then refuse");
   tap_ok (rs_find (rs, "counter", "sandbox-t1-private") != NULL, "counter sandbox-t1-private exists");
@@ -382,10 +385,10 @@ test_ruleset (void)
   tap_ok (strv_has (dns, ifa), "dns-ifnames holds %s", ifa);
   _cleanup_strv_ char **src = rs_rules (rs, "source");
   tap_ok (strv_len (src) == 3
-            && has_all (src[0], want_iif, "\"ip\"", "\"saddr\"", "\"!=\"", "198.18.0.2", "\"drop\"", NULL)
-            && has_all (src[1], want_iif, "\"ip6\"", "\"saddr\"", "\"!=\"", "2001:db8:5b::2", "\"::\"",
-                        "fe80::", "\"drop\"", NULL)
-            && has_all (src[2], want_iif, "\"ip6\"", "\"::\"", "\"!=\"", "ipv6-icmp", "\"drop\"", NULL),
+              && has_all (src[0], want_iif, "\"ip\"", "\"saddr\"", "\"!=\"", "198.18.0.2", "\"drop\"", NULL)
+              && has_all (src[1], want_iif, "\"ip6\"", "\"saddr\"", "\"!=\"", "2001:db8:5b::2", "\"::\"",
+                          "fe80::", "\"drop\"", NULL)
+              && has_all (src[2], want_iif, "\"ip6\"", "\"::\"", "\"!=\"", "ipv6-icmp", "\"drop\"", NULL),
           "source: %s drops IPv4 not from 198.18.0.2, IPv6 not from 2001:db8:5b::2, link-local or :: (ICMPv6 only)",
           ifa);
 
@@ -413,7 +416,7 @@ test_ruleset (void)
   strv_free (sb);
   sb = rs_rules (rs, "sandbox-t1");
   tap_ok (r == 0 && rs_find (rs, "chain", "private") && strv_len (priv) == 0 && strv_len (sb) == 8
-            && rs_find (rs, "counter", "sandbox-t1-private"),
+              && rs_find (rs, "counter", "sandbox-t1-private"),
           "init with observe: chain private is empty, sandbox-t1 and its counter unchanged (%s)",
           r ? errmsg (err) : "ok");
   pool.observe = false;
@@ -456,8 +459,8 @@ test_ruleset (void)
   sb = rs_rules (rs, "sandbox-t1");
   tap_ok (strv_len (a4) == 0 && strv_len (a6) == 0, "block: the allow sets are emptied");
   tap_ok (strv_len (sb) == 6 && has_all (sb[0], "@refused4", NULL) && has_all (sb[1], "@refused6", NULL)
-            && has_all (sb[2], "private", NULL) && has_all (sb[3], count_t1, NULL)
-            && strcmp (sb[5], "[{\"goto\":{\"target\":\"refuse\"}}]") == 0,
+              && has_all (sb[2], "private", NULL) && has_all (sb[3], count_t1, NULL)
+              && strcmp (sb[5], "[{\"goto\":{\"target\":\"refuse\"}}]") == 0,
           "block: sandbox-t1 refuses everything, nothing accepted");
   strv_free (fw);
   fw = rs_rules (rs, "forward");
@@ -479,7 +482,7 @@ test_ruleset (void)
   dns = rs_elems (rs, "dns-ifnames");
   _cleanup_free_ char *want_iif_b = xasprintf ("\"right\":\"%s\"", ifb);
   tap_ok (strv_len (sb) == 6 && has_all (sb[0], "@refused4", NULL) && has_all (sb[2], "private", NULL)
-            && strcmp (sb[5], "[{\"accept\":null}]") == 0,
+              && strcmp (sb[5], "[{\"accept\":null}]") == 0,
           "open: refused ranges, private, then accept");
   tap_ok (strv_len (fw) == 1 && has_all (fw[0], want_iif_b, "sandbox-t1", NULL),
           "open: the jump moved to %s, the old one is gone", ifb);
@@ -487,7 +490,7 @@ test_ruleset (void)
   strv_free (src);
   src = rs_rules (rs, "source");
   tap_ok (strv_len (src) == 3 && has_all (src[0], want_iif_b, NULL) && has_all (src[1], want_iif_b, NULL)
-            && has_all (src[2], want_iif_b, NULL),
+              && has_all (src[2], want_iif_b, NULL),
           "open: the source check moved to %s, none left on %s", ifb, ifa);
 
   sbx_cidr one[] = { cidr ("1.1.1.1") };
@@ -496,7 +499,7 @@ test_ruleset (void)
   tap_ok (r < 0 && err->code == SBX_E_INVALID_ARGUMENT, "a source that is not one address is refused (%s)",
           r ? errmsg (err) : "accepted");
   tap_ok (sbx_egress_apply (table, "t2", ifc, NULL, SBX_EGRESS_ALLOW, one, 1, &err) < 0
-            && err->code == SBX_E_INVALID_ARGUMENT,
+              && err->code == SBX_E_INVALID_ARGUMENT,
           "no source addresses: refused");
   r = sbx_egress_apply (table, "t2", ifc, &v4only, SBX_EGRESS_ALLOW, one, 1, &err);
   tap_ok (r == 0, "apply allow to t2 (%s)", r ? errmsg (err) : "ok");
@@ -505,11 +508,11 @@ test_ruleset (void)
   strv_free (src);
   src = rs_rules (rs, "source");
   tap_ok (strv_len (src) == 5 && has_all (src[3], ifc, "198.18.0.6", NULL)
-            && has_all (src[4], ifc, "\"ipv6\"", "\"drop\"", NULL) && !strstr (src[4], "saddr"),
+              && has_all (src[4], ifc, "\"ipv6\"", "\"drop\"", NULL) && !strstr (src[4], "saddr"),
           "t2 without IPv6: its interface takes no IPv6 at all");
   _cleanup_strv_ char **ids = NULL;
   tap_ok (sbx_egress_list (table, &ids, &err) == 0 && strv_len (ids) == 2 && strcmp (ids[0], "t1") == 0
-            && strcmp (ids[1], "t2") == 0,
+              && strcmp (ids[1], "t2") == 0,
           "list: t1 t2");
 
   /* A batch the kernel refuses leaves nothing half-made. */
@@ -535,10 +538,9 @@ test_ruleset (void)
   strv_free (dns);
   dns = rs_elems (rs, "dns-ifnames");
   tap_ok (!rs_find (rs, "chain", "sandbox-t1") && !rs_find (rs, "set", "sandbox-t1-v4")
-            && !rs_find (rs, "set", "sandbox-t1-v6") && !rs_find (rs, "counter", "sandbox-t1-private")
-            && strv_len (fw) == 1 && has_all (fw[0], "sandbox-t2", NULL)
-            && rs_find (rs, "counter", "sandbox-t2-private")
-            && !strv_has (dns, ifb),
+              && !rs_find (rs, "set", "sandbox-t1-v6") && !rs_find (rs, "counter", "sandbox-t1-private")
+              && strv_len (fw) == 1 && has_all (fw[0], "sandbox-t2", NULL)
+              && rs_find (rs, "counter", "sandbox-t2-private") && !strv_has (dns, ifb),
           "remove: t1's chain, sets, counter, jump and DNS permission are gone; t2's stay");
   strv_free (src);
   src = rs_rules (rs, "source");
@@ -576,7 +578,7 @@ test_ruleset (void)
   strv_free (src);
   src = rs_rules (rs, "source");
   tap_ok (strv_len (fw) == 0 && strv_len (dns) == 0 && strv_len (src) == 0 && sbx_egress_list (table, &ids, &err) == 0
-            && strv_len (ids) == 0,
+              && strv_len (ids) == 0,
           "nothing of any sandbox is left (t2's source rules found by their comment)");
 
   /* The longest lists: more elements than one netlink attribute holds. */
@@ -601,7 +603,7 @@ test_ruleset (void)
   strv_free (a6);
   a6 = rs_elems (rs, "sandbox-t5-v6");
   tap_ok (strv_len (o6) == SBX_EGRESS_ALLOW_MAX && strv_len (a6) == SBX_EGRESS_ALLOW_MAX
-            && strv_has (a6, "2001:db8:1ffe::/48"),
+              && strv_has (a6, "2001:db8:1ffe::/48"),
           "open6 and sandbox-t5-v6 hold all %d (%zu, %zu)", SBX_EGRESS_ALLOW_MAX, strv_len (o6), strv_len (a6));
   free (many);
   pool.open = NULL;
@@ -611,15 +613,15 @@ test_ruleset (void)
 
   /* Bad input. */
   tap_ok (sbx_egress_apply (table, "t1", "bad/if", &test_src, SBX_EGRESS_OPEN, NULL, 0, &err) < 0
-            && err->code == SBX_E_INVALID_ARGUMENT,
+              && err->code == SBX_E_INVALID_ARGUMENT,
           "an invalid interface name is refused");
   tap_ok (sbx_egress_apply (table, "../x", ifa, &test_src, SBX_EGRESS_OPEN, NULL, 0, &err) < 0
-            && err->code == SBX_E_INVALID_ARGUMENT,
+              && err->code == SBX_E_INVALID_ARGUMENT,
           "an invalid sandbox id is refused");
   sbx_cidr wide = cidr ("10.0.0.0/8");
   wide.addr[3] = 1;
   tap_ok (sbx_egress_apply (table, "t1", ifa, &test_src, SBX_EGRESS_ALLOW, &wide, 1, &err) < 0
-            && err->code == SBX_E_INVALID_ARGUMENT,
+              && err->code == SBX_E_INVALID_ARGUMENT,
           "an allow entry with host bits set is refused");
   _cleanup_free_ char *missing = xasprintf ("%sx", table);
   r = sbx_egress_apply (missing, "t1", ifa, &test_src, SBX_EGRESS_OPEN, NULL, 0, &err);
@@ -630,8 +632,8 @@ test_ruleset (void)
   ids = NULL;
   uint64_t none = 1;
   tap_ok (sbx_egress_list (table, &ids, &err) == 0 && strv_len (ids) == 0
-            && sbx_egress_remove (table, "t1", ifa, &err) == 0
-            && sbx_egress_private_count (table, "t1", &none, &err) == 0 && none == 0,
+              && sbx_egress_remove (table, "t1", ifa, &err) == 0
+              && sbx_egress_private_count (table, "t1", &none, &err) == 0 && none == 0,
           "no table: list is empty, remove succeeds, the private count is 0");
   _cleanup_free_ char *tables = capture ("nft list tables");
   tap_ok (tables && !strstr (tables, table), "nft list tables: no %s left", table);
@@ -704,8 +706,7 @@ test_concurrent (void)
       int st = 0;
       failed += pids[k] < 0 || waitpid (pids[k], &st, 0) < 0 || !WIFEXITED (st) || WEXITSTATUS (st) != 0;
     }
-  tap_ok (failed == 0, "concurrency: %d processes init two pools in turn, %d times each, all succeed", WRITERS,
-          ROUNDS);
+  tap_ok (failed == 0, "concurrency: %d processes init two pools in turn, %d times each, all succeed", WRITERS, ROUNDS);
   tap_ok (sh ("nft delete table inet %s", table) == 0, "concurrency: delete the test table");
   test_table = NULL;
 }
@@ -713,7 +714,7 @@ test_concurrent (void)
 /* ---- Real traffic ---- */
 
 typedef struct netenv {
-  char *h, *s, *w;  /* namespace names: host, sandbox, world */
+  char *h, *s, *w; /* namespace names: host, sandbox, world */
   int orig, hfd, sfd, wfd;
   pid_t servers[2];
 } netenv;
@@ -781,8 +782,8 @@ serve (int nsfd, const uint16_t *ports, size_t n)
       int fd4 = listen_on (AF_INET, ports[i]), fd6 = listen_on (AF_INET6, ports[i]);
       if (fd4 < 0 || fd6 < 0)
         _exit (1);
-      pf[npf++] = (struct pollfd) { .fd = fd4, .events = POLLIN };
-      pf[npf++] = (struct pollfd) { .fd = fd6, .events = POLLIN };
+      pf[npf++] = (struct pollfd){ .fd = fd4, .events = POLLIN };
+      pf[npf++] = (struct pollfd){ .fd = fd6, .events = POLLIN };
     }
   if (write (ready[1], "r", 1) != 1)
     _exit (1);
@@ -971,8 +972,7 @@ netenv_teardown (netenv *ne)
     if (fds[i] >= 0)
       close (fds[i]);
   if (ne->h)
-    sh ("ip netns del %s 2>/dev/null; ip netns del %s 2>/dev/null; ip netns del %s 2>/dev/null", ne->h, ne->s,
-        ne->w);
+    sh ("ip netns del %s 2>/dev/null; ip netns del %s 2>/dev/null; ip netns del %s 2>/dev/null", ne->h, ne->s, ne->w);
   free (ne->h);
   free (ne->s);
   free (ne->w);
@@ -1017,8 +1017,7 @@ udp_arrives (netenv *ne, const char *src, const char *dst)
   _cleanup_close_ int fd = socket (da.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   ok = ok && fd >= 0
        && setsockopt (fd, v6 ? SOL_IPV6 : SOL_IP, v6 ? IPV6_TRANSPARENT : IP_TRANSPARENT, &one, sizeof one) == 0
-       && bind (fd, (struct sockaddr *) &sa, sl) == 0
-       && sendto (fd, "udp", 3, 0, (struct sockaddr *) &da, dl) == 3;
+       && bind (fd, (struct sockaddr *) &sa, sl) == 0 && sendto (fd, "udp", 3, 0, (struct sockaddr *) &da, dl) == 3;
   enter (ne->orig);
   struct pollfd p = { .fd = l, .events = POLLIN };
   char buf[8];
@@ -1031,16 +1030,16 @@ static void
 test_forged_sources (netenv *ne)
 {
   static const char *const forged[][2] = {
-    { "203.0.113.99", "203.0.113.2" },     /* a reflection attack's victim */
-    { "198.18.0.77", "203.0.113.2" },      /* another sandbox's address */
+    { "203.0.113.99", "203.0.113.2" }, /* a reflection attack's victim */
+    { "198.18.0.77", "203.0.113.2" },  /* another sandbox's address */
     { "2001:db8:ff::99", "2001:db8:ff::2" },
     { "2001:db8:5b::77", "2001:db8:ff::2" },
   };
   tap_ok (udp_arrives (ne, "198.18.0.2", "203.0.113.2") && udp_arrives (ne, "2001:db8:5b::2", "2001:db8:ff::2"),
           "source: UDP from the sandbox's own addresses (198.18.0.2, 2001:db8:5b::2) arrives");
   for (size_t i = 0; i < ARRAY_SIZE (forged); i++)
-    tap_ok (!udp_arrives (ne, forged[i][0], forged[i][1]), "source: UDP forged from %s to %s is dropped",
-            forged[i][0], forged[i][1]);
+    tap_ok (!udp_arrives (ne, forged[i][0], forged[i][1]), "source: UDP forged from %s to %s is dropped", forged[i][0],
+            forged[i][1]);
   /* The rule is what drops them: without it they go through. */
   sh ("ip netns exec %s nft flush chain inet sbx source", ne->h);
   bool all = true;
@@ -1115,8 +1114,7 @@ test_traffic (void)
           strerror (e));
   tap_ok (refused (&ne, "198.18.0.1", 8080, &e), "allow: the host's gateway address is refused but for DNS (%s)",
           strerror (e));
-  tap_ok (refused (&ne, "203.0.113.1", 8080, &e), "allow: the host's other addresses are refused (%s)",
-          strerror (e));
+  tap_ok (refused (&ne, "203.0.113.1", 8080, &e), "allow: the host's other addresses are refused (%s)", strerror (e));
   tap_ok (connects (&ne, "198.18.0.1", 53, peer, sizeof peer), "allow: DNS (tcp 53) to the gateway connects (%s)",
           peer);
 
@@ -1141,15 +1139,14 @@ test_traffic (void)
     }
   tap_ok (cut == ECONNRESET, "block: the established connection is reset at its next packet (%s)",
           cut ? strerror (cut) : "still open");
-  tap_ok (refused (&ne, "203.0.113.2", 8080, &e), "block: the once allowed destination is refused (%s)",
-          strerror (e));
+  tap_ok (refused (&ne, "203.0.113.2", 8080, &e), "block: the once allowed destination is refused (%s)", strerror (e));
   tap_ok (refused (&ne, "198.18.0.1", 53, &e), "block: no DNS either (%s)", strerror (e));
 
   r = in_host (&ne, SBX_EGRESS_OPEN, NULL, 0, pfx, &err);
   tap_ok (r == 0, "traffic: apply open (%s)", r ? errmsg (err) : "ok");
   tap_ok (connects (&ne, "203.0.113.3", 8080, peer, sizeof peer), "open: any public destination connects (%s)", peer);
   tap_ok (refused (&ne, "192.168.77.1", 8080, &e) && refused (&ne, "169.254.169.254", 8080, &e)
-            && refused (&ne, "203.0.113.1", 8080, &e),
+              && refused (&ne, "203.0.113.1", 8080, &e),
           "open: private, metadata and host addresses stay refused");
   tap_ok (connects (&ne, "198.18.0.1", 53, peer, sizeof peer), "open: DNS to the gateway connects (%s)", peer);
   /* Another sandbox's gateway: an address of the pool, local to the host,
@@ -1200,14 +1197,18 @@ test_private_traffic (void)
   char peer[64];
   int e = 0, r;
   tap_ok (connects (&ne, "10.77.0.1", 8080, peer, sizeof peer) && connects (&ne, "fd12::1", 8080, peer, sizeof peer)
-            && connects (&ne, "fd00:ec2::254", 8080, peer, sizeof peer)
-            && connects (&ne, "2001:db8:ff::3", 8080, peer, sizeof peer) && strcmp (peer, "2001:db8:5b::2") == 0,
-          "control, before any rule: the sandbox reaches 10.77.0.1, fd12::1, fd00:ec2::254, 2001:db8:ff::3 (%s)",
-          peer);
+              && connects (&ne, "fd00:ec2::254", 8080, peer, sizeof peer)
+              && connects (&ne, "2001:db8:ff::3", 8080, peer, sizeof peer) && strcmp (peer, "2001:db8:5b::2") == 0,
+          "control, before any rule: the sandbox reaches 10.77.0.1, fd12::1, fd00:ec2::254, 2001:db8:ff::3 (%s)", peer);
 
   sbx_cidr opened[] = { cidr ("10.78.0.0/16") };
-  sbx_egress_pool pool = { .v4 = cidr ("198.18.0.0/24"), .v6 = cidr ("2001:db8:5b::/64"), .ifprefix = pfx,
-                           .dns = true, .gateway4 = cidr ("198.18.0.1/32"), .open = opened, .nopen = 1 };
+  sbx_egress_pool pool = { .v4 = cidr ("198.18.0.0/24"),
+                           .v6 = cidr ("2001:db8:5b::/64"),
+                           .ifprefix = pfx,
+                           .dns = true,
+                           .gateway4 = cidr ("198.18.0.1/32"),
+                           .open = opened,
+                           .nopen = 1 };
   _cleanup_error_ sbx_error *err = NULL;
   r = init_in_host (&ne, &pool, &err);
   tap_ok (r == 0, "private: init, 10.78.0.0/16 opened (%s)", r ? errmsg (err) : "ok");
@@ -1240,7 +1241,7 @@ test_private_traffic (void)
   r = in_host (&ne, SBX_EGRESS_BLOCK, NULL, 0, pfx, &err);
   tap_ok (r == 0, "private: apply block (%s)", r ? errmsg (err) : "ok");
   tap_ok (refused (&ne, "10.77.0.1", 8080, &e) && refused (&ne, "10.78.0.1", 8080, &e)
-            && refused (&ne, "fd12::1", 8080, &e),
+              && refused (&ne, "fd12::1", 8080, &e),
           "block: private and opened destinations are refused (%s)", strerror (e));
   tap_ok (private_count (&ne) == 0, "not observing: nothing counted");
 
@@ -1265,10 +1266,10 @@ test_private_traffic (void)
   tap_ok (echoed && c2 == c1 + 1, "observe: a ULA connection carries data and counts once, not per packet (%llu)",
           (unsigned long long) c2);
   tap_ok (connects (&ne, "10.78.0.1", 8080, peer, sizeof peer) && connects (&ne, "203.0.113.3", 8080, peer, sizeof peer)
-            && private_count (&ne) == c2,
+              && private_count (&ne) == c2,
           "observe: opened and public destinations connect, uncounted");
   tap_ok (refused (&ne, "169.254.169.254", 8080, &e) && refused (&ne, "fd00:ec2::254", 8080, &e)
-            && private_count (&ne) == c2,
+              && private_count (&ne) == c2,
           "observe: the metadata addresses 169.254.169.254 and fd00:ec2::254 stay refused, uncounted (%s)",
           strerror (e));
   r = in_host (&ne, SBX_EGRESS_ALLOW, allow, ARRAY_SIZE (allow), pfx, &err);

@@ -150,9 +150,10 @@ test_path_check (void)
     const char *path;
     bool ok;
   } cases[] = {
-    { "/", true },           { "/etc/hello", true }, { "//etc//hello/", true }, { "/a/..b/c..", true },
-    { "/./etc", true },      { "etc/hello", false }, { "", false },           { "/..", false },
-    { "/etc/../x", false },  { "/etc/..", false },   { "/a//../b", false },
+    { "/", true },          { "/etc/hello", true }, { "//etc//hello/", true },
+    { "/a/..b/c..", true }, { "/./etc", true },     { "etc/hello", false },
+    { "", false },          { "/..", false },       { "/etc/../x", false },
+    { "/etc/..", false },   { "/a//../b", false },
   };
   int bad = 0;
   for (size_t i = 0; i < ARRAY_SIZE (cases); i++)
@@ -197,8 +198,7 @@ test_escapes (void)
 
   /* The absolute link names BASE/outside/secret, which in the root does not
    * exist: not found, never the host's file. */
-  tap_ok (read_fails ("/abs-esc", SBX_E_NOT_FOUND), "an absolute link to a host path resolves in the root: %s",
-          got);
+  tap_ok (read_fails ("/abs-esc", SBX_E_NOT_FOUND), "an absolute link to a host path resolves in the root: %s", got);
   s = read_in_root ("/rel-esc", &err);
   tap_ok (s && strcmp (s, "inside") == 0, "a relative link that climbs out clamps at the root: got `%s` (%s)",
           s ? s : "", errmsg (err));
@@ -230,7 +230,8 @@ test_stat_and_list (void)
           "stat describes a dangling link, with its target, without following it (%s)", errmsg (err));
   sbx_fs_entry_clear (&e);
   r = sbx_fs_stat (root, "/abs-esc", &e, &err);
-  tap_ok (r == 0 && strcmp (e.type, "symlink") == 0 && strcmp (e.target, host_secret) == 0 && e.size == strlen (host_secret),
+  tap_ok (r == 0 && strcmp (e.type, "symlink") == 0 && strcmp (e.target, host_secret) == 0
+              && e.size == strlen (host_secret),
           "stat of an escaping link describes the link, not the host file (%s)", errmsg (err));
   sbx_fs_entry_clear (&e);
   r = sbx_fs_stat (root, "/", &e, &err);
@@ -245,8 +246,8 @@ test_stat_and_list (void)
   size_t n = 0;
   _cleanup_free_ char *next = NULL;
   r = sbx_fs_list (root, "/", NULL, 100, &v, &n, &next, &err);
-  static const char *const want[] = { "abs-esc", "dangling", "dir-esc", "etc", "loop-a", "loop-b", "outside", "rel-esc",
-                                      "to-etc" };
+  static const char *const want[] = { "abs-esc", "dangling", "dir-esc", "etc",   "loop-a",
+                                      "loop-b",  "outside",  "rel-esc", "to-etc" };
   bool same = r == 0 && n == ARRAY_SIZE (want) && next == NULL;
   for (size_t i = 0; same && i < n; i++)
     same = strcmp (v[i].name, want[i]) == 0;
@@ -266,8 +267,8 @@ test_stat_and_list (void)
   sbx_fs_entries_free (v, n);
   v = NULL;
   r = sbx_fs_list (root, "/etc/hello", NULL, 100, &v, &n, &next, &err);
-  tap_ok (r == 0 && n == 1 && strcmp (v[0].path, "/etc/hello") == 0 && v[0].size == 5, "ls of a file lists the file (%s)",
-          errmsg (err));
+  tap_ok (r == 0 && n == 1 && strcmp (v[0].path, "/etc/hello") == 0 && v[0].size == 5,
+          "ls of a file lists the file (%s)", errmsg (err));
   sbx_fs_entries_free (v, n);
 }
 

@@ -170,8 +170,8 @@ expect_refused (const char *what, const char *path, const char *want)
   bool code_ok = r < 0 && err && err->code == SBX_E_INVALID_ARGUMENT;
   bool msg_ok = err && err->msg && strstr (err->msg, want);
   tap_ok (code_ok && msg_ok, "%s: refused (%s)", what, err && err->msg ? err->msg : "no error");
-  tap_ok (count_layers () == before && tmp_is_empty () && digest == NULL,
-          "%s: no partial layer, no temp dir left", what);
+  tap_ok (count_layers () == before && tmp_is_empty () && digest == NULL, "%s: no partial layer, no temp dir left",
+          what);
   tap_ok (count_entries (outside) == 0 && count_entries (base) == 3, "%s: nothing written outside ROOT", what);
 }
 
@@ -187,7 +187,8 @@ test_sha256 (void)
     { "abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" },
     { "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
       "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1" },
-    { "abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu",
+    { "abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrst"
+      "u",
       "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1" },
   };
   for (int generic = 0; generic < 2; generic++)
@@ -254,8 +255,8 @@ test_good_import (void)
   _cleanup_free_ char *szfile = xasprintf ("%s/size", dir);
   _cleanup_free_ char *sztext = NULL;
   tap_ok (access (tar, F_OK) < 0 && errno == ENOENT, "the layer keeps no copy of the stream");
-  tap_ok (read_file (szfile, 64, &sztext, NULL, NULL) == 0 && strtoull (sztext, NULL, 10) == size, "its size file says %llu",
-          (unsigned long long) size);
+  tap_ok (read_file (szfile, 64, &sztext, NULL, NULL) == 0 && strtoull (sztext, NULL, 10) == size,
+          "its size file says %llu", (unsigned long long) size);
 
   _cleanup_free_ char *hello = in_layer (digest, "etc/hello");
   _cleanup_free_ char *hello2 = in_layer (digest, "etc/hello2");
@@ -357,10 +358,11 @@ test_refusals (void)
 static void
 test_replace_symlink (void)
 {
-  const tentry v[] = { { "etc/", 'd' }, { "etc/hello", 'f', "hello\n" }, { "s", 'l', "etc/hello" },
-                       { "s", 'f', "new\n" },  { "t", 'l', "etc" },               { "t/", 'd' } };
-  _cleanup_free_ char *digest
-      = import_entries ("replace-symlink.tar", v, ARRAY_SIZE (v), "a symlink replaced by a file and by a directory", NULL);
+  const tentry v[] = { { "etc/", 'd' },           { "etc/hello", 'f', "hello\n" },
+                       { "s", 'l', "etc/hello" }, { "s", 'f', "new\n" },
+                       { "t", 'l', "etc" },       { "t/", 'd' } };
+  _cleanup_free_ char *digest = import_entries ("replace-symlink.tar", v, ARRAY_SIZE (v),
+                                                "a symlink replaced by a file and by a directory", NULL);
   if (digest == NULL)
     return;
   _cleanup_free_ char *s = in_layer (digest, "s"), *t = in_layer (digest, "t"), *hello = in_layer (digest, "etc/hello");
@@ -418,8 +420,8 @@ static void
 test_whiteouts (void)
 {
   const tentry v[] = {
-    { "d/", 'd', NULL, 0750 }, { "d/.wh..wh..opq", 'f', "" }, { "d/kept", 'f', "k" },
-    { "x/.wh.gone", 'f', "" }, { ".wh.top", 'f', "" },       { "y/.wh..wh.plnk", 'f', "" },
+    { "d/", 'd', NULL, 0750 },       { "d/.wh..wh..opq", 'f', "" }, { "d/kept", 'f', "k" },
+    { "x/.wh.gone", 'f', "" },       { ".wh.top", 'f', "" },        { "y/.wh..wh.plnk", 'f', "" },
     { "e/f/.wh..wh..opq", 'f', "" },
   };
   uint64_t size;
@@ -435,8 +437,8 @@ test_whiteouts (void)
   _cleanup_free_ char *plnk = in_layer (digest, "y/.wh..wh.plnk");
   char val[8] = "";
   struct stat st;
-  tap_ok (getxattr (d, "trusted.overlay.opaque", val, sizeof val) == 1 && val[0] == 'y'
-              && stat (d, &st) == 0 && (st.st_mode & 07777) == 0750,
+  tap_ok (getxattr (d, "trusted.overlay.opaque", val, sizeof val) == 1 && val[0] == 'y' && stat (d, &st) == 0
+              && (st.st_mode & 07777) == 0750,
           ".wh..wh..opq: directory opaque, its mode kept");
   tap_ok (getxattr (ef, "trusted.overlay.opaque", val, sizeof val) == 1, "opaque marker creates its directory");
   tap_ok (lstat (gone, &st) == 0 && S_ISCHR (st.st_mode) && st.st_rdev == makedev (0, 0),

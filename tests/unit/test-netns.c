@@ -166,8 +166,8 @@ exchange (struct in_addr listen_at, struct in_addr connect_to, struct in_addr *r
       _cleanup_close_ int c = accept4 (l, (struct sockaddr *) &peer, &plen, SOCK_CLOEXEC);
       struct timeval tv = { .tv_sec = 5 };
       char b[4];
-      if (c >= 0 && setsockopt (c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) == 0
-          && read_all (c, b, 4) == 4 && memcmp (b, "ping", 4) == 0 && write_all (c, "pong", 4) == 0)
+      if (c >= 0 && setsockopt (c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) == 0 && read_all (c, b, 4) == 4
+          && memcmp (b, "ping", 4) == 0 && write_all (c, "pong", 4) == 0)
         {
           ok = true;
           *ret_peer = peer.sin_addr;
@@ -232,8 +232,8 @@ exchange6 (const struct in6_addr *host_at, const struct in6_addr *peer_at, struc
       _cleanup_close_ int c = accept4 (l, (struct sockaddr *) &peer, &plen, SOCK_CLOEXEC);
       struct timeval tv = { .tv_sec = 5 };
       char b[4];
-      if (c >= 0 && setsockopt (c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) == 0
-          && read_all (c, b, 4) == 4 && memcmp (b, "ping", 4) == 0 && write_all (c, "pong", 4) == 0)
+      if (c >= 0 && setsockopt (c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) == 0 && read_all (c, b, 4) == 4
+          && memcmp (b, "ping", 4) == 0 && write_all (c, "pong", 4) == 0)
         {
           ok = true;
           *ret_peer = peer.sin6_addr;
@@ -332,8 +332,7 @@ run (int x, int k)
   int self, under, fd2 = -1;
   bool shared;
 
-  if (!tap_ok (succeeded (sbx_netns_create (ns_name, &nsfd, &e), &e) && nsfd >= 0,
-               "create namespace %s", ns_name))
+  if (!tap_ok (succeeded (sbx_netns_create (ns_name, &nsfd, &e), &e) && nsfd >= 0, "create namespace %s", ns_name))
     return; /* everything below would act on the host's own namespace */
   count_mounts (ns_path, &self, &under, NULL);
   tap_ok (self >= 1, "the namespace is a bind mount at %s", ns_path);
@@ -391,7 +390,7 @@ run (int x, int k)
   else
     {
       tap_ok (succeeded (sbx_addr_add (-1, host_if, AF_INET6, &host6, 64, &e), &e)
-                && succeeded (sbx_addr_add (nsfd, peer_if, AF_INET6, &peer6, 64, &e), &e),
+                  && succeeded (sbx_addr_add (nsfd, peer_if, AF_INET6, &peer6, 64, &e), &e),
               "IPv6 addresses %s/64 on the host end and ::2 on the peer", a6);
       memset (&got6, 0, sizeof got6);
       tap_ok (exchange6 (&host6, &peer6, &got6) && memcmp (&got6, &peer6, sizeof got6) == 0,
@@ -407,8 +406,7 @@ run (int x, int k)
   tap_ok (succeeded (sbx_netns_sysctl (nsfd, v6all, flip, &e), &e), "sysctl %s = %s in the namespace", v6all, flip);
   _cleanup_free_ char *host_after = sysctl_read (-1, v6all), *ns_after = sysctl_read (nsfd, v6all);
   tap_ok (strcmp (ns_after, flip) == 0 && strcmp (host_after, host_before) == 0 && strcmp (host_before, "?") != 0,
-          "the namespace reads %s (was %s), the host still %s (was %s)", ns_after, ns_before, host_after,
-          host_before);
+          "the namespace reads %s (was %s), the host still %s (was %s)", ns_after, ns_before, host_after, host_before);
   _cleanup_free_ char *fwd_host = sysctl_read (-1, "net/ipv4/ip_forward");
   tap_ok (sysctl_from_inside (nsfd, "net/ipv4/ip_forward", "1"), "sysctl with nsfd -1 from a process already inside");
   _cleanup_free_ char *fwd_ns = sysctl_read (nsfd, "net/ipv4/ip_forward");
@@ -437,8 +435,7 @@ run (int x, int k)
   nsfd = -1;
   tap_ok (succeeded (sbx_netns_remove (ns_name, &e), &e), "remove the namespace");
   count_mounts (dir, &self, &under, NULL);
-  tap_ok (access (ns_path, F_OK) < 0 && errno == ENOENT && under == 0,
-          "no file in %s, no mount under it", dir);
+  tap_ok (access (ns_path, F_OK) < 0 && errno == ENOENT && under == 0, "no file in %s, no mount under it", dir);
   tap_ok (succeeded (sbx_netns_remove (ns_name, &e), &e) && succeeded (sbx_netns_remove ("sbxt-never", &e), &e),
           "removing a namespace that is not there is fine");
   sbx_netns_remove ("../etc", &e);
@@ -453,10 +450,10 @@ static bool
 clear_of_host (int x, int k)
 {
   const char *top = getenv ("SBX_TESTS_DIR");
-  _cleanup_free_ char *cmd
-      = xasprintf ("python3 -I -S '%s/helpers/netpick.py' a=fixed:10.250.%d.%d/30 b=fixed:10.251.%d.%d/32"
-                   " c=fixed:fd7e:%02x%02x::/64 >/dev/null",
-                   top ? top : "tests", x, 4 * k, x, 4 * k + 1, x & 0xff, k & 0xff);
+  _cleanup_free_ char
+      *cmd = xasprintf ("python3 -I -S '%s/helpers/netpick.py' a=fixed:10.250.%d.%d/30 b=fixed:10.251.%d.%d/32"
+                        " c=fixed:fd7e:%02x%02x::/64 >/dev/null",
+                        top ? top : "tests", x, 4 * k, x, 4 * k + 1, x & 0xff, k & 0xff);
   return system (cmd) == 0;
 }
 
@@ -493,7 +490,8 @@ main (void)
   snprintf (host_if, sizeof host_if, "tnx-%s-h", tag);
   snprintf (peer_if, sizeof peer_if, "tnx-%s-p", tag);
 
-  if (tap_ok (clear, "10.250.%d.%d/30, 10.251.%d.%d and fd7e:%02x%02x::/64 are clear of this host's routes and addresses",
+  if (tap_ok (clear,
+              "10.250.%d.%d/30, 10.251.%d.%d and fd7e:%02x%02x::/64 are clear of this host's routes and addresses",
               rnd[0], 4 * (rnd[1] % 64), rnd[0], 4 * (rnd[1] % 64) + 1, rnd[0], rnd[1] % 64))
     run (rnd[0], rnd[1] % 64);
 

@@ -119,7 +119,8 @@ test_index (void)
   sbx_oci_index_free (x);
 }
 
-#define CONFIG_DESC "{\"mediaType\": \"application/vnd.oci.image.config.v1+json\", \"digest\": \"" DIGEST "\", \"size\": 1}"
+#define CONFIG_DESC \
+  "{\"mediaType\": \"application/vnd.oci.image.config.v1+json\", \"digest\": \"" DIGEST "\", \"size\": 1}"
 #define LAYER_DESC(mt) "{\"mediaType\": \"" mt "\", \"digest\": \"" DIGEST "\", \"size\": 1}"
 
 static void
@@ -166,10 +167,11 @@ test_manifest (void)
   sbx_error_free (e);
   free (doc);
 
-  static const char good[] = "{\"schemaVersion\": 2, \"config\": " CONFIG_DESC ", \"layers\": ["
-      LAYER_DESC ("application/vnd.oci.image.layer.v1.tar+gzip") ","
-      LAYER_DESC ("application/vnd.oci.image.layer.v1.tar+zstd") ","
-      LAYER_DESC ("application/vnd.docker.image.rootfs.diff.tar.gzip") "]}";
+  static const char good[] =
+      "{\"schemaVersion\": 2, \"config\": " CONFIG_DESC
+      ", \"layers\": [" LAYER_DESC ("application/vnd.oci.image.layer.v1.tar+gzip") "," LAYER_DESC (
+          "application/vnd.oci.image.layer.v1.tar+zstd") "," LAYER_DESC ("application/"
+                                                                         "vnd.docker.image.rootfs.diff.tar.gzip") "]}";
   e = NULL;
   r = sbx_oci_parse_manifest (good, strlen (good), &m, &e);
   tap_ok (r == 0 && m && m->n_layers == 3 && strcmp (m->config.digest, DIGEST) == 0, "manifest: a good one parses");
@@ -272,8 +274,8 @@ static void
 test_paths (void)
 {
   static const char *const good[] = { "a", "a/b.tar", ("blobs/sha256/" D64), "x.y/z..w", ".hidden" };
-  static const char *const bad[] = { "", "/a", "..", "../a", "a/..", "a/../b", "a//b", "./a", "a/.", "a/", "a\nb",
-                                     "a\\b" };
+  static const char *const bad[] = { "",     "/a",  "..",  "../a", "a/..", "a/../b",
+                                     "a//b", "./a", "a/.", "a/",   "a\nb", "a\\b" };
   for (size_t i = 0; i < ARRAY_SIZE (good); i++)
     tap_ok (sbx_oci_path_ok (good[i]), "path ok: %s", good[i]);
   for (size_t i = 0; i < ARRAY_SIZE (bad); i++)
@@ -433,7 +435,10 @@ list_tar (int fd)
               cap |= strcmp (name, "security.capability") == 0;
             }
           char *s = xasprintf ("%s%c %s%s%s%s|", out,
-                               t == AE_IFDIR ? 'd' : t == AE_IFREG ? 'f' : t == AE_IFCHR ? 'c' : '?',
+                               t == AE_IFDIR   ? 'd'
+                               : t == AE_IFREG ? 'f'
+                               : t == AE_IFCHR ? 'c'
+                                               : '?',
                                archive_entry_pathname (e), opq ? " opaque" : "", user ? " user.test" : "",
                                cap ? " cap" : "");
           free (out);

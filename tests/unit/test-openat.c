@@ -159,7 +159,8 @@ test_enosys (void)
     }
   int status = -1;
   waitpid (pid, &status, 0);
-  tap_ok (WIFEXITED (status) && WEXITSTATUS (status) == 0, "ENOSYS is passed up and sbx_have_openat2 is false (status %d)",
+  tap_ok (WIFEXITED (status) && WEXITSTATUS (status) == 0,
+          "ENOSYS is passed up and sbx_have_openat2 is false (status %d)",
           WIFEXITED (status) ? WEXITSTATUS (status) : -1);
 }
 

@@ -48,10 +48,21 @@ main (void)
   char *env[] = { (char *) "A=1", (char *) "B=two words", NULL };
   char *allow[] = { (char *) "10.0.0.0/8", NULL };
   char *ports[] = { (char *) "8080", NULL };
-  sbx_sandbox_opts in = { .image_ref = (char *) "debian:12", .runtime = (char *) "runsc", .cpu = 1.5,
-                          .memory = 512ULL << 20, .memory_default = true, .pids = 77, .disk = 1LL << 30,
-                          .allow = allow, .ports = ports, .public_ports = true, .keep_warm = -1,
-                          .on_idle_pause = true, .timeout = 120, .env = env, .cwd = (char *) "/work" };
+  sbx_sandbox_opts in = { .image_ref = (char *) "debian:12",
+                          .runtime = (char *) "runsc",
+                          .cpu = 1.5,
+                          .memory = 512ULL << 20,
+                          .memory_default = true,
+                          .pids = 77,
+                          .disk = 1LL << 30,
+                          .allow = allow,
+                          .ports = ports,
+                          .public_ports = true,
+                          .keep_warm = -1,
+                          .on_idle_pause = true,
+                          .timeout = 120,
+                          .env = env,
+                          .cwd = (char *) "/work" };
   _cleanup_yajl_gen_ yajl_gen g = j_new (false);
   sbx_sandbox_opts_gen (g, &in);
   _cleanup_free_ char *text = j_take (g, NULL);

@@ -66,8 +66,8 @@ test_header (void)
   unsigned char b[SBX_PROTO_HDR_SIZE];
 
   sbx_frame_hdr_encode (b, &h);
-  tap_ok (sbx_frame_hdr_decode (b, &d) == 0 && d.len == 5 && d.type == SBX_MSG_STDOUT
-            && d.chan == 0xdeadbeef && d.flags == 0,
+  tap_ok (sbx_frame_hdr_decode (b, &d) == 0 && d.len == 5 && d.type == SBX_MSG_STDOUT && d.chan == 0xdeadbeef
+              && d.flags == 0,
           "header round trip");
   h.type = 0;
   sbx_frame_hdr_encode (b, &h);
@@ -75,16 +75,16 @@ test_header (void)
   h.type = 18;
   sbx_frame_hdr_encode (b, &h);
   tap_ok (sbx_frame_hdr_decode (b, &d) == -EPROTO, "header: unknown type 18 rejected");
-  h = (struct sbx_frame_hdr) { .len = SBX_PROTO_LOG_MAX, .type = SBX_MSG_LOG };
+  h = (struct sbx_frame_hdr){ .len = SBX_PROTO_LOG_MAX, .type = SBX_MSG_LOG };
   sbx_frame_hdr_encode (b, &h);
   tap_ok (sbx_frame_hdr_decode (b, &d) == 0 && d.type == SBX_MSG_LOG, "header: LOG of the largest size accepted");
   h.len = SBX_PROTO_LOG_MAX + 1;
   sbx_frame_hdr_encode (b, &h);
   tap_ok (sbx_frame_hdr_decode (b, &d) == -EPROTO, "header: oversized LOG rejected");
-  h = (struct sbx_frame_hdr) { .len = 4, .type = SBX_MSG_LOG, .chan = 3 };
+  h = (struct sbx_frame_hdr){ .len = 4, .type = SBX_MSG_LOG, .chan = 3 };
   sbx_frame_hdr_encode (b, &h);
   tap_ok (sbx_frame_hdr_decode (b, &d) == -EPROTO, "header: LOG on a process's channel rejected");
-  h = (struct sbx_frame_hdr) { .len = 5, .type = SBX_MSG_STDOUT, .chan = 0xdeadbeef };
+  h = (struct sbx_frame_hdr){ .len = 5, .type = SBX_MSG_STDOUT, .chan = 0xdeadbeef };
   h.type = SBX_MSG_CONNECT;
   h.len = 4;
   sbx_frame_hdr_encode (b, &h);
@@ -99,13 +99,13 @@ test_header (void)
   h.len = SBX_PROTO_MAX_PAYLOAD + 1;
   sbx_frame_hdr_encode (b, &h);
   tap_ok (sbx_frame_hdr_decode (b, &d) == -EPROTO, "header: oversized length rejected");
-  h = (struct sbx_frame_hdr) { .len = 0, .type = SBX_MSG_PING, .flags = 1 };
+  h = (struct sbx_frame_hdr){ .len = 0, .type = SBX_MSG_PING, .flags = 1 };
   sbx_frame_hdr_encode (b, &h);
   tap_ok (sbx_frame_hdr_decode (b, &d) == -EPROTO, "header: unknown flags rejected");
-  h = (struct sbx_frame_hdr) { .len = 3, .type = SBX_MSG_CREDIT, .chan = 1 };
+  h = (struct sbx_frame_hdr){ .len = 3, .type = SBX_MSG_CREDIT, .chan = 1 };
   sbx_frame_hdr_encode (b, &h);
   tap_ok (sbx_frame_hdr_decode (b, &d) == -EPROTO, "header: CREDIT of 3 bytes rejected");
-  h = (struct sbx_frame_hdr) { .len = 7, .type = SBX_MSG_ERROR, .chan = 1 };
+  h = (struct sbx_frame_hdr){ .len = 7, .type = SBX_MSG_ERROR, .chan = 1 };
   sbx_frame_hdr_encode (b, &h);
   tap_ok (sbx_frame_hdr_decode (b, &d) == -EPROTO, "header: ERROR shorter than status+errno rejected");
 }
@@ -207,8 +207,7 @@ test_fd_io (void)
   tap_ok (ok && ret == 1 && h.type == SBX_MSG_STDIN && h.chan == 2 && h.len == 1000 && payload[999] == 'a',
           "read: nonblocking fd, frame in pieces");
   ret = sbx_frame_write (sv[0], SBX_MSG_SIGNAL, 3, "\x0f\0\0\0", 4);
-  ok = ret == 0 && sbx_frame_read (sv[1], &rd, &h, &payload) == 1 && h.type == SBX_MSG_SIGNAL
-       && payload[0] == 15;
+  ok = ret == 0 && sbx_frame_read (sv[1], &rd, &h, &payload) == 1 && h.type == SBX_MSG_SIGNAL && payload[0] == 15;
   tap_ok (ok, "write then read a whole frame");
   tap_ok (sbx_frame_write (sv[0], SBX_MSG_STDIN, 3, payload_out, SBX_PROTO_MAX_PAYLOAD + 1) < 0,
           "write: oversized payload refused");
@@ -225,8 +224,8 @@ test_exec_roundtrip (void)
   unsigned char buf[SBX_PROTO_MAX_PAYLOAD];
   int n, ok;
 
-  n = sbx_exec_encode (buf, sizeof buf, argv, envp, "/tmp", "1000:100",
-                       SBX_EXEC_F_TTY | SBX_EXEC_F_STDIN, 1500, 40, 132);
+  n = sbx_exec_encode (buf, sizeof buf, argv, envp, "/tmp", "1000:100", SBX_EXEC_F_TTY | SBX_EXEC_F_STDIN, 1500, 40,
+                       132);
   ok = n > 0 && sbx_exec_decode (buf, (size_t) n, &req) == 0;
   ok = ok && req.argc == 4 && strcmp (req.argv[0], "sh") == 0 && strcmp (req.argv[2], "") == 0
        && strcmp (req.argv[3], "echo $0") == 0 && req.argv[4] == NULL;
@@ -349,21 +348,20 @@ test_exit (void)
   unsigned char b[12];
 
   sbx_exit_encode (b, &m);
-  tap_ok (sbx_exit_decode (b, 12, &d) == 0 && d.status == 137 && d.signal == 9
-            && d.flags == SBX_EXIT_F_TIMED_OUT,
+  tap_ok (sbx_exit_decode (b, 12, &d) == 0 && d.status == 137 && d.signal == 9 && d.flags == SBX_EXIT_F_TIMED_OUT,
           "exit: round trip");
   tap_ok (sbx_exit_decode (b, 11, &d) == -EPROTO && sbx_exit_decode (b, 13, &d) == -EPROTO,
           "exit: wrong length rejected");
-  m = (struct sbx_exit_msg) { .status = 256 };
+  m = (struct sbx_exit_msg){ .status = 256 };
   sbx_exit_encode (b, &m);
   tap_ok (sbx_exit_decode (b, 12, &d) == -EPROTO, "exit: status 256 rejected");
-  m = (struct sbx_exit_msg) { .status = -1 };
+  m = (struct sbx_exit_msg){ .status = -1 };
   sbx_exit_encode (b, &m);
   tap_ok (sbx_exit_decode (b, 12, &d) == -EPROTO, "exit: negative status rejected");
-  m = (struct sbx_exit_msg) { .status = 1, .signal = 9 };
+  m = (struct sbx_exit_msg){ .status = 1, .signal = 9 };
   sbx_exit_encode (b, &m);
   tap_ok (sbx_exit_decode (b, 12, &d) == -EPROTO, "exit: signal with a status other than 128+sig rejected");
-  m = (struct sbx_exit_msg) { .status = 0, .flags = 2 };
+  m = (struct sbx_exit_msg){ .status = 0, .flags = 2 };
   sbx_exit_encode (b, &m);
   tap_ok (sbx_exit_decode (b, 12, &d) == -EPROTO, "exit: unknown flags rejected");
 }

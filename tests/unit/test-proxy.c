@@ -201,10 +201,9 @@ test_rewrite (void)
                    "Upgrade: websocket\r\nSec-WebSocket-Key: k\r\n\r\n";
   _cleanup_free_ char *wout = sbx_http_rewrite_head (ws, strlen (ws), NULL, &n);
   tap_ok (wout && has (wout, "\r\nConnection: keep-alive, Upgrade\r\n") && has (wout, "\r\nUpgrade: websocket\r\n")
-            && !has (wout, "Connection: close") && !has_nocase (wout, "authorization")
-            && !has (wout, "X-Forwarded-For") && sbx_http_head_len (wout, n) == (ssize_t) n,
+              && !has (wout, "Connection: close") && !has_nocase (wout, "authorization")
+              && !has (wout, "X-Forwarded-For") && sbx_http_head_len (wout, n) == (ssize_t) n,
           "rewrite: an Upgrade request keeps its Connection header, loses Authorization");
-
 
   const char *body = "GET / HTTP/1.1\r\n\r\nxx";
   tap_ok (sbx_http_rewrite_head (body, strlen (body), NULL, &n) == NULL, "rewrite: refuses bytes after the head");
@@ -402,18 +401,18 @@ frame_stream (const char *in, size_t n, size_t split, size_t *ret_len)
 static void
 test_pipeline_splits (void)
 {
-  static const char pipeline[]
-    = "GET /1 HTTP/1.1\r\nHost: h\r\n" AUTH "Connection: keep-alive\r\n\r\n"
-      "POST /2 HTTP/1.1\r\n" AUTH "Content-Length: 36\r\n\r\n"
-      "GET /fake HTTP/1.1\r\nX-Body: yes\r\n\r\n"
-      "PUT /3 HTTP/1.1\r\nauthorization: bearer " TOKEN "\r\nTransfer-Encoding: chunked\r\n\r\n"
-      "4;x=y\r\nGET \r\n1c\r\n/fake2 HTTP/1.1\r\nX-Body: 2\r\n\r\n0\r\n\r\n"
-      "GET /4 HTTP/1.0\r\nProxy-Authorization: Basic eDp5\r\n" AUTH "\r\n";
+  static const char pipeline[] = "GET /1 HTTP/1.1\r\nHost: h\r\n" AUTH "Connection: keep-alive\r\n\r\n"
+                                 "POST /2 HTTP/1.1\r\n" AUTH "Content-Length: 36\r\n\r\n"
+                                 "GET /fake HTTP/1.1\r\nX-Body: yes\r\n\r\n"
+                                 "PUT /3 HTTP/1.1\r\nauthorization: bearer " TOKEN
+                                 "\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                 "4;x=y\r\nGET \r\n1c\r\n/fake2 HTTP/1.1\r\nX-Body: 2\r\n\r\n0\r\n\r\n"
+                                 "GET /4 HTTP/1.0\r\nProxy-Authorization: Basic eDp5\r\n" AUTH "\r\n";
   size_t n = sizeof pipeline - 1, wl = 0;
   _cleanup_free_ char *whole = frame_stream (pipeline, n, n, &wl);
   tap_ok (whole && !has (whole, TOKEN) && !has_nocase (whole, "authorization")
-            && has (whole, "\r\n\r\nGET /fake HTTP/1.1\r\nX-Body: yes\r\n\r\nPUT /3 ")
-            && has (whole, "\r\n1c\r\n/fake2 HTTP/1.1\r\nX-Body: 2\r\n\r\n0\r\n\r\nGET /4 "),
+              && has (whole, "\r\n\r\nGET /fake HTTP/1.1\r\nX-Body: yes\r\n\r\nPUT /3 ")
+              && has (whole, "\r\n1c\r\n/fake2 HTTP/1.1\r\nX-Body: 2\r\n\r\n0\r\n\r\nGET /4 "),
           "pipeline: four requests, every head stripped, the bodies untouched");
   size_t heads = 0;
   for (const char *q = whole; (q = strstr (q ? q : "", "X-Forwarded-Proto: http\r\n")) != NULL; q++)
@@ -637,7 +636,8 @@ target_connect (void *data, uint16_t port, sbx_error **err)
   if (t->port == 0)
     return sbx_error_set (err, SBX_E_SANDBOX_NOT_RUNNING, 0, "no sandbox");
   int fd = socket (AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons (t->port),
+  struct sockaddr_in sa = { .sin_family = AF_INET,
+                            .sin_port = htons (t->port),
                             .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
   if (connect (fd, (struct sockaddr *) &sa, sizeof sa) < 0 && errno != EINPROGRESS)
     {
@@ -720,7 +720,9 @@ static int
 client_connect_from (uint16_t port, int from)
 {
   int fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons (port), .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
+  struct sockaddr_in sa = { .sin_family = AF_INET,
+                            .sin_port = htons (port),
+                            .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
   struct timeval tv = { 5, 0 };
   setsockopt (fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   setsockopt (fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
@@ -728,7 +730,8 @@ client_connect_from (uint16_t port, int from)
   setsockopt (fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   if (from > 0)
     {
-      struct sockaddr_in src = { .sin_family = AF_INET, .sin_addr.s_addr = htonl (INADDR_LOOPBACK - 1 + (uint32_t) from) };
+      struct sockaddr_in src = { .sin_family = AF_INET,
+                                 .sin_addr.s_addr = htonl (INADDR_LOOPBACK - 1 + (uint32_t) from) };
       if (bind (fd, (struct sockaddr *) &src, sizeof src) < 0)
         abort ();
     }
@@ -782,7 +785,7 @@ test_unauthorized (void)
   env_start (&e, TOKEN, be.port);
   _cleanup_free_ char *none = http (e.port, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", false);
   tap_ok (starts (none, "HTTP/1.1 401 Unauthorized\r\n") && has (none, "\r\nWWW-Authenticate: Bearer\r\n")
-            && has (none, "\r\nConnection: close\r\n"),
+              && has (none, "\r\nConnection: close\r\n"),
           "no token: 401 with WWW-Authenticate: Bearer and Connection: close");
   _cleanup_free_ char *wrong = http (e.port, "GET / HTTP/1.1\r\nAuthorization: Bearer nope\r\n\r\n", false);
   tap_ok (starts (wrong, "HTTP/1.1 401 "), "a wrong token: 401");
@@ -792,8 +795,10 @@ test_unauthorized (void)
   tap_ok (starts (cookie, "HTTP/1.1 401 "), "the token in a cookie: 401");
   _cleanup_free_ char *two = http (e.port, "GET / HTTP/1.1\r\n" AUTH AUTH "\r\n", false);
   tap_ok (starts (two, "HTTP/1.1 401 "), "two Authorization headers: 401");
-  _cleanup_free_ char *post
-    = http (e.port, "POST / HTTP/1.1\r\nContent-Length: 100000\r\n\r\n" "partial body", false);
+  _cleanup_free_ char *post = http (e.port,
+                                    "POST / HTTP/1.1\r\nContent-Length: 100000\r\n\r\n"
+                                    "partial body",
+                                    false);
   tap_ok (starts (post, "HTTP/1.1 401 "), "no token with a body on its way: 401");
   _cleanup_free_ char *bad = http (e.port, "GET / HTTP/1.1\r\n" AUTH "no colon here\r\n\r\n", false);
   tap_ok (starts (bad, "HTTP/1.1 400 Bad Request\r\n"), "a malformed head: 400");
@@ -819,11 +824,10 @@ test_authorized_relay (void)
   env_start (&e, TOKEN, be.port);
   be.mode = MODE_HELLO;
   int before = be.accepts;
-  _cleanup_free_ char *resp
-    = http (e.port,
-            "GET /index.html HTTP/1.1\r\nHost: x\r\n" AUTH "Connection: keep-alive\r\n"
-            "Proxy-Authorization: Basic eDp5\r\nX-Forwarded-For: 6.6.6.6\r\n\r\n",
-            false);
+  _cleanup_free_ char *resp = http (e.port,
+                                    "GET /index.html HTTP/1.1\r\nHost: x\r\n" AUTH "Connection: keep-alive\r\n"
+                                    "Proxy-Authorization: Basic eDp5\r\nX-Forwarded-For: 6.6.6.6\r\n\r\n",
+                                    false);
   tap_ok (resp && strcmp (resp, HELLO_RESP) == 0, "the right token: the backend's response, whole");
   _cleanup_free_ char *head = backend_head ();
   tap_ok (be.accepts == before + 1 && starts (head, "GET /index.html HTTP/1.1\r\nHost: x\r\n"),
@@ -833,7 +837,7 @@ test_authorized_relay (void)
   tap_ok (has (head, "\r\nConnection: keep-alive\r\n") && !has (head, "Connection: close"),
           "the backend got the client's Connection: keep-alive");
   tap_ok (has (head, "\r\nX-Forwarded-For: 127.0.0.1\r\n") && has (head, "\r\nX-Forwarded-Proto: http\r\n")
-            && !has (head, "6.6.6.6"),
+              && !has (head, "6.6.6.6"),
           "X-Forwarded-For is ours, not the client's");
 
   _cleanup_free_ char *lower = http (e.port, "GET / HTTP/1.1\r\nauthorization: bearer " TOKEN "\r\n\r\n", false);
@@ -849,10 +853,11 @@ test_authorized_relay (void)
 
   be.mode = MODE_HELLO;
   _cleanup_free_ char *ws = http (e.port,
-                                  "GET /ws HTTP/1.1\r\n" AUTH "Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n", false);
+                                  "GET /ws HTTP/1.1\r\n" AUTH "Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n",
+                                  false);
   _cleanup_free_ char *wshead = backend_head ();
   tap_ok (ws != NULL && has (wshead, "\r\nConnection: Upgrade\r\n") && has (wshead, "\r\nUpgrade: websocket\r\n")
-            && !has (wshead, "Connection: close") && !has_nocase (wshead, "authorization"),
+              && !has (wshead, "Connection: close") && !has_nocase (wshead, "authorization"),
           "an Upgrade request keeps its Connection: Upgrade, loses its Authorization");
   loop_stop (&e);
   tap_ok (sbx_proxy_last_activity_ms (e.p) > 0, "relayed bytes are activity (keep-warm)");
@@ -916,7 +921,8 @@ test_large_body (void)
     }
   _cleanup_free_ char *want_head = xasprintf ("HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n", len);
   size_t wl = strlen (want_head);
-  tap_ok (eof && sent == total && got == wl + len && memcmp (in, want_head, wl) == 0 && memcmp (in + wl, body, len) == 0,
+  tap_ok (eof && sent == total && got == wl + len && memcmp (in, want_head, wl) == 0
+              && memcmp (in + wl, body, len) == 0,
           "1 MiB each way, intact (sent %zu of %zu, got %zu of %zu)", sent, total, got, wl + len);
   env_stop (&e);
 }
@@ -983,7 +989,7 @@ test_keepalive (void)
   sleep_ms (100);
   _cleanup_free_ char *log = backend_log ();
   tap_ok (be.accepts == before + 1 && has (log, "GET /a ") && has (log, "GET /b ") && has (log, "POST /c ")
-            && has (log, "\r\n\r\nabc") && count (log, "X-Forwarded-Proto: http\r\n") == 3,
+              && has (log, "\r\n\r\nabc") && count (log, "X-Forwarded-Proto: http\r\n") == 3,
           "keep-alive: the sandbox got the three, each rewritten, on one connection");
   tap_ok (!has (log, TOKEN) && !has_nocase (log, "authorization"), "keep-alive: the token is not among its bytes");
 
@@ -995,7 +1001,7 @@ test_keepalive (void)
   _cleanup_free_ char *plog = backend_log ();
   tap_ok (strcmp (pa, OK_RESP OK_RESP OK_RESP) == 0, "pipelined: three answers");
   tap_ok (has (plog, "GET /p1 ") && has (plog, "\r\n\r\n3\r\nxyz\r\n0\r\n\r\nGET /p3 ") && !has (plog, TOKEN)
-            && !has_nocase (plog, "authorization"),
+              && !has_nocase (plog, "authorization"),
           "pipelined: the sandbox got all three, none with the token");
 
   /* Two requests in two writes, split at every byte. */
@@ -1045,9 +1051,10 @@ test_keepalive (void)
       _cleanup_free_ char *llog = backend_log ();
       /* A bad chunk is seen after its head went on (and the test's
        * server, which answers request lines, answered it). */
-      const char *want = i == 2 ? OK_RESP OK_RESP "HTTP/1.1 400 Bad Request\r\n" : OK_RESP "HTTP/1.1 400 Bad Request\r\n";
+      const char *want = i == 2 ? OK_RESP OK_RESP "HTTP/1.1 400 Bad Request\r\n"
+                                : OK_RESP "HTTP/1.1 400 Bad Request\r\n";
       tap_ok (starts (ans, want) && !has (llog, TOKEN) && !has (llog, "zz") && !has (llog, "GET /y")
-                && (i == 2 ? has (llog, "POST /x") : !has (llog, "/x")),
+                  && (i == 2 ? has (llog, "POST /x") : !has (llog, "/x")),
               "pipelined after a good request, %s: the first answered, then 400", later[i].what);
     }
 
@@ -1283,7 +1290,7 @@ test_token (void)
   struct stat st;
   int r = sbx_token_load (path, &t1, &err);
   tap_ok (r == 0 && stat (path, &st) == 0 && S_ISREG (st.st_mode) && (st.st_mode & 07777) == 0600 && t1
-            && strlen (t1) == 64 && strspn (t1, "0123456789abcdef") == 64,
+              && strlen (t1) == 64 && strspn (t1, "0123456789abcdef") == 64,
           "created: 0600, 32 random bytes in hex");
   r = sbx_token_load (path, &t2, &err);
   tap_ok (r == 0 && t1 && t2 && strcmp (t1, t2) == 0, "the same token the second time");

@@ -491,8 +491,8 @@ test_listen (void)
       if (sbx_resolver_listen (r, AF_INET, &v4, 0, &err) < 0)
         break;
     }
-  tap_ok (total == SBX_RESOLVER_LISTEN_MAX && err && err->code == SBX_E_INVALID_ARGUMENT,
-          "at most %d addresses", SBX_RESOLVER_LISTEN_MAX);
+  tap_ok (total == SBX_RESOLVER_LISTEN_MAX && err && err->code == SBX_E_INVALID_ARGUMENT, "at most %d addresses",
+          SBX_RESOLVER_LISTEN_MAX);
   sbx_error_free (err);
   sbx_resolver_free (r);
 }
@@ -649,10 +649,10 @@ test_failures (void)
   uint64_t waited = now_ms_monotonic () - t0;
   ssize_t m = got ? recv (u, a, sizeof a, MSG_DONTWAIT) : -1;
   sbx_resolver_counts (r, NULL, &failed, NULL);
-  tap_ok (is_answer (a, m, 0x3131, 2, NULL) && (size_t) m == n && memcmp (a + 12, q + 12, n - 12) == 0
-              && rt > 0 && rt <= 200 && waited >= 100 && failed == 1 && fakes[1].udp_seen == 1,
-          "an upstream that never answers: SERVFAIL with the question after the timeout (%d ms due, waited %llu)",
-          rt, (unsigned long long) waited);
+  tap_ok (is_answer (a, m, 0x3131, 2, NULL) && (size_t) m == n && memcmp (a + 12, q + 12, n - 12) == 0 && rt > 0
+              && rt <= 200 && waited >= 100 && failed == 1 && fakes[1].udp_seen == 1,
+          "an upstream that never answers: SERVFAIL with the question after the timeout (%d ms due, waited %llu)", rt,
+          (unsigned long long) waited);
 
   /* The bound on queries outstanding, in batches the socket buffer holds. */
   sbx_resolver_set_timeout_ms (r, 10000);
@@ -669,8 +669,7 @@ test_failures (void)
     servfails += is_answer (a, m, get16 (a), 2, NULL) && get16 (a) >= SBX_RESOLVER_PENDING_MAX;
   sbx_resolver_counts (r, NULL, &failed, NULL);
   tap_ok (servfails == extra && failed == 1 + (uint64_t) extra,
-          "beyond %d queries outstanding, new ones get SERVFAIL at once (%d)", SBX_RESOLVER_PENDING_MAX,
-          servfails);
+          "beyond %d queries outstanding, new ones get SERVFAIL at once (%d)", SBX_RESOLVER_PENDING_MAX, servfails);
   close (u);
   sbx_resolver_free (r);
   while (recv (fakes[1].udp, a, sizeof a, MSG_DONTWAIT) >= 0) /* what the silent one left unread */

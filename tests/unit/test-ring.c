@@ -70,7 +70,8 @@ main (void)
       sscanf ((char *) buf + 4, "%d", &first);
     }
   tap_ok (n > 0 && first > 10 && reader > r.start, "a reader behind the oldest record skips to it");
-  tap_ok (first > 0 && reads_back (&r, r.start, first, 2010), "the newest records are all kept, in order, across the wrap");
+  tap_ok (first > 0 && reads_back (&r, r.start, first, 2010),
+          "the newest records are all kept, in order, across the wrap");
 
   /* Growth: a bigger ring starts small and grows to its cap. */
   sbx_ring g;

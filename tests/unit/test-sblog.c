@@ -51,7 +51,8 @@ test_sides_and_escapes (void)
   tap_ok (strstr (s, "Z sbx: running\n") != NULL, "the monitor's line");
   tap_ok (strstr (s, "Z sandbox: hi\\x0a2026-01-01T00:00:00.000Z sbx: terminated (exit)\\x1b[2J\\x5c\n") != NULL,
           "the sandbox's text escaped on one line");
-  tap_ok (strstr (s, "Z runtime: runsc: one\n") && strstr (s, "Z runtime: runsc: two\n") && strstr (s, "Z runtime: \\xff\n"),
+  tap_ok (strstr (s, "Z runtime: runsc: one\n") && strstr (s, "Z runtime: runsc: two\n")
+              && strstr (s, "Z runtime: \\xff\n"),
           "the runtime's stderr in lines");
   tap_ok (l.size == len && l.dropped == 0 && strstr (s, "truncated") == NULL, "size kept, nothing dropped");
   free (s);

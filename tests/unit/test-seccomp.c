@@ -42,10 +42,27 @@
 #endif
 
 static const char *const denied_names[] = {
-  "io_uring_setup", "io_uring_enter", "io_uring_register", "keyctl", "add_key", "request_key",
-  "userfaultfd", "bpf", "perf_event_open", "kexec_load", "kexec_file_load", "init_module",
-  "finit_module", "delete_module", "mount", "umount2", "pivot_root", "unshare", "setns",
-  "ptrace", "socketcall",
+  "io_uring_setup",
+  "io_uring_enter",
+  "io_uring_register",
+  "keyctl",
+  "add_key",
+  "request_key",
+  "userfaultfd",
+  "bpf",
+  "perf_event_open",
+  "kexec_load",
+  "kexec_file_load",
+  "init_module",
+  "finit_module",
+  "delete_module",
+  "mount",
+  "umount2",
+  "pivot_root",
+  "unshare",
+  "setns",
+  "ptrace",
+  "socketcall",
 };
 
 /* ---- the OCI object, read back ---- */
@@ -57,8 +74,7 @@ rule_names (yajl_val rule, const char *name)
   if (names == NULL || !YAJL_IS_ARRAY (names))
     return false;
   for (size_t i = 0; i < names->u.array.len; i++)
-    if (YAJL_IS_STRING (names->u.array.values[i])
-        && strcmp (names->u.array.values[i]->u.string, name) == 0)
+    if (YAJL_IS_STRING (names->u.array.values[i]) && strcmp (names->u.array.values[i]->u.string, name) == 0)
       return true;
   return false;
 }
@@ -135,8 +151,7 @@ allowed_unconditionally (yajl_val syscalls, const char *name)
   for (size_t i = 0; i < syscalls->u.array.len; i++)
     {
       yajl_val r = syscalls->u.array.values[i];
-      if (rule_names (r, name) && rule_args (r) == NULL
-          && strcmp (rule_str (r, "action"), "SCMP_ACT_ALLOW") == 0)
+      if (rule_names (r, name) && rule_args (r) == NULL && strcmp (rule_str (r, "action"), "SCMP_ACT_ALLOW") == 0)
         return true;
     }
   return false;
@@ -193,7 +208,7 @@ test_oci (yajl_val doc)
 {
   yajl_val sc = j_get (doc, "syscalls");
   tap_ok (strcmp (rule_str (doc, "defaultAction"), "SCMP_ACT_ERRNO") == 0
-            && rule_int (doc, "defaultErrnoRet", -1) == EPERM,
+              && rule_int (doc, "defaultErrnoRet", -1) == EPERM,
           "default action is SCMP_ACT_ERRNO with errnoRet EPERM");
 #if defined(__x86_64__)
   tap_ok (arches_are (doc, "SCMP_ARCH_X86_64"), "architectures is SCMP_ARCH_X86_64 alone (no x86, no x32)");
@@ -211,20 +226,20 @@ test_oci (yajl_val doc)
   tap_ok (named_with (sc, "clone3", "SCMP_ACT_TRACE", ENOSYS) && !allows (sc, "clone3", 0),
           "clone3 answers ENOSYS (SCMP_ACT_TRACE without a tracer)");
   tap_ok (!allowed_unconditionally (sc, "clone") && allows (sc, "clone", SIGCHLD)
-            && allows (sc, "clone", CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD),
+              && allows (sc, "clone", CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD),
           "clone is allowed for fork and threads, on a condition");
   tap_ok (!allows (sc, "clone", CLONE_NEWUSER | SIGCHLD) && !allows (sc, "clone", CLONE_NEWNS)
-            && !allows (sc, "clone", CLONE_NEWNET | CLONE_NEWPID),
+              && !allows (sc, "clone", CLONE_NEWNET | CLONE_NEWPID),
           "clone with a CLONE_NEW* flag is not allowed");
-  tap_ok (!allowed_unconditionally (sc, "socket") && !allows (sc, "socket", AF_ALG)
-            && !allows (sc, "socket", AF_VSOCK) && !allows (sc, "socket", 0x100000000ULL | AF_ALG),
+  tap_ok (!allowed_unconditionally (sc, "socket") && !allows (sc, "socket", AF_ALG) && !allows (sc, "socket", AF_VSOCK)
+              && !allows (sc, "socket", 0x100000000ULL | AF_ALG),
           "socket refuses AF_ALG and AF_VSOCK, upper argument bits included");
   tap_ok (allows (sc, "socket", AF_INET) && allows (sc, "socket", AF_INET6) && allows (sc, "socket", AF_UNIX)
-            && allows (sc, "socket", AF_NETLINK) && allows (sc, "socket", AF_PACKET),
+              && allows (sc, "socket", AF_NETLINK) && allows (sc, "socket", AF_PACKET),
           "socket allows AF_INET, AF_INET6, AF_UNIX, AF_NETLINK, AF_PACKET");
   tap_ok (allowed_unconditionally (sc, "getpid") && allowed_unconditionally (sc, "read")
-            && allowed_unconditionally (sc, "openat") && allowed_unconditionally (sc, "execve")
-            && allowed_unconditionally (sc, "chroot"),
+              && allowed_unconditionally (sc, "openat") && allowed_unconditionally (sc, "execve")
+              && allowed_unconditionally (sc, "chroot"),
           "ordinary calls (getpid, read, openat, execve, chroot) are allowed");
 }
 
@@ -360,7 +375,7 @@ int80_socket (unsigned int family)
   args[1] = SOCK_STREAM;
   args[2] = 0;
   long ret = 102; /* __NR_socketcall on i386 */
-  __asm__ volatile ("int $0x80" : "+a"(ret) : "b"(1L), "c"((long) (uintptr_t) args) : "memory");
+  __asm__ volatile("int $0x80" : "+a"(ret) : "b"(1L), "c"((long) (uintptr_t) args) : "memory");
   return ret < 0 ? (int) -ret : 0;
 }
 
@@ -373,7 +388,7 @@ static int
 eff_int80_getpid (void)
 {
   long ret = 20;
-  __asm__ volatile ("int $0x80" : "+a"(ret) : : "memory");
+  __asm__ volatile("int $0x80" : "+a"(ret) : : "memory");
   return ret == (long) getpid () ? 0 : ret < 0 ? (int) -ret : EINVAL;
 }
 

@@ -66,7 +66,7 @@ test_list_remove (void)
   sbx_error *e = NULL;
   _cleanup_free_ char *doc = doc_with ("\"pids\": 1024");
   put_snapshot (SNAP, doc);
-  put_snapshot ("snap-zzzzzzzzzzzz", doc);   /* not an id: not listed */
+  put_snapshot ("snap-zzzzzzzzzzzz", doc);      /* not an id: not listed */
   put_snapshot (".tmp-snap-111111111111", doc); /* half-made: not listed */
   sbx_snapshot_info *v = NULL;
   size_t n = 0;

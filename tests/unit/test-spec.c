@@ -102,8 +102,11 @@ rlimit_of (yajl_val doc, const char *type)
 static yajl_val
 spec_for (const sbx_sandbox *sb, const char *runtime, const char *netns, const char *resolv)
 {
-  sbx_spec_params p = { .sb = sb, .rootfs = "/var/lib/sbx/sandboxes/sb-0123456789ab/rootfs",
-                        .cgroup_path = "/sbx-0badc0de/sb-0123456789ab", .runtime = runtime, .netns_path = netns,
+  sbx_spec_params p = { .sb = sb,
+                        .rootfs = "/var/lib/sbx/sandboxes/sb-0123456789ab/rootfs",
+                        .cgroup_path = "/sbx-0badc0de/sb-0123456789ab",
+                        .runtime = runtime,
+                        .netns_path = netns,
                         .resolv_conf = resolv };
   _cleanup_free_ char *json = NULL;
   size_t len = 0;
@@ -117,35 +120,36 @@ spec_for (const sbx_sandbox *sb, const char *runtime, const char *netns, const c
 static void
 test_common (const char *rt, yajl_val doc)
 {
-  static const char *const caps[] = { "CAP_CHOWN",   "CAP_DAC_OVERRIDE", "CAP_FSETID",           "CAP_FOWNER",
-                                      "CAP_SETGID",  "CAP_SETUID",       "CAP_SETFCAP",          "CAP_SETPCAP",
-                                      "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_KILL", NULL };
+  static const char *const caps[] = { "CAP_CHOWN",      "CAP_DAC_OVERRIDE", "CAP_FSETID",
+                                      "CAP_FOWNER",     "CAP_SETGID",       "CAP_SETUID",
+                                      "CAP_SETFCAP",    "CAP_SETPCAP",      "CAP_NET_BIND_SERVICE",
+                                      "CAP_SYS_CHROOT", "CAP_KILL",         NULL };
   static const char *const none[] = { NULL };
   static const char *const args[] = { SBX_INIT_IN_SANDBOX, NULL };
   static const char *const ns[] = { "pid", "ipc", "uts", "mount", "network" };
 
   tap_ok (strcmp (str_of (at (doc, "ociVersion", NULL)), "1.0.2") == 0
-            && strcmp (str_of (at (doc, "hostname", NULL)), "sb-0123456789ab") == 0
-            && strcmp (str_of (at (doc, "root", "path", NULL)), "/var/lib/sbx/sandboxes/sb-0123456789ab/rootfs") == 0
-            && strcmp (str_of (at (doc, "linux", "cgroupsPath", NULL)), "/sbx-0badc0de/sb-0123456789ab") == 0,
+              && strcmp (str_of (at (doc, "hostname", NULL)), "sb-0123456789ab") == 0
+              && strcmp (str_of (at (doc, "root", "path", NULL)), "/var/lib/sbx/sandboxes/sb-0123456789ab/rootfs") == 0
+              && strcmp (str_of (at (doc, "linux", "cgroupsPath", NULL)), "/sbx-0badc0de/sb-0123456789ab") == 0,
           "%s: ociVersion 1.0.2, the id as hostname, the root and cgroupsPath given", rt);
   tap_ok (strings_are (at (doc, "process", "args", NULL), args)
-            && YAJL_IS_INTEGER (at (doc, "process", "user", "uid", NULL))
-            && YAJL_GET_INTEGER (at (doc, "process", "user", "uid", NULL)) == 0
-            && strcmp (str_of (at (doc, "process", "cwd", NULL)), "/") == 0,
+              && YAJL_IS_INTEGER (at (doc, "process", "user", "uid", NULL))
+              && YAJL_GET_INTEGER (at (doc, "process", "user", "uid", NULL)) == 0
+              && strcmp (str_of (at (doc, "process", "cwd", NULL)), "/") == 0,
           "%s: the process is sbx-init (%s), uid 0, in /", rt, SBX_INIT_IN_SANDBOX);
   tap_ok (YAJL_IS_TRUE (at (doc, "process", "noNewPrivileges", NULL)), "%s: noNewPrivileges is true", rt);
   tap_ok (strings_are (at (doc, "process", "capabilities", "bounding", NULL), caps)
-            && strings_are (at (doc, "process", "capabilities", "effective", NULL), caps)
-            && strings_are (at (doc, "process", "capabilities", "permitted", NULL), caps),
+              && strings_are (at (doc, "process", "capabilities", "effective", NULL), caps)
+              && strings_are (at (doc, "process", "capabilities", "permitted", NULL), caps),
           "%s: bounding, effective and permitted are podman's default set", rt);
   tap_ok (strings_are (at (doc, "process", "capabilities", "inheritable", NULL), none)
-            && strings_are (at (doc, "process", "capabilities", "ambient", NULL), none),
+              && strings_are (at (doc, "process", "capabilities", "ambient", NULL), none),
           "%s: inheritable and ambient are empty", rt);
   bool caps_ok = !has_string (at (doc, "process", "capabilities", "bounding", NULL), "CAP_NET_RAW")
-            && !has_string (at (doc, "process", "capabilities", "bounding", NULL), "CAP_SYS_ADMIN")
-            && !has_string (at (doc, "process", "capabilities", "bounding", NULL), "CAP_MKNOD")
-            && !has_string (at (doc, "process", "capabilities", "bounding", NULL), "CAP_AUDIT_WRITE");
+                 && !has_string (at (doc, "process", "capabilities", "bounding", NULL), "CAP_SYS_ADMIN")
+                 && !has_string (at (doc, "process", "capabilities", "bounding", NULL), "CAP_MKNOD")
+                 && !has_string (at (doc, "process", "capabilities", "bounding", NULL), "CAP_AUDIT_WRITE");
   tap_ok (caps_ok, "%s: no CAP_NET_RAW, CAP_SYS_ADMIN, CAP_MKNOD or CAP_AUDIT_WRITE", rt);
 
   struct rlimit host;
@@ -163,7 +167,7 @@ test_common (const char *rt, yajl_val doc)
     ns_ok = strcmp (str_of (at (n->u.array.values[i], "type", NULL)), ns[i]) == 0;
   tap_ok (ns_ok, "%s: namespaces pid, ipc, uts, mount, network; never user or cgroup", rt);
 
-  static const char *const masked[] = { "/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sched_debug",
+  static const char *const masked[] = { "/proc/kcore",   "/proc/keys", "/proc/timer_list", "/proc/sched_debug",
                                         "/sys/firmware", "/proc/acpi", "/proc/scsi" };
   bool masked_ok = true;
   for (size_t i = 0; i < ARRAY_SIZE (masked); i++)
@@ -184,14 +188,14 @@ test_common (const char *rt, yajl_val doc)
   for (size_t i = 1; dev_ok && i < dev->u.array.len; i++)
     dev_ok = YAJL_IS_TRUE (at (dev->u.array.values[i], "allow", NULL))
              && strcmp (str_of (at (dev->u.array.values[i], "type", NULL)), "c") == 0;
-  tap_ok (dev_ok, "%s: devices: deny all first, then allow the %zu standard character devices", rt,
-          sbx_std_devices_n);
+  tap_ok (dev_ok, "%s: devices: deny all first, then allow the %zu standard character devices", rt, sbx_std_devices_n);
 
   yajl_val proc = mount_at (doc, "/proc"), sys = mount_at (doc, "/sys"), cg = mount_at (doc, "/sys/fs/cgroup");
   tap_ok (proc && strcmp (str_of (at (proc, "type", NULL)), "proc") == 0
-            && has_string (at (proc, "options", NULL), "nosuid") && has_string (at (proc, "options", NULL), "noexec")
-            && sys && has_string (at (sys, "options", NULL), "ro") && cg && has_string (at (cg, "options", NULL), "ro")
-            && mount_at (doc, "/dev") && mount_at (doc, "/dev/pts") && mount_at (doc, "/dev/shm"),
+              && has_string (at (proc, "options", NULL), "nosuid") && has_string (at (proc, "options", NULL), "noexec")
+              && sys && has_string (at (sys, "options", NULL), "ro") && cg
+              && has_string (at (cg, "options", NULL), "ro") && mount_at (doc, "/dev") && mount_at (doc, "/dev/pts")
+              && mount_at (doc, "/dev/shm"),
           "%s: /proc nosuid,noexec; /sys and its cgroups read-only; /dev, /dev/pts, /dev/shm mounted", rt);
   tap_ok (at (doc, "linux", "seccomp", NULL) == NULL && at (doc, "process", "apparmorProfile", NULL) == NULL,
           "%s: no seccomp in the spec: sbx-init loads the BPF profile itself", rt);
@@ -229,14 +233,14 @@ main (void)
 
   yajl_val tmp = mount_at (runsc, "/tmp");
   tap_ok (tmp && strcmp (str_of (at (tmp, "type", NULL)), "bind") == 0
-            && strcmp (str_of (at (tmp, "source", NULL)), "/var/lib/sbx/sandboxes/sb-0123456789ab/rootfs/tmp") == 0
-            && has_string (at (tmp, "options", NULL), "nosuid") && has_string (at (tmp, "options", NULL), "nodev"),
+              && strcmp (str_of (at (tmp, "source", NULL)), "/var/lib/sbx/sandboxes/sb-0123456789ab/rootfs/tmp") == 0
+              && has_string (at (tmp, "options", NULL), "nosuid") && has_string (at (tmp, "options", NULL), "nodev"),
           "runsc: /tmp is the root's own /tmp, bound (gVisor would hide it under a tmpfs)");
   tap_ok (mount_at (runc, "/tmp") == NULL, "runc: no /tmp mount");
 
   yajl_val rc = mount_at (runc, "/etc/resolv.conf");
   tap_ok (rc && strcmp (str_of (at (rc, "source", NULL)), "/run/sbx/sandboxes/x/resolv.conf") == 0
-            && has_string (at (rc, "options", NULL), "ro") && has_string (at (rc, "options", NULL), "noexec"),
+              && has_string (at (rc, "options", NULL), "ro") && has_string (at (rc, "options", NULL), "noexec"),
           "a resolv.conf given is bound read-only on /etc/resolv.conf");
   tap_ok (mount_at (runsc, "/etc/resolv.conf") == NULL, "no resolv.conf given: none bound");
 
@@ -267,8 +271,8 @@ main (void)
   int r = sbx_spec_write (&p, bundle, &err);
   tap_ok (r == 0 && sbx_spec_generate (&p, &want_json, &want_len, NULL) == 0
               && read_file (config, 1 << 20, &got_json, &got_len, NULL) == 0 && got_len == want_len
-              && memcmp (got_json, want_json, want_len) == 0 && stat (config, &st) == 0
-              && (st.st_mode & 07777) == 0600 && stat (bundle, &st) == 0 && (st.st_mode & 07777) == 0700,
+              && memcmp (got_json, want_json, want_len) == 0 && stat (config, &st) == 0 && (st.st_mode & 07777) == 0600
+              && stat (bundle, &st) == 0 && (st.st_mode & 07777) == 0700,
           "sbx_spec_write writes the spec as BUNDLE/config.json, 0600, in a 0700 bundle (%s)", err ? err->msg : "ok");
   rm_rf (tmpl, NULL);
   return tap_done ();

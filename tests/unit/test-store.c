@@ -172,8 +172,7 @@ test_locks (void)
   int sh = ex >= 0 ? sbx_store_layers_lock (st, LOCK_SH | LOCK_NB, NULL) : -1;
   _cleanup_free_ char *lockp = sbx_store_path (st, "layers.lock");
   tap_ok (ex >= 0 && sh < 0 && mode_of (lockp) == (S_IFREG | 0600),
-          "released, it is taken exclusively, and then refuses a shared try; the lock file is 0600 (%s)",
-          errmsg (err));
+          "released, it is taken exclusively, and then refuses a shared try; the lock file is 0600 (%s)", errmsg (err));
   if (ex >= 0)
     close (ex);
   if (sh >= 0)
@@ -233,8 +232,9 @@ test_top_layer (void)
   size_t n = 0, cn = 0;
   struct stat st1, st2;
   tap_ok (bad == 0 && mode_of (tmp) == (S_IFDIR | 01777), "dev, proc, sys, etc, .sbx (0755) and tmp (1777)");
-  tap_ok (read_file (hosts, 4096, &h, &n, NULL) == 0 && strstr (h, "127.0.0.1\tlocalhost\n") && strstr (h, "::1\tlocalhost")
-              && mode_of (resolv) == (S_IFREG | 0644) && stat (resolv, &st1) == 0 && st1.st_size == 0,
+  tap_ok (read_file (hosts, 4096, &h, &n, NULL) == 0 && strstr (h, "127.0.0.1\tlocalhost\n")
+              && strstr (h, "::1\tlocalhost") && mode_of (resolv) == (S_IFREG | 0644) && stat (resolv, &st1) == 0
+              && st1.st_size == 0,
           "etc/hosts names localhost; etc/resolv.conf is there, empty");
   tap_ok (read_file (copy, 4096, &c, &cn, NULL) == 0 && cn == 10 && memcmp (c, "#!/bin/sh\n", 10) == 0
               && mode_of (copy) == (S_IFREG | 0555),
@@ -277,8 +277,12 @@ test_records (void)
                      .state = SBX_STATE_TERMINATED,
                      .reason = (char *) SBX_REASON_EXIT,
                      .created_at = 1700000000,
-                     .opts = { .name = (char *) "web", .runtime = (char *) "runc", .cpu = 1.5, .memory = 256 << 20,
-                               .env = env, .cwd = (char *) "/w" } };
+                     .opts = { .name = (char *) "web",
+                               .runtime = (char *) "runc",
+                               .cpu = 1.5,
+                               .memory = 256 << 20,
+                               .env = env,
+                               .cwd = (char *) "/w" } };
   _cleanup_free_ char *dir = sbx_sandbox_dir (st, sb.id);
   if (mkdir (dir, 0700) < 0)
     abort ();
@@ -291,8 +295,8 @@ test_records (void)
   r = sbx_sandbox_load (st, sb.id, &got, &err);
   tap_ok (r == 0 && strcmp (got->id, sb.id) == 0 && got->state == SBX_STATE_TERMINATED
               && strcmp (got->reason, SBX_REASON_EXIT) == 0 && got->created_at == 1700000000
-              && strcmp (got->opts.name, "web") == 0 && strcmp (got->opts.runtime, "runc") == 0
-              && got->opts.cpu == 1.5 && got->opts.memory == 256 << 20 && strv_len (got->opts.env) == 2
+              && strcmp (got->opts.name, "web") == 0 && strcmp (got->opts.runtime, "runc") == 0 && got->opts.cpu == 1.5
+              && got->opts.memory == 256 << 20 && strv_len (got->opts.env) == 2
               && strcmp (got->opts.env[1], "B=two words") == 0 && strcmp (got->opts.cwd, "/w") == 0,
           "it loads back as saved (%s)", errmsg (err));
 
@@ -319,8 +323,7 @@ test_records (void)
   tap_ok (r < 0 && err->code == SBX_E_INVALID_ARGUMENT, "load of `../../etc` is INVALID_ARGUMENT (%s)", errmsg (err));
   sbx_error_free (steal_pointer (&err));
   r = sbx_sandbox_load (st, "sb-ba9876543210", &none, &err);
-  tap_ok (r < 0 && err->code == SBX_E_NOT_FOUND, "load of a sandbox without a record is NOT_FOUND (%s)",
-          errmsg (err));
+  tap_ok (r < 0 && err->code == SBX_E_NOT_FOUND, "load of a sandbox without a record is NOT_FOUND (%s)", errmsg (err));
   sbx_error_free (steal_pointer (&err));
 
   /* Liveness is the monitor's lock, not a pid. */

@@ -104,17 +104,28 @@ static void
 test_encodings (void)
 {
   tap_ok (utf8_valid ("plain", 5) && utf8_valid ("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", 9), "valid UTF-8");
-  tap_ok (!utf8_valid ("\xff", 1) && !utf8_valid ("\xc3", 1) && !utf8_valid ("\xc0\xaf", 2), "bad bytes, truncated, overlong");
+  tap_ok (!utf8_valid ("\xff", 1) && !utf8_valid ("\xc3", 1) && !utf8_valid ("\xc0\xaf", 2),
+          "bad bytes, truncated, overlong");
   tap_ok (!utf8_valid ("\xed\xa0\x80", 3) && !utf8_valid ("\xf4\x90\x80\x80", 4), "surrogates, beyond U+10FFFF");
-  char *h = hex_encode ("\x00\xff" "ab", 4), *back = NULL;
+  char *h = hex_encode ("\x00\xff"
+                        "ab",
+                        4),
+       *back = NULL;
   size_t n = 0;
-  tap_ok (strcmp (h, "00ff6162") == 0 && hex_decode (h, &back, &n) == 0 && n == 4 && memcmp (back, "\x00\xff" "ab", 4) == 0,
+  tap_ok (strcmp (h, "00ff6162") == 0 && hex_decode (h, &back, &n) == 0 && n == 4
+              && memcmp (back,
+                         "\x00\xff"
+                         "ab",
+                         4)
+                     == 0,
           "hex round trip");
   free (h);
   free (back);
-  tap_ok (hex_decode ("abc", &back, &n) < 0 && hex_decode ("zz", &back, &n) < 0, "hex_decode refuses odd lengths and non-digits");
+  tap_ok (hex_decode ("abc", &back, &n) < 0 && hex_decode ("zz", &back, &n) < 0,
+          "hex_decode refuses odd lengths and non-digits");
   char *b1 = base64_encode ("f", 1), *b2 = base64_encode ("fo", 2), *b3 = base64_encode ("foobar", 6);
-  tap_ok (strcmp (b1, "Zg==") == 0 && strcmp (b2, "Zm8=") == 0 && strcmp (b3, "Zm9vYmFy") == 0, "base64 (RFC 4648 vectors)");
+  tap_ok (strcmp (b1, "Zg==") == 0 && strcmp (b2, "Zm8=") == 0 && strcmp (b3, "Zm9vYmFy") == 0,
+          "base64 (RFC 4648 vectors)");
   free (b1);
   free (b2);
   free (b3);
@@ -131,7 +142,7 @@ test_env_list (void)
   tap_ok (strv_len (env) == 3 && strcmp (env[0], "PATH=/usr/bin") == 0 && strcmp (env[1], "PATHX=1") == 0,
           "strv_env_set: a later entry replaces the same key in place, a longer key is another");
   tap_ok (strcmp (strv_env_get (env, "PATH"), "/usr/bin") == 0 && strcmp (strv_env_get (env, "EMPTY"), "") == 0
-          && strv_env_get (env, "PAT") == NULL && strv_env_get (NULL, "PATH") == NULL,
+              && strv_env_get (env, "PAT") == NULL && strv_env_get (NULL, "PATH") == NULL,
           "strv_env_get: exact keys only");
   tap_ok (strncmp (SBX_DEFAULT_PATH, "/usr/local/sbin:", 16) == 0 && strstr (SBX_DEFAULT_PATH, ":/bin") != NULL,
           "SBX_DEFAULT_PATH");
@@ -150,7 +161,8 @@ test_read_fd (void)
   bool ok = fd >= 0 && write_all (fd, big, 8192) == 0;
   _cleanup_free_ char *data = NULL;
   size_t len = 0;
-  tap_ok (ok && lseek (fd, 0, SEEK_SET) == 0 && read_fd (fd, 8192, &data, &len) == 0 && len == 8192 && data[8192] == '\0',
+  tap_ok (ok && lseek (fd, 0, SEEK_SET) == 0 && read_fd (fd, 8192, &data, &len) == 0 && len == 8192
+              && data[8192] == '\0',
           "read_fd: exactly MAX bytes");
   char *more = NULL;
   tap_ok (ok && lseek (fd, 0, SEEK_SET) == 0 && read_fd (fd, 8191, &more, &len) == -EFBIG && more == NULL,
@@ -163,7 +175,7 @@ static void
 test_printable (void)
 {
   tap_ok (printable_token ("10.0.0.1", 64) && !printable_token ("", 64) && !printable_token ("a b", 64)
-          && !printable_token ("a\r\nb", 64) && !printable_token ("\xc3\xa9", 64) && !printable_token ("abcd", 3),
+              && !printable_token ("a\r\nb", 64) && !printable_token ("\xc3\xa9", 64) && !printable_token ("abcd", 3),
           "printable_token: visible ASCII, 1 to MAX bytes");
   _cleanup_free_ char *m1 = printable_masked ("a\x1b[31mb\x7f", 200, "(none)");
   _cleanup_free_ char *m2 = printable_masked ("abcdef", 3, "(none)");
@@ -278,7 +290,8 @@ test_close_fds (void)
         if (strict)
           tap_ok (0, "RLIMIT_NOFILE hard limit %ld leaves no room for 4,300 fds", (long) rl.rlim_max);
         else
-          printf ("ok %d # SKIP RLIMIT_NOFILE hard limit %ld leaves no room for 4,300 fds\n", ++tap_n, (long) rl.rlim_max);
+          printf ("ok %d # SKIP RLIMIT_NOFILE hard limit %ld leaves no room for 4,300 fds\n", ++tap_n,
+                  (long) rl.rlim_max);
       return;
     }
   int r = close_fds_child (high, false);
