@@ -597,26 +597,9 @@ cmd_wait (sbx_cli *cli, int argc, char **argv, sbx_error **err)
     return r < 0 ? -1 : 0;
   sbx_store *st;
   _cleanup_sandbox_ sbx_sandbox *sb = NULL;
-  if (load_sandbox (cli, argv[first], &st, &sb, err) < 0)
+  if (load_sandbox (cli, argv[first], &st, &sb, err) < 0
+      || sbx_sandbox_wait (st, &sb, timeout >= 0 ? timeout * 1000 : -1, err) < 0)
     return -1;
-  if (!sbx_state_is_final (sb->state))
-    {
-      _cleanup_error_ sbx_error *e = NULL;
-      if (sbx_client_wait (st, sb->id, timeout >= 0 ? timeout * 1000 : -1, &e) < 0
-          && e->code != SBX_E_SANDBOX_NOT_RUNNING)
-        {
-          *err = steal_pointer (&e);
-          return -1;
-        }
-      uint64_t until = now_ms_monotonic () + 10000;
-      while (sbx_sandbox_monitor_alive (st, sb->id) && now_ms_monotonic () < until)
-        usleep (2000);
-      _cleanup_free_ char *id = xstrdup (sb->id);
-      sbx_sandbox_free (sb);
-      sb = NULL;
-      if (sbx_sandbox_get (st, id, &sb, err) < 0)
-        return -1;
-    }
   if (cli->json)
     {
       yajl_gen g = cli_json_begin ();

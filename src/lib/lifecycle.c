@@ -262,6 +262,27 @@ sbx_sandbox_reap (const sbx_store *st, const char *id, sbx_error **err)
 }
 
 int
+sbx_sandbox_wait (const sbx_store *st, sbx_sandbox **sb, int64_t timeout_ms, sbx_error **err)
+{
+  if (sbx_state_is_final ((*sb)->state))
+    return 0;
+  _cleanup_error_ sbx_error *e = NULL;
+  if (sbx_client_wait (st, (*sb)->id, timeout_ms, &e) < 0 && e->code != SBX_E_SANDBOX_NOT_RUNNING)
+    {
+      *err = steal_pointer (&e);
+      return -1;
+    }
+  /* The final record is written before the monitor lets go of its lock. */
+  uint64_t until = now_ms_monotonic () + 10000;
+  while (sbx_sandbox_monitor_alive (st, (*sb)->id) && now_ms_monotonic () < until)
+    usleep (2000);
+  _cleanup_free_ char *id = xstrdup ((*sb)->id);
+  sbx_sandbox_free (*sb);
+  *sb = NULL;
+  return sbx_sandbox_get (st, id, sb, err);
+}
+
+int
 sbx_sandbox_terminate (const sbx_store *st, const char *id, int64_t timeout_ms, sbx_error **err)
 {
   _cleanup_error_ sbx_error *e = NULL;

@@ -23,6 +23,10 @@ int sbx_sandbox_restore (const sbx_store *st, sbx_sandbox_opts *opts, const stru
 /* Asks the monitor to end the sandbox and waits until it has (TIMEOUT_MS,
  * -1 forever). A sandbox whose monitor is gone is reaped instead. */
 int sbx_sandbox_terminate (const sbx_store *st, const char *id, int64_t timeout_ms, sbx_error **err);
+/* Waits until the sandbox SB (a live record, replaced by its final one) has
+ * ended (TIMEOUT_MS, -1 forever; TIMEOUT when it has not) and its monitor
+ * is gone. */
+int sbx_sandbox_wait (const sbx_store *st, sbx_sandbox **sb, int64_t timeout_ms, sbx_error **err);
 /* Removes a sandbox in a final state (BUSY otherwise) and its files. */
 int sbx_sandbox_remove (const sbx_store *st, const char *id, sbx_error **err);
 /* Reaps the host resources of ID if its monitor is gone; records it as
