@@ -261,6 +261,17 @@ sbx_sandbox_reap (const sbx_store *st, const char *id, sbx_error **err)
   return 1;
 }
 
+/* Waits (up to 10 s) for ID's monitor to let go of its lock: its connection
+ * closing comes just after, so the first look mostly finds it gone. */
+static void
+monitor_gone (const sbx_store *st, const char *id)
+{
+  uint64_t until = now_ms_monotonic () + 10000;
+  for (useconds_t nap = 100; sbx_sandbox_monitor_alive (st, id) && now_ms_monotonic () < until;
+       nap = nap < 2000 ? nap * 2 : 2000)
+    usleep (nap);
+}
+
 int
 sbx_sandbox_wait (const sbx_store *st, sbx_sandbox **sb, int64_t timeout_ms, sbx_error **err)
 {
@@ -273,9 +284,7 @@ sbx_sandbox_wait (const sbx_store *st, sbx_sandbox **sb, int64_t timeout_ms, sbx
       return -1;
     }
   /* The final record is written before the monitor lets go of its lock. */
-  uint64_t until = now_ms_monotonic () + 10000;
-  while (sbx_sandbox_monitor_alive (st, (*sb)->id) && now_ms_monotonic () < until)
-    usleep (2000);
+  monitor_gone (st, (*sb)->id);
   _cleanup_free_ char *id = xstrdup ((*sb)->id);
   sbx_sandbox_free (*sb);
   *sb = NULL;
@@ -296,10 +305,7 @@ sbx_sandbox_terminate (const sbx_store *st, const char *id, int64_t timeout_ms, 
     }
   /* Wait for the monitor to release its lock (it does so before it closes
    * our connection, so this is mostly free), then make sure. */
-  uint64_t until = now_ms_monotonic () + 10000;
-  for (useconds_t nap = 100; sbx_sandbox_monitor_alive (st, id) && now_ms_monotonic () < until;
-       nap = nap < 2000 ? nap * 2 : 2000)
-    usleep (nap);
+  monitor_gone (st, id);
   if (sbx_sandbox_reap (st, id, err) < 0)
     return -1;
   return 0;
