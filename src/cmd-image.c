@@ -244,18 +244,11 @@ human_size (uint64_t n, char *buf, size_t len)
   snprintf (buf, len, i ? "%.1f %s" : "%.0f %s", v, u[i]);
 }
 
-static int
-quiet_opt (void *data, int key, const char *arg, sbx_error **err)
-{
-  *(bool *) data = true;
-  return 0;
-}
-
 int
 cmd_images (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
   bool quiet = false;
-  int first, r = cli_simple_parse (cli, "images", argc, argv, 0, 0, &first, quiet_opt, &quiet, err);
+  int first, r = cli_simple_parse (cli, "images", argc, argv, 0, 0, &first, cli_flag_opt, &quiet, err);
   if (r != 0)
     return r < 0 ? -1 : 0;
   sbx_store *st;

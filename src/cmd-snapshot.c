@@ -81,18 +81,11 @@ cmd_restore (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   return 0;
 }
 
-static int
-quiet_opt (void *data, int key, const char *arg, sbx_error **err)
-{
-  *(bool *) data = true;
-  return 0;
-}
-
 int
 cmd_snapshots (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
   bool quiet = false;
-  int first, r = cli_simple_parse (cli, "snapshots", argc, argv, 0, 0, &first, quiet_opt, &quiet, err);
+  int first, r = cli_simple_parse (cli, "snapshots", argc, argv, 0, 0, &first, cli_flag_opt, &quiet, err);
   if (r != 0)
     return r < 0 ? -1 : 0;
   sbx_store *st;
