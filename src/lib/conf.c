@@ -553,7 +553,24 @@ sbx_conf_free (sbx_conf *c)
   free (c->open);
   free (c->expose_address);
   free (c->expose_host);
+  free (c->unqualified_registry);
+  free (c->registry_certs_dir);
+  for (size_t i = 0; i < c->nregistries; i++)
+    {
+      free (c->registries[i].host);
+      strv_free (c->registries[i].mirrors);
+    }
+  free (c->registries);
   free (c);
+}
+
+const sbx_conf_registry *
+sbx_conf_registry_find (const sbx_conf *c, const char *host)
+{
+  for (size_t i = 0; c && host && i < c->nregistries; i++)
+    if (strcmp (c->registries[i].host, host) == 0)
+      return &c->registries[i];
+  return NULL;
 }
 
 /* ---- resolv.conf ---- */

@@ -47,6 +47,21 @@ typedef struct sbx_conf_open {
   sbx_cidr cidr; /* inside 10/8, 172.16/12, 192.168/16, 100.64/10 or fc00::/7 */
 } sbx_conf_open;
 
+/* A registry sbx.conf says something about: `registry_mirror = HOST MIRROR`
+ * (repeatable, tried in order before HOST for pulls) and `registry_insecure =
+ * HOST` (plain HTTP or unverified TLS allowed for HOST only). HOST is
+ * "NAME[:PORT]" as image references write it. */
+typedef struct sbx_conf_registry {
+  char *host;
+  char **mirrors; /* strv of HOST[:PORT]; NULL when none */
+  bool insecure;
+} sbx_conf_registry;
+
+#define SBX_CONF_REGISTRIES_MAX 64
+#define SBX_CONF_MIRRORS_MAX 8
+#define SBX_CONF_STALL_TIMEOUT_DEFAULT 30 /* seconds, registry_stall_timeout */
+#define SBX_CONF_STALL_TIMEOUT_MAX 3600
+
 typedef struct sbx_conf {
   char *path;          /* the file read, or NULL when none existed (defaults) */
   sbx_cidr pool4;      /* default 10.200.0.0/16; prefix 8..28 */
@@ -64,7 +79,15 @@ typedef struct sbx_conf {
   uint64_t disk;                   /* a sandbox's disk limit when create has no --disk; 0 = none */
   uint64_t image_size_max;         /* the most an import or a build may expand to (its layers' files) */
   uint64_t store_reserve;          /* store operations refuse to start with less free on the store's filesystem */
+  char *unqualified_registry;      /* the registry of a name without one; NULL: "docker.io" */
+  char *registry_certs_dir;        /* HOST[:PORT]/ *.crt CA files; NULL: "/etc/sbx/certs.d" */
+  unsigned registry_stall_timeout; /* seconds without a byte before a transfer is TIMEOUT; 0: the default */
+  sbx_conf_registry *registries;
+  size_t nregistries;
 } sbx_conf;
+
+/* The entry for registry HOST, or NULL. */
+const sbx_conf_registry *sbx_conf_registry_find (const sbx_conf *c, const char *host);
 
 /* PATH NULL: $SBX_CONF if set and not empty, else SBX_CONF_PATH_DEFAULT
  * (symlinks are followed). A missing file gives the defaults (path NULL);
