@@ -45,6 +45,13 @@ sbx_registry_freep (sbx_registry **r)
 }
 #define _cleanup_registry_ __attribute__ ((cleanup (sbx_registry_freep)))
 
+/* GET /v2/ on REGISTRY ("HOST[:PORT]") with CRED (basic auth, or through
+ * the bearer realm the registry names): what `sbx login` checks before it
+ * stores anything. 0 when accepted; PERMISSION_DENIED when not. */
+struct sbx_cred;
+int sbx_registry_ping (const char *root, const sbx_conf *conf, const char *registry, const struct sbx_cred *cred,
+                       sbx_error **err);
+
 /* GET /v2/NAME/manifests/REFERENCE (a tag or a digest), accepting the OCI
  * and Docker v2 schema 2 manifest and index media types. *ret_body is
  * NUL-terminated, at most SBX_REGISTRY_MANIFEST_MAX (RESOURCE_EXHAUSTED past
