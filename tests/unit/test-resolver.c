@@ -471,7 +471,7 @@ test_listen (void)
   struct in_addr v4;
   struct in6_addr v6;
   sbx_error *err = NULL;
-  inet_pton (AF_INET, "192.0.2.53", &v4);
+  inet_pton (AF_INET, "198.51.100.53", &v4);
   inet_pton (AF_INET6, "2001:db8::53", &v6);
   bool ok4 = sbx_resolver_listen (r, AF_INET, &v4, 0, &err) == 0;
   struct pollfd pf[SBX_RESOLVER_POLLFDS_MAX];
@@ -482,12 +482,12 @@ test_listen (void)
   sbx_error_free (err);
   err = NULL;
   tap_ok (ok4 && same && (rc6 == 0 || no6),
-          "listens on addresses not up (192.0.2.53%s), port 0 taking one port for UDP and TCP",
+          "listens on addresses not up (198.51.100.53%s), port 0 taking one port for UDP and TCP",
           rc6 == 0 ? ", 2001:db8::53" : "; no IPv6 here");
   int total = ok4 + (rc6 == 0);
   for (uint32_t a = 54; total <= SBX_RESOLVER_LISTEN_MAX; a++, total++)
     {
-      v4.s_addr = htonl (0xc0000200u | a);
+      v4.s_addr = htonl (0xc6336400u | a);
       if (sbx_resolver_listen (r, AF_INET, &v4, 0, &err) < 0)
         break;
     }
