@@ -3,6 +3,7 @@
  * sandbox's own (layers, environment, working directory) plus that layer. */
 #include "config.h"
 #include "commit.h"
+#include "layer.h"
 #include "build.h"
 #include "client.h"
 #include "image.h"
@@ -82,7 +83,11 @@ sbx_commit (const sbx_store *st, const char *id, const char *tag, sbx_image **re
   img->workdir = xstrdup (sb->opts.cwd ? sb->opts.cwd : sb->image_workdir ? sb->image_workdir : "/");
   img->cmd = src && src->cmd ? strv_dup (src->cmd) : NULL;
   img->user = src && src->user ? xstrdup (src->user) : NULL;
-  img->size = (src ? src->size : 0) + size;
+  /* From the layers themselves: a restored sandbox has no source image,
+   * and its snapshot's layer is below this one. */
+  img->size = size;
+  for (size_t i = 0; sb->layers && sb->layers[i]; i++)
+    img->size += sbx_layer_size (st->root, sb->layers[i]);
   if (sbx_image_store (st, img, err) < 0 || (tag && sbx_tag_set (st, tag, img->id, err) < 0))
     return -1;
   *ret_img = steal_pointer (&img);

@@ -49,6 +49,20 @@ sbx_layer_exists (const char *root, const char *digest)
   return rootfs && lstat (rootfs, &st) == 0 && S_ISDIR (st.st_mode);
 }
 
+uint64_t
+sbx_layer_size (const char *root, const char *digest)
+{
+  _cleanup_free_ char *dir = sbx_layer_dir (root, digest);
+  _cleanup_free_ char *p = dir ? xasprintf ("%s/" SIZE_FILE, dir) : NULL;
+  _cleanup_close_ int fd = p ? open (p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
+  char buf[32];
+  ssize_t n = fd >= 0 ? read_all (fd, buf, sizeof buf - 1) : -1;
+  if (n <= 0)
+    return 0;
+  buf[n] = '\0';
+  return strtoull (buf, NULL, 10);
+}
+
 /* ---- the store's directories ---- */
 
 static int

@@ -106,6 +106,9 @@ int sbx_layer_make_busybox (const char *root, char **ret_digest, uint64_t *ret_s
 char *sbx_layer_dir (const char *root, const char *digest);
 char *sbx_layer_rootfs (const char *root, const char *digest);
 bool sbx_layer_exists (const char *root, const char *digest);
+/* The size recorded for layer DIGEST (the sum of its regular files, as
+ * sbx_layer_import_tar's *ret_size); 0 when it has no record. */
+uint64_t sbx_layer_size (const char *root, const char *digest);
 
 /* Records that a tar with digest ALIAS holds exactly the files of layer
  * DIGEST (export wrote it from them): an import of that tar finds DIGEST.

@@ -73,6 +73,14 @@ lines_of () {
   c=$(sbx restore "$snap2")
   expect_eq "$(sbx exec "$c" -- cat /root/a /root/f)" "only-a
 before" "second-generation files"
+  # A restored sandbox commits: its image counts every layer below it (it has
+  # no source image of its own) and starts.
+  local img base
+  img=$(sbx commit "$c")
+  base=$(sbx --json images | jpipe '[i["size"] for i in d if "busybox" in i["tags"]][0]')
+  expect_eq "$(sbx --json images | jpipe '[i["size"] >= '"$base"' for i in d if i["id"] == "'"$img"'"][0]')" true \
+    "a restored sandbox's commit is at least its base's size"
+  expect_eq "$(sbx run --rm --image "$img" -- cat /root/a)" "only-a" "the commit of a restored sandbox runs"
   sbx terminate --rm "$b" "$c" >/dev/null
   sbx rm "$id" "$a" >/dev/null
   run --separate-stderr sbx rmsnap "$snap" "$snap2"
