@@ -184,5 +184,7 @@ mon_net_finish (struct mon *m, sbx_error **err)
                                            sb->net_gateway6 ? "nameserver " : "",
                                            sb->net_gateway6 ? sb->net_gateway6 : "", sb->net_gateway6 ? "\n" : "");
   _cleanup_free_ char *rpath = xasprintf ("%s/resolv.conf", m->dir);
-  return write_file_atomic (rpath, resolv, strlen (resolv), 0644, err);
+  /* Rewritten at every start, so not synced (a disk flush on the create's
+   * critical path). */
+  return write_file_replace (rpath, resolv, strlen (resolv), 0644, err);
 }

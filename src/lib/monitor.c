@@ -207,11 +207,14 @@ mon_begin_shutdown (struct mon *m, sbx_state final, const char *reason)
   m->end_state = final;
   m->end_reason = reason;
   m->shutdown_deadline = now_ms_monotonic () + SHUTDOWN_GRACE_MS;
+  /* The counters while everything still runs; then the agent is told at
+   * once, and the record and the log are written while gVisor or runc
+   * stops the sandbox, off its critical path (~0.3-2 ms). */
   sample_limits (m);
+  mon_to_agent (m, SBX_MSG_SHUTDOWN, 0, NULL, 0);
   m->sb->state = SBX_STATE_TERMINATING;
   mon_save_state (m);
   mon_log (m, "terminating: %s", reason);
-  mon_to_agent (m, SBX_MSG_SHUTDOWN, 0, NULL, 0);
 }
 
 /* --- the agent ------------------------------------------------------- */
