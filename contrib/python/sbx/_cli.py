@@ -61,6 +61,16 @@ def _error_from(rc: int, stdout: bytes, stderr: bytes, doc: Any) -> SbxError:
     if err is not None:
         return err
     text = (stderr or stdout).decode("utf-8", "replace").strip()
+    if text.startswith("sbx: "):
+        text = text[5:]
+    if rc == 127:  # the command to start is not in the sandbox (as a shell says it)
+        from .errors import NotFoundError
+
+        return NotFoundError(text)
+    if rc == 126:
+        from .errors import PermissionDeniedError
+
+        return PermissionDeniedError(text)
     return InternalError(f"sbx exited with status {rc}: {text}")
 
 
