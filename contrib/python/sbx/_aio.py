@@ -28,10 +28,7 @@ class Aio:
         attr = getattr(self._target, name)
         if callable(attr) and not isinstance(attr, type):
             return _awaitable(attr)
-        sub = getattr(type(attr), "aio", None)
-        if isinstance(sub, AioDescriptor):
-            return Aio(attr)
-        return attr
+        return Aio(attr) if _has_aio(attr) else attr
 
     def __aiter__(self) -> "Aio":
         it = iter(self._target)
@@ -41,12 +38,18 @@ class Aio:
         import asyncio
 
         r = await asyncio.to_thread(self._target.__enter__)
-        return Aio(r) if r is not None and isinstance(getattr(type(r), "aio", None), AioDescriptor) else r
+        return Aio(r) if _has_aio(r) else r
 
     async def __aexit__(self, *exc: Any) -> Optional[bool]:
         import asyncio
 
         return await asyncio.to_thread(self._target.__exit__, *exc)
+
+
+def _has_aio(obj: Any) -> bool:
+    """Whether OBJ is an SDK object (its class has an ``aio`` descriptor)."""
+    return not isinstance(obj, type) and any(isinstance(k.__dict__.get("aio"), AioDescriptor)
+                                             for k in type(obj).__mro__)
 
 
 class _AsyncIter:

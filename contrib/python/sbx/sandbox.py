@@ -328,7 +328,7 @@ class SandboxInstance:
             doc = json.loads(out) if out.strip() else None
         except ValueError:
             pass
-        if p.returncode != 0 or not isinstance(doc, dict) or "error" in doc:
+        if p.returncode != 0 or not isinstance(doc, dict) or isinstance(doc.get("error"), dict):
             raise _cli._error_from(p.returncode, out, err, doc)
         self._id = str(doc["id"])
         self._info = doc
