@@ -452,7 +452,7 @@ class SandboxInstance:
         if interactive:
             args.append("--interactive")
         p = _cli.popen([*args, self.id, "--", *cmd], stdin=subprocess.PIPE if interactive else subprocess.DEVNULL,
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0 if stream else -1)
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         return Process(self, cmd, p, stream, stdin)
 
     def list_processes(self) -> list[dict[str, Any]]:
