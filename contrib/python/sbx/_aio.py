@@ -30,7 +30,7 @@ class Aio:
             return _awaitable(attr)
         return Aio(attr) if _has_aio(attr) else attr
 
-    def __aiter__(self) -> "Aio":
+    def __aiter__(self) -> Aio:
         it = iter(self._target)
         return _AsyncIter(it)  # type: ignore[return-value]
 
@@ -56,7 +56,7 @@ class _AsyncIter:
     def __init__(self, it: Any) -> None:
         self._it = it
 
-    def __aiter__(self) -> "_AsyncIter":
+    def __aiter__(self) -> _AsyncIter:
         return self
 
     async def __anext__(self) -> Any:

@@ -116,7 +116,7 @@ def run_raw(args: Sequence[str], input: Optional[bytes] = None) -> bytes:
     return p.stdout
 
 
-def popen(args: Sequence[str], json: bool = False, **kw: Any) -> "subprocess.Popen[bytes]":
+def popen(args: Sequence[str], json: bool = False, **kw: Any) -> subprocess.Popen[bytes]:
     """Start ``sbx ARGS`` as a child process (subprocess.Popen keyword arguments in KW)."""
     import subprocess
 

@@ -60,21 +60,21 @@ class Image:
 
     # -- existing images ------------------------------------------------------------------------
     @classmethod
-    def from_id(cls, image_id: str) -> "Image":
+    def from_id(cls, image_id: str) -> Image:
         """An image of the store by id (``sha256:...``) or tag, as ``sbx images`` lists it."""
         img = cls()
         img._ref = str(image_id)
         return img
 
     @classmethod
-    def from_registry(cls, ref: str) -> "Image":
+    def from_registry(cls, ref: str) -> Image:
         """An image of a registry (``docker.io/library/python:3.12-slim``), pulled as ``sbx create --image`` does."""
         img = cls()
         img._ref = str(ref)
         return img
 
     # -- steps ----------------------------------------------------------------------------------
-    def _with(self, step: Optional[dict[str, Any]] = None) -> "Image":
+    def _with(self, step: Optional[dict[str, Any]] = None) -> Image:
         img = Image.__new__(type(self))
         img.__dict__.update(self.__dict__)
         img._steps = list(self._steps) + ([step] if step else [])
@@ -84,7 +84,7 @@ class Image:
             img._base, img._ref = self._ref, None
         return img
 
-    def run_commands(self, *commands: Union[str, Sequence[str]]) -> "Image":
+    def run_commands(self, *commands: Union[str, Sequence[str]]) -> Image:
         """Add a step running shell COMMANDS one after the other (``/bin/sh -c`` each)."""
         cmds: list[str] = []
         for c in commands:
@@ -93,36 +93,36 @@ class Image:
             raise InvalidArgumentError("run_commands: no command")
         return self._with({"run": cmds})
 
-    def apt_install(self, *packages: str) -> "Image":
+    def apt_install(self, *packages: str) -> Image:
         """Add a step installing Debian PACKAGES."""
         return self._with({"apt_packages": list(packages)})
 
-    def pip_install(self, *packages: str) -> "Image":
+    def pip_install(self, *packages: str) -> Image:
         """Add a step installing Python PACKAGES with pip."""
         return self._with({"python_packages": list(packages)})
 
-    def env(self, variables: Mapping[str, str]) -> "Image":
+    def env(self, variables: Mapping[str, str]) -> Image:
         """Set environment VARIABLES for later steps and for sandboxes of the image."""
         return self._with({"env": {str(k): str(v) for k, v in variables.items()}})
 
-    def workdir(self, path: str) -> "Image":
+    def workdir(self, path: str) -> Image:
         """Set the working directory for later steps and for sandboxes of the image."""
         return self._with({"workdir": str(path)})
 
-    def with_docker(self) -> "Image":
+    def with_docker(self) -> Image:
         """Add a step installing Debian's docker.io (engine and client; nothing is started)."""
         return self._with({"with_docker": True})
 
     def copy_local_file(self, local_path: Union[str, "os.PathLike[str]"], remote_path: str,
-                        mode: Optional[str] = None) -> "Image":
+                        mode: Optional[str] = None) -> Image:
         """Copy the host file LOCAL_PATH to REMOTE_PATH in the image (a path ending in ``/`` is a directory)."""
         return self._copy(local_path, remote_path, mode, want_dir=False)
 
-    def copy_local_dir(self, local_path: Union[str, "os.PathLike[str]"], remote_path: str) -> "Image":
+    def copy_local_dir(self, local_path: Union[str, "os.PathLike[str]"], remote_path: str) -> Image:
         """Copy what the host directory LOCAL_PATH holds into the directory REMOTE_PATH of the image."""
         return self._copy(local_path, remote_path, None, want_dir=True)
 
-    def _copy(self, local: Union[str, "os.PathLike[str]"], remote: str, mode: Optional[str], want_dir: bool) -> "Image":
+    def _copy(self, local: Union[str, "os.PathLike[str]"], remote: str, mode: Optional[str], want_dir: bool) -> Image:
         local = os.path.abspath(os.fspath(local))
         if want_dir != os.path.isdir(local) or not os.path.lexists(local):
             kind = "directory" if want_dir else "file"

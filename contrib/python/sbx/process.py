@@ -11,7 +11,6 @@ from ._aio import AioDescriptor
 from .errors import InvalidArgumentError, TimeoutError
 if TYPE_CHECKING:  # pragma: no cover
     import subprocess
-    import threading
 
     from .sandbox import SandboxInstance
 
@@ -52,7 +51,7 @@ class Result:
         return f"Result(exit_code={self.exit_code!r}, stdout={self.stdout!r}, stderr={self.stderr!r})"
 
     @classmethod
-    def _from_json(cls, doc: Mapping[str, Any]) -> "Result":
+    def _from_json(cls, doc: Mapping[str, Any]) -> Result:
         return cls(int(doc.get("exit_code") or 0), str(doc.get("stdout") or ""), str(doc.get("stderr") or ""))
 
 
@@ -221,7 +220,7 @@ class Process:
         self._started = time.time()
         self._pid: Optional[int] = None
         self._returncode: Optional[int] = None
-        self._threads: list["threading.Thread"] = []
+        self._threads: list[threading.Thread] = []
         self._stderr = _BufferStream()
         self.stdin: Optional[BinaryIO] = None
         assert popen.stderr is not None and popen.stdout is not None

@@ -88,10 +88,9 @@ class _hybrid:
         self.__name__ = fn.__name__
 
     def __get__(self, obj: Any, cls: Any = None) -> Callable[..., Any]:
-        import functools
+        import types
 
-        target = obj if obj is not None else cls
-        return functools.wraps(self.fn)(functools.partial(self.fn, target))
+        return types.MethodType(self.fn, obj if obj is not None else cls)
 
 
 class Tunnel(str):
@@ -101,7 +100,7 @@ class Tunnel(str):
     url: str
     public: bool
 
-    def __new__(cls, url: str, port: int, public: bool = False) -> "Tunnel":
+    def __new__(cls, url: str, port: int, public: bool = False) -> Tunnel:
         t = super().__new__(cls, url)
         t.url = url
         t.port = int(port)
@@ -219,7 +218,7 @@ class Sandbox:
         return str(img)
 
     @_hybrid
-    def create(target: Any, image: Union[str, Image, None] = None, **options: Any) -> "SandboxInstance":
+    def create(target: Any, image: Union[str, Image, None] = None, **options: Any) -> SandboxInstance:
         """Create the sandbox and return its :class:`SandboxInstance`.
 
         On a spec, ``spec.create()`` uses the spec's options (IMAGE and
@@ -236,7 +235,7 @@ class Sandbox:
             spec = target
         return spec._create()
 
-    def _create(self) -> "SandboxInstance":
+    def _create(self) -> SandboxInstance:
         import subprocess
 
         args = ["create", *self._create_args(self._image_id())]
@@ -248,26 +247,26 @@ class Sandbox:
         return SandboxInstance(str(doc["id"]), self, info=doc)
 
     @_hybrid
-    def connect(target: Any, sandbox_id: str) -> "SandboxInstance":
+    def connect(target: Any, sandbox_id: str) -> SandboxInstance:
         """The handle of an existing sandbox SANDBOX_ID (an id or a name), made by any process."""
         doc = _cli.run_json(["status", str(sandbox_id)])
         spec = target if isinstance(target, Sandbox) else None
         return SandboxInstance(str(doc["id"]), spec, info=doc)
 
     @_hybrid
-    def from_id(target: Any, sandbox_id: str) -> "SandboxInstance":
+    def from_id(target: Any, sandbox_id: str) -> SandboxInstance:
         """The same as :meth:`connect`."""
         return Sandbox.connect(sandbox_id)
 
     @_hybrid
-    def create_from_memory_snapshot(target: Any, snapshot_id: str) -> "SandboxInstance":
+    def create_from_memory_snapshot(target: Any, snapshot_id: str) -> SandboxInstance:
         """Start a new sandbox from the memory snapshot SNAPSHOT_ID (from :meth:`SandboxInstance.snapshot_memory`)."""
         ids = _cli.run_json(["restore", str(snapshot_id)])
         spec = target if isinstance(target, Sandbox) else None
         return SandboxInstance(str(ids[0]), spec)
 
     @_hybrid
-    def list(target: Any) -> "list[SandboxInstance]":
+    def list(target: Any) -> list[SandboxInstance]:
         """Every sandbox of the store (``sbx ls``), as handles (``.info()`` holds what ``sbx ls --json`` says)."""
         return [SandboxInstance(str(d["id"]), None, info=d) for d in _cli.run_json(["ls"]) or []]
 
@@ -337,7 +336,7 @@ class SandboxInstance:
     def __repr__(self) -> str:
         return f"<sbx.SandboxInstance {self._id or '(creating)'}>"
 
-    def __enter__(self) -> "SandboxInstance":
+    def __enter__(self) -> SandboxInstance:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -549,7 +548,7 @@ class App:
         self.name: str = name
 
     @classmethod
-    def lookup(cls, name: str, create_if_missing: bool = True) -> "App":
+    def lookup(cls, name: str, create_if_missing: bool = True) -> App:
         """The app NAME (sbx keeps no apps, so this is ``App(name)``)."""
         return cls(name)
 
