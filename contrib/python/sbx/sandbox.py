@@ -8,7 +8,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 from . import _cli
 from ._aio import AioDescriptor
-from .errors import (InvalidArgumentError, SandboxFailedError, SandboxNotRunningError, SandboxTerminatedError,
+from .errors import (InvalidArgumentError, NotFoundError, SandboxFailedError, SandboxNotRunningError, SandboxTerminatedError,
                      TimeoutError)
 from .fs import FileSystem, Page
 from .image import Image
@@ -340,7 +340,10 @@ class SandboxInstance:
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self.terminate()
+        try:
+            self.terminate()
+        except NotFoundError:  # removed meanwhile (terminate(remove=True), sbx rm)
+            pass
 
     # -- state ------------------------------------------------------------------------------------
     def info(self) -> dict[str, Any]:
@@ -477,6 +480,16 @@ class SandboxInstance:
         return self.fs.ls(path, limit=limit, cursor=cursor)
 
     # -- network ----------------------------------------------------------------------------------
+    @staticmethod
+    def token() -> str:
+        """The host's token for exposed ports (``ROOT/token``, readable by root): send it as
+        ``Authorization: Bearer <token>`` to a URL of a sandbox made without ``authorized=False``."""
+        import os
+
+        root = os.environ.get("SBX_ROOT") or "/var/lib/sbx"
+        with open(os.path.join(root, "token")) as f:
+            return f.read().strip()
+
     def expose_port(self, port: int) -> str:
         """Publish PORT as a URL on the host and return it (it needs ``Authorization: Bearer <ROOT/token>`` unless
         the sandbox was made with ``authorized=False``)."""
