@@ -124,16 +124,18 @@ class _PipeStream(OutputStream):
         return b"".join(self._chunks())
 
     def lines(self) -> Iterator[bytes]:
-        while True:
+        while not self._f.closed:
             line = self._f.readline()
             if not line:
+                self._f.close()  # end of output
                 return
             yield line
 
     def _chunks(self) -> Iterator[bytes]:
-        while True:
+        while not self._f.closed:
             b = self._f.read1(1 << 20)  # type: ignore[attr-defined]
             if not b:
+                self._f.close()
                 return
             yield b
 
@@ -288,6 +290,10 @@ class Process:
             raise TimeoutError(f"process {' '.join(self.args)!r} still running after {timeout} s") from None
         for t in self._threads:
             t.join()
+        for f in (self._popen.stdin, self._popen.stderr,
+                  None if isinstance(self.stdout, _PipeStream) else self._popen.stdout):
+            if f is not None and not f.closed:
+                f.close()
         _cli.check_status(rc, self._stderr._tail())
         self._returncode = rc
         return rc
