@@ -48,14 +48,19 @@ def _cpu(v: Union[int, float, str]) -> str:
 
         m = re.match(_MILLI, v.strip())
         if m:
-            return repr(int(m.group(1)) / 1000)
+            return _cores(int(m.group(1)) / 1000)
         try:
             v = float(v)
         except ValueError:
             raise InvalidArgumentError(f"cpu: {v!r} is not cores (1.5) or millicores (\"500m\")") from None
     if float(v) < 0:
         raise InvalidArgumentError(f"cpu: {v!r} is negative")
-    return repr(float(v))
+    return _cores(float(v))
+
+
+def _cores(v: float) -> str:
+    """Cores to millicore precision, as sbx create --cpu takes them: 0.5, 1, 1.25."""
+    return f"{v:.3f}".rstrip("0").rstrip(".")
 
 
 def _memory(v: Union[int, str]) -> str:
