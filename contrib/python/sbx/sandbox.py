@@ -238,7 +238,8 @@ class Sandbox:
             spec = type(target)(image if image is not None else target.image, **merged)
         else:
             spec = target
-        return spec._create()
+        instance: SandboxInstance = spec._create()
+        return instance
 
     def _create(self) -> SandboxInstance:
         import subprocess
@@ -261,7 +262,8 @@ class Sandbox:
     @_hybrid
     def from_id(target: Any, sandbox_id: str) -> SandboxInstance:
         """The same as :meth:`connect`."""
-        return Sandbox.connect(sandbox_id)
+        instance: SandboxInstance = Sandbox.connect(sandbox_id)
+        return instance
 
     @_hybrid
     def create_from_memory_snapshot(target: Any, snapshot_id: str) -> SandboxInstance:
@@ -432,7 +434,7 @@ class SandboxInstance:
         doc = _cli.run_json([*args, self.id, "--", "/bin/sh", "-c", command], ok_codes=None)
         return Result._from_json(doc)
 
-    def exec(self, *cmd: str, stdin: Optional[bytes] = None, stream: bool = False,
+    def exec(self, *cmd: str, stdin: Union[bytes, str, None] = None, stream: bool = False,
              env: Optional[Mapping[str, str]] = None, workdir: Optional[str] = None, tty: bool = False,
              timeout: Optional[float] = None) -> Process:
         """Start CMD (an argument vector) in the sandbox, attached to this program; return its :class:`Process`.
@@ -447,6 +449,8 @@ class SandboxInstance:
 
         if not cmd:
             raise InvalidArgumentError("exec: no command")
+        if isinstance(stdin, str):
+            stdin = stdin.encode()
         if stream and stdin is not None:
             raise InvalidArgumentError("exec: stdin= and stream=True: write to proc.stdin instead")
         args = ["exec", *_env_args(env)]
