@@ -30,6 +30,7 @@ FUTURE_OPTIONS: dict[str, str] = {
     "command": "--command",
     "namespace": "--namespace",
     "priority": "--priority",
+    "pull": "--pull",
 }
 
 _KNOWN = {"image", "cpu", "memory", "runtime", "block_network", "allow_list", "ports", "authorized",
@@ -137,7 +138,8 @@ class Sandbox:
     (False: return while the sandbox is still being created). Options that
     sbx does not have yet (``secrets``, ``allow_secrets``, ``volumes``,
     ``gpu``, ``docker_enabled``, ``sync_local_dir``, ``command``,
-    ``namespace``, ``priority``) raise :class:`InvalidArgumentError` naming
+    ``namespace``, ``priority``, and ``pull``, the registry policy
+    ``"missing"``/``"always"``/``"never"``) raise :class:`InvalidArgumentError` naming
     them, unless ``sbx create --help`` lists them. ``workspace_token=False``
     is accepted; ``True`` is refused (sbx passes no host credential into a
     sandbox: use ``secrets`` when sbx has them).
@@ -205,7 +207,7 @@ class Sandbox:
                 continue
             if v is True:
                 a.append(opt)
-            elif isinstance(v, Mapping):
+            elif isinstance(v, dict):
                 a += [x for kv in v.items() for x in (opt, f"{kv[0]}={kv[1]}" if k != "volumes" else
                                                        f"{kv[0]}:{kv[1]}")]
             elif isinstance(v, (list, tuple)):
