@@ -33,7 +33,11 @@ FUTURE_OPTIONS: dict[str, str] = {
     "pull": "--pull",
 }
 
-_KNOWN = {"image", "cpu", "memory", "runtime", "block_network", "allow_list", "ports", "authorized",
+#: The directory every sandbox the SDK creates has (made when missing), as hosted sandboxes have one;
+#: ``workspace=None`` leaves the image as it is.
+WORKSPACE = "/workspace"
+
+_KNOWN = {"workspace", "image", "cpu", "memory", "runtime", "block_network", "allow_list", "ports", "authorized",
           "keep_warm_seconds", "timeout", "env", "name", "wait", "workdir", "workspace_token", "pids", "disk",
           "on_idle"}
 
@@ -135,7 +139,9 @@ class Sandbox:
     at create), ``authorized`` (False: exposed ports need no token, sbx's
     ``--public``), ``keep_warm_seconds``, ``timeout`` (hard lifetime, s),
     ``env``, ``name``, ``workdir``, ``pids``, ``disk``, ``on_idle``, ``wait``
-    (False: return while the sandbox is still being created). Options that
+    (False: return while the sandbox is still being created), ``workspace``
+    (a directory made in the sandbox after create, when missing, default
+    ``/workspace`` as hosted sandboxes have; None: none). Options that
     sbx does not have yet (``secrets``, ``allow_secrets``, ``volumes``,
     ``gpu``, ``docker_enabled``, ``sync_local_dir``, ``command``,
     ``namespace``, ``priority``, and ``pull``, the registry policy
@@ -252,7 +258,9 @@ class Sandbox:
                            stderr=subprocess.PIPE)
             return SandboxInstance(None, self, pending=p)
         doc = _cli.run_json(args)
-        return SandboxInstance(str(doc["id"]), self, info=doc)
+        instance = SandboxInstance(str(doc["id"]), self, info=doc)
+        instance._make_workspace()
+        return instance
 
     @_hybrid
     def connect(target: Any, sandbox_id: str) -> SandboxInstance:
@@ -341,6 +349,16 @@ class SandboxInstance:
         self._id = str(doc["id"])
         self._info = doc
         self._pending = None
+        self._make_workspace()
+
+    def _make_workspace(self) -> None:
+        ws = self.spec.options.get("workspace", WORKSPACE) if self.spec is not None else None
+        if ws and self._id is not None:
+            try:
+                self.fs.create_directory(str(ws))
+            except Exception:
+                self.terminate(remove=True)
+                raise
 
     def __repr__(self) -> str:
         return f"<sbx.SandboxInstance {self._id or '(creating)'}>"
