@@ -22,7 +22,8 @@
 #    /etc/hosts) on ports 80 and 443: no DNS, nothing else.
 # 3. Copies a clean `git archive REF` (default HEAD) in, runs the README's
 #    first command verbatim (the first ```sh block of README.md, read from
-#    REF), then a smoke test: `sbx run` under runsc and under runc, `man sbx`
+#    REF), then a smoke test: `sbx run` under runsc and under runc, `import sbx`
+#    in python3 (a runc sandbox from Python), `man sbx`
 #    renders, and bash completion loads for sbx in a fresh `bash -i`.
 #
 # Each phase is printed with its time; the commands' output goes to a log
@@ -492,6 +493,12 @@ stage2() {
 
   phase "smoke: sbx run --runtime runc -- echo ok"
   out sbx run --runtime runc -- echo ok </dev/null
+  [ "$(cat /tmp/trial/out)" = ok ]
+
+  phase "smoke: the Python package (python3 -c 'import sbx', a runc sandbox)"
+  out python3 -c 'import sbx
+with sbx.Sandbox.create("busybox", runtime="runc") as sb:
+    print(sb.run("echo ok").stdout, end="")' </dev/null
   [ "$(cat /tmp/trial/out)" = ok ]
 
   phase "smoke: man sbx"
