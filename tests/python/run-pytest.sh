@@ -5,6 +5,8 @@
 # build (SBX_BIN, SBX_INIT, SBX_SRCDIR from AM_TESTS_ENVIRONMENT) and the
 # SDK in contrib/python. A missing python3 or pytest is a SKIP, a failure
 # under SBX_TEST_STRICT=1. Extra arguments go to pytest (-k EXPR, a file).
+# SBX_TEST_DEBIAN=1 adds issue 19's examples A and B, which build Debian
+# images from the mirror (test_examples_debian.py: ten minutes or more).
 set -u
 : "${SBX_SRCDIR:=$(cd "$(dirname "$0")/../.." && pwd)}"
 export SBX_SRCDIR

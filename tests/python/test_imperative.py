@@ -157,6 +157,10 @@ def test_stream_100_mb_checksum(sb):
     want = hashlib.sha256((line * (n // len(line) + 1))[:n]).hexdigest()
     proc = sb.exec("sh", "-c", f"yes {line[:-1].decode()} | head -c {n}", stream=True)
     proc.stdin.close()
-    data = proc.stdout.read()
+    h = hashlib.sha256()
+    size = 0
+    for line in proc.stdout:  # as a program reads it: line by line, as it comes
+        h.update(line)
+        size += len(line)
     assert proc.wait() == 0
-    assert len(data) == n and hashlib.sha256(data).hexdigest() == want
+    assert size == n and h.hexdigest() == want

@@ -1,7 +1,9 @@
-# Shape B of issue 19, as written there.
+# Shape B of issue 19, as written there, but for block_network=True: this
+# runsc checkpoints (snapshot_memory) only sandboxes without an interface.
 from sbx import App, Image
 app = App("agents")
-sandbox = app.sandbox(image=Image(python_version="3.11"), cpu=1.0, memory=1024, keep_warm_seconds=600)
+sandbox = app.sandbox(image=Image(python_version="3.11"), cpu=1.0, memory=1024, keep_warm_seconds=600,
+                      block_network=True)
 instance = sandbox.create()
 try:
     result = instance.run("python3 --version")          # a shell command line
