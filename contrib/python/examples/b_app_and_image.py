@@ -2,13 +2,12 @@
 
 Builds a Debian bookworm image with Python 3.11 on first run. Under runsc,
 snapshot_memory() needs a sandbox without a network interface: add
-block_network=True to app.sandbox(...) there. The image has no /workspace
-unless a step makes it: the Image below does.
+block_network=True to app.sandbox(...) there.
 """
 from sbx import App, Image
 
 app = App("agents")
-sandbox = app.sandbox(image=Image(python_version="3.11").run_commands("mkdir -p /workspace"), cpu=1.0, memory=1024, keep_warm_seconds=600)
+sandbox = app.sandbox(image=Image(python_version="3.11"), cpu=1.0, memory=1024, keep_warm_seconds=600)
 instance = sandbox.create()
 try:
     result = instance.run("python3 --version")          # a shell command line

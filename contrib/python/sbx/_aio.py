@@ -63,7 +63,7 @@ class _AsyncIter:
         import asyncio
 
         sentinel = object()
-        v = await asyncio.to_thread(next, self._it, sentinel)
+        v = await asyncio.to_thread(lambda: next(self._it, sentinel))
         if v is sentinel:
             raise StopAsyncIteration
         return v

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
-    from typing import Any, BinaryIO, Iterator, Mapping, Optional, Sequence, Union
+    from typing import IO, Any, BinaryIO, Iterator, Mapping, Optional, Sequence, Union
 
 from . import _cli
 from ._aio import AioDescriptor
@@ -187,7 +187,7 @@ class _BufferStream(OutputStream):
             yield part
 
 
-def _grow_pipe(f: BinaryIO) -> None:
+def _grow_pipe(f: IO[bytes]) -> None:
     """Make the pipe F 1 MiB (Linux F_SETPIPE_SZ): fewer wake-ups for large outputs; best effort."""
     try:
         import fcntl
@@ -357,7 +357,7 @@ class _LogStream(OutputStream):
         self._pid = pid
         self._which = which  # "stdout", "stderr" or "both"
 
-    def read(self, follow: bool = True) -> bytes:  # type: ignore[override]
+    def read(self, follow: bool = True) -> bytes:
         """Return the output: all of it up to the process's end (FOLLOW), or only what is kept now."""
         if follow:
             return super().read()

@@ -30,9 +30,14 @@ FUTURE_OPTIONS: dict[str, str] = {
     "command": "--command",
     "namespace": "--namespace",
     "priority": "--priority",
+    "pull": "--pull",
 }
 
-_KNOWN = {"image", "cpu", "memory", "runtime", "block_network", "allow_list", "ports", "authorized",
+#: The directory every sandbox the SDK creates has (made when missing), as hosted sandboxes have one;
+#: ``workspace=None`` leaves the image as it is.
+WORKSPACE = "/workspace"
+
+_KNOWN = {"workspace", "image", "cpu", "memory", "runtime", "block_network", "allow_list", "ports", "authorized",
           "keep_warm_seconds", "timeout", "env", "name", "wait", "workdir", "workspace_token", "pids", "disk",
           "on_idle"}
 
@@ -134,10 +139,13 @@ class Sandbox:
     at create), ``authorized`` (False: exposed ports need no token, sbx's
     ``--public``), ``keep_warm_seconds``, ``timeout`` (hard lifetime, s),
     ``env``, ``name``, ``workdir``, ``pids``, ``disk``, ``on_idle``, ``wait``
-    (False: return while the sandbox is still being created). Options that
+    (False: return while the sandbox is still being created), ``workspace``
+    (a directory made in the sandbox after create, when missing, default
+    ``/workspace`` as hosted sandboxes have; None: none). Options that
     sbx does not have yet (``secrets``, ``allow_secrets``, ``volumes``,
     ``gpu``, ``docker_enabled``, ``sync_local_dir``, ``command``,
-    ``namespace``, ``priority``) raise :class:`InvalidArgumentError` naming
+    ``namespace``, ``priority``, and ``pull``, the registry policy
+    ``"missing"``/``"always"``/``"never"``) raise :class:`InvalidArgumentError` naming
     them, unless ``sbx create --help`` lists them. ``workspace_token=False``
     is accepted; ``True`` is refused (sbx passes no host credential into a
     sandbox: use ``secrets`` when sbx has them).
@@ -205,7 +213,7 @@ class Sandbox:
                 continue
             if v is True:
                 a.append(opt)
-            elif isinstance(v, Mapping):
+            elif isinstance(v, dict):
                 a += [x for kv in v.items() for x in (opt, f"{kv[0]}={kv[1]}" if k != "volumes" else
                                                        f"{kv[0]}:{kv[1]}")]
             elif isinstance(v, (list, tuple)):
@@ -238,7 +246,8 @@ class Sandbox:
             spec = type(target)(image if image is not None else target.image, **merged)
         else:
             spec = target
-        return spec._create()
+        instance: SandboxInstance = spec._create()
+        return instance
 
     def _create(self) -> SandboxInstance:
         import subprocess
@@ -249,7 +258,9 @@ class Sandbox:
                            stderr=subprocess.PIPE)
             return SandboxInstance(None, self, pending=p)
         doc = _cli.run_json(args)
-        return SandboxInstance(str(doc["id"]), self, info=doc)
+        instance = SandboxInstance(str(doc["id"]), self, info=doc)
+        instance._make_workspace()
+        return instance
 
     @_hybrid
     def connect(target: Any, sandbox_id: str) -> SandboxInstance:
@@ -261,7 +272,8 @@ class Sandbox:
     @_hybrid
     def from_id(target: Any, sandbox_id: str) -> SandboxInstance:
         """The same as :meth:`connect`."""
-        return Sandbox.connect(sandbox_id)
+        instance: SandboxInstance = Sandbox.connect(sandbox_id)
+        return instance
 
     @_hybrid
     def create_from_memory_snapshot(target: Any, snapshot_id: str) -> SandboxInstance:
@@ -337,6 +349,16 @@ class SandboxInstance:
         self._id = str(doc["id"])
         self._info = doc
         self._pending = None
+        self._make_workspace()
+
+    def _make_workspace(self) -> None:
+        ws = self.spec.options.get("workspace", WORKSPACE) if self.spec is not None else None
+        if ws and self._id is not None:
+            try:
+                self.fs.create_directory(str(ws))
+            except Exception:
+                self.terminate(remove=True)
+                raise
 
     def __repr__(self) -> str:
         return f"<sbx.SandboxInstance {self._id or '(creating)'}>"
@@ -432,7 +454,7 @@ class SandboxInstance:
         doc = _cli.run_json([*args, self.id, "--", "/bin/sh", "-c", command], ok_codes=None)
         return Result._from_json(doc)
 
-    def exec(self, *cmd: str, stdin: Optional[bytes] = None, stream: bool = False,
+    def exec(self, *cmd: str, stdin: Union[bytes, str, None] = None, stream: bool = False,
              env: Optional[Mapping[str, str]] = None, workdir: Optional[str] = None, tty: bool = False,
              timeout: Optional[float] = None) -> Process:
         """Start CMD (an argument vector) in the sandbox, attached to this program; return its :class:`Process`.
@@ -447,6 +469,8 @@ class SandboxInstance:
 
         if not cmd:
             raise InvalidArgumentError("exec: no command")
+        if isinstance(stdin, str):
+            stdin = stdin.encode()
         if stream and stdin is not None:
             raise InvalidArgumentError("exec: stdin= and stream=True: write to proc.stdin instead")
         args = ["exec", *_env_args(env)]
