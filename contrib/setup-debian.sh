@@ -12,7 +12,7 @@ apt-get install -y -q --no-install-recommends \
   ca-certificates build-essential autoconf automake pkg-config \
   libseccomp-dev libcap-dev libarchive-dev libyajl-dev libnftnl-dev libmnl-dev \
   busybox-static runc runsc nftables iproute2 procps \
-  bats python3 python3-pip go-md2man \
+  bats python3 python3-pip python3-pytest go-md2man \
   podman bubblewrap uidmap debootstrap \
   curl man-db bash-completion zsh fish e2fsprogs util-linux \
   clang clang-format libclang-rt-dev libcap2-bin

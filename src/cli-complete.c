@@ -73,6 +73,7 @@ static const command_operands operand_table[] = {
   { "rmsnap", { { "snapshot", "@snapshot" } }, .repeat = true },
   { "net", { SANDBOX } },
   { "expose", { SANDBOX, { "port in the sandbox", NULL } } },
+  { "unexpose", { SANDBOX, { "exposed port", NULL } } },
   { "urls", { SANDBOX } },
   { "ttl", { SANDBOX, { "seconds", NULL } } },
   { "stats", { SANDBOX }, .optional = true },

@@ -1,4 +1,5 @@
-/* A running sandbox's network: net (egress), expose and urls (ports). */
+/* A running sandbox's network: net (egress), expose, unexpose and urls
+ * (ports). */
 #include "config.h"
 #include "cli.h"
 #include "commands.h"
@@ -112,6 +113,35 @@ cmd_expose (sbx_cli *cli, int argc, char **argv, sbx_error **err)
     }
   else
     printf ("%s\n", url);
+  return 0;
+}
+
+int
+cmd_unexpose (sbx_cli *cli, int argc, char **argv, sbx_error **err)
+{
+  int first, r = cli_simple_parse (cli, "unexpose", argc, argv, 2, 2, &first, NULL, NULL, err);
+  if (r != 0)
+    return r < 0 ? -1 : 0;
+  int64_t port;
+  if (cli_int ("PORT", argv[first + 1], 1, 65535, &port, err) < 0)
+    return -1;
+  sbx_store *st;
+  _cleanup_free_ char *id = NULL;
+  if (cli_store (cli, &st, err) < 0 || cli_sandbox_id (cli, argv[first], &id, err) < 0)
+    return -1;
+  if (sbx_client_unexpose (st, id, port, err) < 0)
+    return -1;
+  if (cli->json)
+    {
+      yajl_gen g = cli_json_begin ();
+      j_map (g);
+      j_kstr (g, "id", id);
+      j_kint (g, "port", port);
+      j_endmap (g);
+      cli_json_end (g);
+    }
+  else
+    printf ("%s port %lld unexposed\n", id, (long long) port);
   return 0;
 }
 

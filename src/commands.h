@@ -61,6 +61,7 @@ extern const cli_opt sbx_images_opts[], sbx_import_opts[], sbx_export_opts[], sb
 /* cmd-net.c: a sandbox's network. */
 int cmd_net (sbx_cli *, int, char **, sbx_error **);
 int cmd_expose (sbx_cli *, int, char **, sbx_error **);
+int cmd_unexpose (sbx_cli *, int, char **, sbx_error **);
 int cmd_urls (sbx_cli *, int, char **, sbx_error **);
 extern const cli_opt sbx_net_cli_opts[];
 

@@ -49,6 +49,8 @@ const sbx_command sbx_commands[] = {
   { "net", cmd_net, "ID", "Change a running sandbox's egress: --block, --allow CIDR..., or --open.", sbx_net_cli_opts },
   { "expose", cmd_expose, "ID PORT",
     "Publish a sandbox's port as a URL on the host (a token is required unless --public).", sbx_none_opts },
+  { "unexpose", cmd_unexpose, "ID PORT",
+    "Stop publishing a sandbox's port: its URL refuses connections and its open ones are closed.", sbx_none_opts },
   { "urls", cmd_urls, "ID", "List a sandbox's exposed ports and their URLs.", sbx_none_opts },
   { "ttl", cmd_ttl, "ID SECONDS", "Set a running sandbox's hard lifetime to SECONDS from now.", sbx_none_opts },
   { "stats", cmd_stats, "[ID]", "Count sandboxes by state; with ID, what that sandbox uses now.", sbx_none_opts },

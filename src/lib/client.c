@@ -315,6 +315,16 @@ sbx_client_expose (const sbx_store *st, const char *id, int64_t port, char **ret
 }
 
 int
+sbx_client_unexpose (const sbx_store *st, const char *id, int64_t port, sbx_error **err)
+{
+  yajl_gen g = req_begin (SBX_OP_UNEXPOSE);
+  j_kint (g, "port", port);
+  _cleanup_free_ char *req = req_end (g);
+  _cleanup_yajl_val_ yajl_val v = NULL;
+  return client_call (st, id, req, &v, err);
+}
+
+int
 sbx_client_ps (const sbx_store *st, const char *id, yajl_val *ret, sbx_error **err)
 {
   _cleanup_free_ char *req = req_simple (SBX_OP_PS);

@@ -64,6 +64,9 @@ int sbx_client_net (const sbx_store *st, const char *id, const char *mode, char 
 /* PORT exposed: *ret_url (to free) and whether it is public. */
 int sbx_client_expose (const sbx_store *st, const char *id, int64_t port, char **ret_url, bool *ret_public,
                        sbx_error **err);
+/* PORT no longer exposed: its URL refuses connections and its open ones
+ * are closed. NOT_FOUND when it was not exposed. */
+int sbx_client_unexpose (const sbx_store *st, const char *id, int64_t port, sbx_error **err);
 /* The process table: {"processes": [...]}. */
 int sbx_client_ps (const sbx_store *st, const char *id, yajl_val *ret, sbx_error **err);
 /* One process (its record in the reply). proc_wait: TIMEOUT_MS 0 waits

@@ -392,6 +392,7 @@ static const struct op {
   [SBX_OP_PROC_KILL] = { mon_handle_proc, OP_RUNNING },
   [SBX_OP_PROC_LOGS] = { mon_handle_proc, 0 },
   [SBX_OP_PING] = { op_ping, 0 },
+  [SBX_OP_UNEXPOSE] = { mon_handle_unexpose, 0 },
 };
 
 static void

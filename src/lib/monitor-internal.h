@@ -211,6 +211,7 @@ void mon_restore_procs (struct mon *m);
 
 /* monitor-relay.c */
 void mon_handle_expose (struct mon *m, struct client *c, sbx_op op, yajl_val req);
+void mon_handle_unexpose (struct mon *m, struct client *c, sbx_op op, yajl_val req);
 struct relay *mon_relay_by_chan (struct mon *m, uint32_t chan);
 void mon_relay_frame (struct mon *m, struct relay *r, const struct sbx_frame_hdr *h, const unsigned char *p);
 size_t mon_relay_pollfds (struct mon *m, struct pollfd *pf);

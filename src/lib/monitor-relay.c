@@ -133,6 +133,50 @@ mon_handle_expose (struct mon *m, struct client *c, sbx_op op, yajl_val req)
   c->closing = true;
 }
 
+/* Its listener and open connections closed at once (proxy.h), its URL
+ * gone from the state that `sbx urls` and `sbx status` read. */
+static int
+unexpose_port (struct mon *m, int64_t port, sbx_error **err)
+{
+  if (port < 1 || port > 65535)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "port %lld is not in 1..65535", (long long) port);
+  if (m->proxy == NULL)
+    return sbx_error_set (err, SBX_E_NOT_FOUND, 0, "port %lld is not exposed", (long long) port);
+  if (sbx_proxy_unlisten (m->proxy, (uint16_t) port, err) < 0)
+    return -1;
+  _cleanup_free_ char *prefix = xasprintf ("%lld ", (long long) port);
+  size_t k = 0, n = strv_len (m->sb->urls);
+  for (size_t i = 0; i < n; i++)
+    if (strncmp (m->sb->urls[i], prefix, strlen (prefix)) == 0)
+      free (m->sb->urls[i]);
+    else
+      m->sb->urls[k++] = m->sb->urls[i];
+  if (m->sb->urls)
+    m->sb->urls[k] = NULL;
+  mon_log (m, "port %lld no longer exposed", (long long) port);
+  return 0;
+}
+
+void
+mon_handle_unexpose (struct mon *m, struct client *c, sbx_op op, yajl_val req)
+{
+  int64_t port = 0;
+  _cleanup_error_ sbx_error *err = NULL;
+  if (j_get_int (req, "port", true, &port, &err) < 0 || unexpose_port (m, port, &err) < 0)
+    {
+      mon_reply_error (c, err->code, err->msg);
+      return;
+    }
+  mon_save_state (m);
+  _cleanup_yajl_gen_ yajl_gen g = j_new (false);
+  j_map (g);
+  j_kint (g, "port", port);
+  j_endmap (g);
+  _cleanup_free_ char *s = j_take (g, NULL);
+  mon_reply_json (c, s);
+  c->closing = true;
+}
+
 /* --- relays --------------------------------------------------------------
  *
  * An exposed port of a sandbox with no interface (runsc --block-network):

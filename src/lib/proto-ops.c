@@ -21,6 +21,7 @@ static const char *const op_names[SBX_OP__MAX] = {
   [SBX_OP_PROC_KILL] = "proc_kill",
   [SBX_OP_PROC_LOGS] = "proc_logs",
   [SBX_OP_PING] = "ping",
+  [SBX_OP_UNEXPOSE] = "unexpose",
 };
 
 const char *

@@ -943,6 +943,26 @@ sbx_proxy_listen (sbx_proxy *p, const char *addr, uint16_t host_port, uint16_t s
   return 0;
 }
 
+int
+sbx_proxy_unlisten (sbx_proxy *p, uint16_t sandbox_port, sbx_error **err)
+{
+  size_t i = 0;
+  while (i < p->nlisteners && p->listeners[i].sandbox_port != sandbox_port)
+    i++;
+  if (i == p->nlisteners)
+    return sbx_error_set (err, SBX_E_NOT_FOUND, 0, "port %u is not exposed", (unsigned) sandbox_port);
+  close (p->listeners[i].fd);
+  memmove (&p->listeners[i], &p->listeners[i + 1], (p->nlisteners - i - 1) * sizeof p->listeners[0]);
+  p->nlisteners--;
+  /* Its connections end with it, as podman's do when a port mapping goes:
+   * closed here, freed at the end of the next dispatch (the slots of the
+   * last sbx_proxy_pollfds may still point at them). */
+  for (size_t k = 0; k < p->nconns; k++)
+    if (!p->conns[k]->dead && p->conns[k]->sandbox_port == sandbox_port)
+      conn_close (p, p->conns[k]);
+  return 0;
+}
+
 size_t
 sbx_proxy_ports (const sbx_proxy *p, uint16_t (*ret)[2], size_t max)
 {

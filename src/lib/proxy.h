@@ -66,6 +66,10 @@ void sbx_proxy_set_head_timeout (sbx_proxy *p, unsigned ms);
  * BUSY, a bad address or port INVALID_ARGUMENT. */
 int sbx_proxy_listen (sbx_proxy *p, const char *addr, uint16_t host_port, uint16_t sandbox_port, uint16_t *ret_port,
                       sbx_error **err);
+/* Stops exposing SANDBOX_PORT: its listener is closed (new connections are
+ * refused) and so are its open connections. NOT_FOUND when it is not
+ * exposed. The slots of the last sbx_proxy_pollfds stay safe to dispatch. */
+int sbx_proxy_unlisten (sbx_proxy *p, uint16_t sandbox_port, sbx_error **err);
 /* The listeners: sandbox port and host port pairs (for `sbx urls`), at most
  * MAX of them; returns how many were written. */
 size_t sbx_proxy_ports (const sbx_proxy *p, uint16_t (*ret)[2], size_t max);

@@ -173,3 +173,82 @@ EOF
   expect_eq "${lines[1]}" "idle: b'' begun: HTTP/1.1 408 Request Timeout"
   expect_eq "${lines[2]}" "cut after about 1 s"
 }
+
+# unexpose_cycle RUNTIME: sbx unexpose closes the port at once: a kept-alive
+# connection through it is closed, a new one refused; urls and status stop
+# listing it; exposing it again gives a URL that answers. Its errors.
+unexpose_cycle () {
+  local rt=$1 id url token again
+  require_runtime "$rt"
+  id=$(sbx create --runtime "$rt" --image payload)
+  keepalive_server "$id"
+  # Nothing exposed yet (no proxy at all): NOT_FOUND.
+  expect_error NOT_FOUND unexpose "$id" 8080
+  url=$(sbx --json expose "$id" 8080 | jpipe 'd["url"]')
+  sbx expose "$id" 8081 >/dev/null
+  token=$(cat "$SBX_ROOT/token")
+  run py - "$url" "$token" "$SBX_BIN" "$id" <<'EOF'
+import http.client, socket, subprocess, sys, time, urllib.parse
+u = urllib.parse.urlsplit(sys.argv[1])
+c = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+c.request("GET", "/before", headers={"Authorization": "Bearer " + sys.argv[2]})
+r = c.getresponse()
+print("before:", r.status, r.read().decode().strip())
+out = subprocess.run([sys.argv[3], "unexpose", sys.argv[4], "8080"], capture_output=True, text=True)
+print("unexpose:", out.returncode, out.stdout.strip())
+t0 = time.monotonic()
+c.sock.settimeout(5)
+try:
+    got = c.sock.recv(100)
+except ConnectionResetError:
+    got = b""
+except socket.timeout:
+    got = b"(still open)"
+print("open connection:", repr(got), "at once" if time.monotonic() - t0 < 2 else "late")
+try:
+    socket.create_connection((u.hostname, u.port), timeout=5).close()
+    print("new connection: accepted")
+except ConnectionRefusedError:
+    print("new connection: refused")
+EOF
+  expect_status 0
+  expect_eq "${lines[0]}" "before: 200 ok"
+  expect_eq "${lines[1]}" "unexpose: 0 $id port 8080 unexposed"
+  expect_eq "${lines[2]}" "open connection: b'' at once"
+  expect_eq "${lines[3]}" "new connection: refused"
+  # urls and status list 8081 only.
+  run sbx urls "$id"
+  expect_status 0
+  expect_not_contains "$output" "$url"
+  expect_eq "$(cut -f1 <<<"$output")" 8081 "the ports sbx urls lists"
+  expect_eq "$(sbx --json status "$id" | jpipe '" ".join(x.split()[0] for x in d["network"]["urls"])')" 8081 \
+    "the ports sbx status lists"
+  # The errors: again, a port never exposed, a port out of range.
+  expect_error NOT_FOUND unexpose "$id" 8080
+  expect_error NOT_FOUND unexpose "$id" 9999
+  expect_error INVALID_ARGUMENT unexpose "$id" 0
+  # Exposed again: a URL that answers.
+  again=$(sbx --json expose "$id" 8080 | jpipe 'd["url"]')
+  run py - "$again" "$token" <<'EOF'
+import sys, urllib.request
+req = urllib.request.Request(sys.argv[1] + "again", headers={"Authorization": "Bearer " + sys.argv[2]})
+with urllib.request.urlopen(req, timeout=10) as r:
+    print(r.status, r.read().decode().strip())
+EOF
+  expect_status 0
+  expect_eq "$output" "200 ok" "exposed again"
+  expect_eq "$(sbx urls "$id" | cut -f1 | sort | tr '\n' ' ')" "8080 8081 " "listed again"
+  run sbx --json unexpose "$id" 8081
+  expect_status 0
+  expect_eq "$(jpipe 'd["id"] + " " + str(d["port"])' <<<"$output")" "$id 8081"
+  sbx terminate "$id" >/dev/null
+  expect_error SANDBOX_NOT_RUNNING unexpose "$id" 8080
+}
+
+@test "unexpose: the URL refuses at once, open connections close, urls and status stop listing it (runc)" {
+  unexpose_cycle runc
+}
+
+@test "unexpose: the URL refuses at once, open connections close, urls and status stop listing it (runsc)" {
+  unexpose_cycle runsc
+}

@@ -207,6 +207,18 @@ test_simple_ops (void)
           "an expose answer without url is an error (%s)", err ? err->msg : "none");
   sbx_error_free (err);
   err = NULL;
+
+  t = serve ("{\"port\":8080}");
+  r = sbx_client_unexpose (&store, ID, 8080, &err);
+  check_request (t, "unexpose", "{\"op\":\"unexpose\",\"port\":8080}");
+  tap_ok (r == 0 && err == NULL, "unexpose succeeds");
+  t = serve ("{\"error\":{\"code\":\"NOT_FOUND\",\"message\":\"port 8080 is not exposed\"}}");
+  r = sbx_client_unexpose (&store, ID, 8080, &err);
+  pthread_join (t, NULL);
+  tap_ok (r < 0 && err && err->code == SBX_E_NOT_FOUND, "unexpose of a port not exposed: NOT_FOUND (%s)",
+          err ? err->msg : "none");
+  sbx_error_free (err);
+  err = NULL;
 }
 
 static void
@@ -407,7 +419,7 @@ main (void)
   listen_fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (listen_fd < 0 || bind (listen_fd, (struct sockaddr *) &sa, sizeof sa) < 0 || listen (listen_fd, 4) < 0)
     abort ();
-  tap_plan (45);
+  tap_plan (48);
   test_op_names ();
   test_simple_ops ();
   test_table_ops ();

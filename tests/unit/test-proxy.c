@@ -965,6 +965,53 @@ read_answers (int fd, size_t n)
  * byte): whatever the client sends on one connection, one request after
  * another or all at once, each head is checked and stripped; the token is
  * never among the bytes the server got. */
+/* sbx unexpose: the listener goes (a new connection is refused), an open
+ * keep-alive connection through it is closed, the port can be exposed
+ * again, and a port not exposed is NOT_FOUND. */
+static void
+test_unlisten (void)
+{
+  struct env e;
+  env_start (&e, TOKEN, be.port);
+  be.mode = MODE_KEEPALIVE;
+  _cleanup_close_ int fd = client_connect (e.port);
+  const char *r1 = "GET /u HTTP/1.1\r\nHost: x\r\n" AUTH "\r\n";
+  write_all (fd, r1, strlen (r1));
+  _cleanup_free_ char *a1 = read_answers (fd, 1);
+  tap_ok (strcmp (a1, OK_RESP) == 0, "unlisten: a keep-alive connection answers before");
+  loop_stop (&e);
+  _cleanup_error_ sbx_error *err = NULL;
+  int r = sbx_proxy_unlisten (e.p, 8080, &err);
+  uint16_t ports[4][2];
+  tap_ok (r == 0 && sbx_proxy_ports (e.p, ports, 4) == 0, "unlisten: the port is no longer listed");
+  loop_start (&e);
+  char c;
+  ssize_t n = read (fd, &c, 1);
+  tap_ok (n == 0 || (n < 0 && errno == ECONNRESET), "unlisten: the open connection is closed (%zd)", n);
+  int nfd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in sa = { .sin_family = AF_INET,
+                            .sin_port = htons (e.port),
+                            .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
+  int cr = connect (nfd, (struct sockaddr *) &sa, sizeof sa);
+  int ce = errno;
+  close (nfd);
+  tap_ok (cr < 0 && ce == ECONNREFUSED, "unlisten: a new connection is refused");
+  loop_stop (&e);
+  r = sbx_proxy_unlisten (e.p, 8080, &err);
+  tap_ok (r < 0 && err && err->code == SBX_E_NOT_FOUND, "unlisten of a port not exposed: NOT_FOUND (%s)",
+          err ? err->msg : "none");
+  sbx_error_free (err);
+  err = NULL;
+  uint16_t again = 0;
+  r = sbx_proxy_listen (e.p, "127.0.0.1", 0, 8080, &again, &err);
+  e.port = again;
+  loop_start (&e);
+  _cleanup_free_ char *a2 = r == 0 ? http (e.port, r1, true) : xstrdup ("");
+  tap_ok (r == 0 && strcmp (a2, OK_RESP) == 0, "unlisten: exposed again, the port answers");
+  tap_ok (sbx_proxy_connections (e.p) <= 1, "unlisten: no connection left behind");
+  env_stop (&e);
+}
+
 static void
 test_keepalive (void)
 {
@@ -1354,6 +1401,7 @@ main (void)
   test_large_body ();
   test_backend_down ();
   test_keepalive ();
+  test_unlisten ();
   test_conn_cap ();
   backend_stop ();
   test_token ();
