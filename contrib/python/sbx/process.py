@@ -273,10 +273,11 @@ class Process:
                 return None
             best = None
             for p in procs or []:
-                if not p.get("background") and p.get("command") == cmdline and \
+                pid = int(p.get("pid") or 0)  # 0: the process is still starting
+                if pid > 0 and not p.get("background") and p.get("command") == cmdline and \
                         p.get("started_at", 0) >= int(self._started) - 1:
-                    if best is None or p["pid"] > best:
-                        best = int(p["pid"])
+                    if best is None or pid > best:
+                        best = pid
             self._pid = best
         return self._pid
 
