@@ -148,10 +148,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def forward(self):
         up = urllib.parse.urlsplit(State.args.upstream)
         conn = http.client.HTTPConnection(up.hostname, up.port, timeout=60)
-        headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP and k.lower() != "authorization"}
+        # A list: a header may come more than once (Accept does).
+        headers = [(k, v) for k, v in self.headers.items()
+                   if k.lower() not in HOP and k.lower() not in ("authorization", "content-length")]
         body = None
         if "Content-Length" in self.headers:
             body = self.rfile.read(int(self.headers["Content-Length"]))
+            headers.append(("Content-Length", str(len(body))))
         elif self.headers.get("Transfer-Encoding", "").lower() == "chunked":
             chunks = []
             while True:
@@ -163,9 +166,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 chunks.append(self.rfile.read(n))
                 self.rfile.readline()
             body = b"".join(chunks)
-            headers["Content-Length"] = str(len(body))
+            headers.append(("Content-Length", str(len(body))))
         conn.putrequest(self.command, self.path, skip_host=True, skip_accept_encoding=True)
-        for k, v in headers.items():
+        for k, v in headers:
             conn.putheader(k, v)
         conn.endheaders(body)
         resp = conn.getresponse()
