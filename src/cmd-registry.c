@@ -58,7 +58,7 @@ on_signal (int sig)
 typedef struct layer_line {
   char digest[13];
   uint64_t done, total;
-  uint64_t started_ms;
+  uint64_t started_ms, finished_ms;
   bool present, finished;
 } layer_line;
 
@@ -115,7 +115,7 @@ draw (progress *p)
       char done[32], total[32], rate[32];
       human (l->done, done, sizeof done);
       human (l->total, total, sizeof total);
-      uint64_t ms = now - l->started_ms;
+      uint64_t ms = (l->finished ? l->finished_ms : now) - l->started_ms;
       human (ms ? l->done * 1000 / ms : 0, rate, sizeof rate);
       unsigned fill = l->total ? (unsigned) (l->done * BAR_WIDTH / l->total) : 0;
       char bar[BAR_WIDTH + 1];
@@ -150,6 +150,7 @@ on_progress (void *ud, const sbx_pull_event *ev)
         case SBX_PULL_EV_LAYER_DONE:
           l->done = ev->total;
           l->finished = true;
+          l->finished_ms = now_ms_monotonic ();
           break;
         default:
           break;
