@@ -1,6 +1,7 @@
 /* Images and tags in the store. */
 #include "config.h"
 #include "image.h"
+#include "imageref.h"
 #include "json.h"
 #include "layer.h"
 #include "sha256.h"
@@ -197,7 +198,8 @@ sbx_tags_of (const sbx_store *st, const char *id, char ***ret, sbx_error **err)
 int
 sbx_tag_set (const sbx_store *st, const char *name, const char *id, sbx_error **err)
 {
-  if (!name_is_valid (name))
+  /* A pulled image is tagged with its full reference (imageref.h). */
+  if (!name_is_valid (name) && !sbx_imageref_is_canonical (name))
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid tag `%s`", name);
   _cleanup_free_ char *lockp = sbx_store_path (st, "images/tags.lock");
   _cleanup_close_ int lk = lock_path (lockp, LOCK_EX, err);
