@@ -467,7 +467,9 @@ typedef struct req {
   int outfd;
   char *buf;
   size_t len, max;
-  uint64_t skip;  /* bytes to drop first (a server that ignored Range) */
+  uint64_t range_pos; /* asked for bytes from here (Range) */
+  bool body_started;
+  uint64_t skip; /* bytes to drop first (a server that ignored Range) */
   uint64_t limit; /* the most bytes OUTFD may get; 0: none */
   uint64_t got;
   bool over;
@@ -573,6 +575,13 @@ write_cb (char *data, size_t size, size_t n, void *ud)
     }
   const char *p = data;
   size_t left = len;
+  if (!q->body_started)
+    {
+      /* A 200 to a Range request: the whole blob again, what we have
+       * dropped as it comes. */
+      q->body_started = true;
+      q->skip = q->code == 200 ? q->range_pos : 0;
+    }
   if (q->skip)
     {
       size_t k = q->skip < left ? (size_t) q->skip : left;
@@ -669,6 +678,8 @@ perform (req *q, url_scheme s, bool *ret_transport, sbx_error **err)
   q->url = q->path[0] == '/' ? xasprintf ("%s://%s%s", scheme_name (s), ep->connect, q->path) : xstrdup (q->path);
   req_reset_answer (q);
   q->abort_code = SBX_OK;
+  q->body_started = false;
+  q->skip = 0;
   CURL *c = curl_easy_init ();
   if (c == NULL)
     abort ();
@@ -1203,16 +1214,10 @@ get_blob_locked (sbx_registry *r, const char *digest, uint64_t size, uint64_t of
       char range[32];
       snprintf (range, sizeof range, "%llu-", (unsigned long long) pos);
       req q = { .r = r, .ep = &r->eps[epi], .method = "GET", .path = path, .outfd = outfd, .infd = -1,
-                .range_from = pos > 0 ? range : NULL, .limit = size - pos, .fn = fn, .ud = ud, .base = pos,
+                .range_from = pos > 0 ? range : NULL, .range_pos = pos, .limit = size - pos, .fn = fn, .ud = ud, .base = pos,
                 .total = size };
       sbx_error *e = NULL;
       int rc = send_authed (&q, &e);
-      if (rc == 0 && q.code == 200 && pos > 0)
-        {
-          /* The server sent the whole blob: what we have is dropped as it
-           * comes again. Only possible before any byte went out. */
-          q.code = 0;
-        }
       if (rc == 0 && q.code != 200 && q.code != 206)
         {
           status_error (&q, &e);
