@@ -3,6 +3,7 @@
  * real registry (tests/integration/pull.bats, registry.bats). */
 #include "config.h"
 
+#include "pull.h"
 #include "registry-internal.h"
 #include "tap.h"
 #include "util.h"
@@ -81,6 +82,35 @@ main (void)
   strcpy (p + SBX_WWW_AUTH_PARAM_MAX + 1, "\"");
   refused (big, strlen (big), "over 2048");
   free (big);
+
+  /* --pull POLICY */
+  static const struct {
+    const char *s;
+    int want; /* -1: refused */
+  } policies[] = {
+    { "missing", SBX_PULL_MISSING }, { "always", SBX_PULL_ALWAYS }, { "never", SBX_PULL_NEVER },
+    { "Missing", -1 },               { "", -1 },                    { "always ", -1 },
+    { "newer", -1 },
+  };
+  for (size_t i = 0; i < ARRAY_SIZE (policies); i++)
+    {
+      sbx_pull_policy pol = SBX_PULL_MISSING;
+      sbx_error *err = NULL;
+      int rc = sbx_pull_policy_parse (policies[i].s, &pol, &err);
+      if (policies[i].want < 0)
+        tap_ok (rc < 0 && err && err->code == SBX_E_INVALID_ARGUMENT && strstr (err->msg, "missing, always, never"),
+                "pull policy `%s` refused (%s)", policies[i].s, err ? err->msg : "accepted");
+      else
+        tap_ok (rc == 0 && (int) pol == policies[i].want, "pull policy `%s`", policies[i].s);
+      sbx_error_free (err);
+    }
+  {
+    sbx_pull_policy pol;
+    sbx_error *err = NULL;
+    tap_ok (sbx_pull_policy_parse (NULL, &pol, &err) < 0 && err && err->code == SBX_E_INVALID_ARGUMENT,
+            "no pull policy is refused");
+    sbx_error_free (err);
+  }
 
   tap_plan (tap_n);
   return tap_done ();
