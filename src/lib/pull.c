@@ -55,8 +55,8 @@ sbx_pull_policy_parse (const char *s, sbx_pull_policy *ret, sbx_error **err)
   else
     {
       _cleanup_free_ char *shown = printable_escaped (s ? s : "", 64);
-      return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
-                            "invalid pull policy `%s`: one of missing, always, never", shown);
+      return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid pull policy `%s`: one of missing, always, never",
+                            shown);
     }
   return 0;
 }
@@ -73,8 +73,7 @@ part_ok (const char *s, size_t n)
   if (n == 0 || n > PLATFORM_PART_MAX)
     return false;
   for (size_t i = 0; i < n; i++)
-    if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '-'
-          || s[i] == '.'))
+    if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '-' || s[i] == '.'))
       return false;
   return true;
 }
@@ -177,8 +176,8 @@ index_pick (const char *ref, yajl_val v, const platform *p, char **ret_digest, u
   if (!YAJL_IS_ARRAY (m))
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s: an index without manifests", ref);
   if (m->u.array.len > SBX_PULL_INDEX_MAX)
-    return sbx_error_set (err, SBX_E_RESOURCE_EXHAUSTED, 0, "%s: an index of %zu entries, over %d", ref,
-                          m->u.array.len, SBX_PULL_INDEX_MAX);
+    return sbx_error_set (err, SBX_E_RESOURCE_EXHAUSTED, 0, "%s: an index of %zu entries, over %d", ref, m->u.array.len,
+                          SBX_PULL_INDEX_MAX);
   const char *want_variant = p->variant[0] ? p->variant : default_variant (p->arch);
   yajl_val best = NULL;
   _cleanup_free_ char *seen = xstrdup ("");
@@ -676,15 +675,13 @@ pull_layers (const sbx_store *st, sbx_registry *reg, const sbx_pull_opts *o, con
 }
 
 static int
-config_check (const char *ref, const sbx_oci_config *cfg, const sbx_oci_manifest *m, const platform *p,
-              sbx_error **err)
+config_check (const char *ref, const sbx_oci_config *cfg, const sbx_oci_manifest *m, const platform *p, sbx_error **err)
 {
   if ((cfg->os && strcmp (cfg->os, p->os) != 0) || (cfg->arch && strcmp (cfg->arch, p->arch) != 0))
     {
       _cleanup_free_ char *os = printable_masked (cfg->os, 32, "?"), *arch = printable_masked (cfg->arch, 32, "?");
       _cleanup_free_ char *want = platform_string (p);
-      return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s: the image is for %s/%s, not %s", ref, os, arch,
-                            want);
+      return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s: the image is for %s/%s, not %s", ref, os, arch, want);
     }
   size_t nd = cfg->diff_ids ? strv_len (cfg->diff_ids) : 0;
   if (nd != m->n_layers)

@@ -9,7 +9,7 @@
 
 #include "error.h"
 
-#define SBX_WWW_AUTH_MAX 8192      /* the header value */
+#define SBX_WWW_AUTH_MAX 8192       /* the header value */
 #define SBX_WWW_AUTH_PARAM_MAX 2048 /* one parameter's value */
 
 typedef enum sbx_www_scheme {

@@ -43,9 +43,9 @@
 #define BLOB_RESUMES_MAX 3
 #define USER_AGENT "sbx/" SBX_VERSION
 
-#define ACCEPT_MANIFESTS                                                                     \
+#define ACCEPT_MANIFESTS                                                                          \
   "Accept: application/vnd.oci.image.manifest.v1+json, application/vnd.oci.image.index.v1+json, " \
-  "application/vnd.docker.distribution.manifest.v2+json, "                                  \
+  "application/vnd.docker.distribution.manifest.v2+json, "                                        \
   "application/vnd.docker.distribution.manifest.list.v2+json"
 
 typedef enum scheme {
@@ -58,9 +58,9 @@ typedef struct endpoint {
   char *host;    /* HOST[:PORT] as references write it */
   char *connect; /* the host to connect to: docker.io is registry-1.docker.io */
   bool insecure;
-  url_scheme scheme;  /* learnt: guarded by the session's lock */
-  char *auth;     /* "Authorization: ..." header; guarded */
-  sbx_cred *cred; /* guarded; cred_done once looked up */
+  url_scheme scheme; /* learnt: guarded by the session's lock */
+  char *auth;        /* "Authorization: ..." header; guarded */
+  sbx_cred *cred;    /* guarded; cred_done once looked up */
   bool cred_done;
   char *ca; /* a CA bundle with certs.d's files, or NULL: the system's */
   size_t ca_len;
@@ -152,7 +152,7 @@ take_value (cursor *c, bool *bad)
   /* Unquoted: a token as RFC 7235 says, or as registries write realms
    * (https://host/path): visible ASCII up to ',' or white space. */
   const char *s = c->p;
-  while (c->p < c->end && *c->p > ' ' && *c->p < 0x7f && *c->p != ',' && *c->p != '"')
+  while (c->p<c->end && * c->p> ' ' && *c->p < 0x7f && *c->p != ',' && *c->p != '"')
     c->p++;
   if (c->p == s)
     {
@@ -469,7 +469,7 @@ typedef struct req {
   size_t len, max;
   uint64_t range_pos; /* asked for bytes from here (Range) */
   bool body_started;
-  uint64_t skip; /* bytes to drop first (a server that ignored Range) */
+  uint64_t skip;  /* bytes to drop first (a server that ignored Range) */
   uint64_t limit; /* the most bytes OUTFD may get; 0: none */
   uint64_t got;
   bool over;
@@ -758,18 +758,16 @@ perform (req *q, url_scheme s, bool *ret_transport, sbx_error **err)
   const char *host = ep->host;
   if (rc == CURLE_OK)
     return 0;
-  if ((rc == CURLE_WRITE_ERROR || rc == CURLE_ABORTED_BY_CALLBACK || rc == CURLE_READ_ERROR)
-      && q->abort_code != SBX_OK)
-    return sbx_error_set (err, q->abort_code, q->abort_errno, "%s: %s %s: %s", host, q->method, q->path,
-                          q->abort_msg);
+  if ((rc == CURLE_WRITE_ERROR || rc == CURLE_ABORTED_BY_CALLBACK || rc == CURLE_READ_ERROR) && q->abort_code != SBX_OK)
+    return sbx_error_set (err, q->abort_code, q->abort_errno, "%s: %s %s: %s", host, q->method, q->path, q->abort_msg);
   switch (rc)
     {
     case CURLE_OPERATION_TIMEDOUT:
-      return sbx_error_set (err, SBX_E_TIMEOUT, 0, "%s: %s %s: no data for %u seconds (registry_stall_timeout)",
-                            host, q->method, q->path, r->stall);
+      return sbx_error_set (err, SBX_E_TIMEOUT, 0, "%s: %s %s: no data for %u seconds (registry_stall_timeout)", host,
+                            q->method, q->path, r->stall);
     case CURLE_TOO_MANY_REDIRECTS:
-      return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s: %s %s: redirect loop (more than %d redirects)",
-                            host, q->method, q->path, SBX_REGISTRY_REDIRECTS_MAX);
+      return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s: %s %s: redirect loop (more than %d redirects)", host,
+                            q->method, q->path, SBX_REGISTRY_REDIRECTS_MAX);
     case CURLE_UNSUPPORTED_PROTOCOL:
       return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s: %s %s: redirected to a scheme sbx does not follow",
                             host, q->method, q->path);
@@ -787,8 +785,7 @@ perform (req *q, url_scheme s, bool *ret_transport, sbx_error **err)
     case CURLE_COULDNT_RESOLVE_PROXY:
     case CURLE_COULDNT_CONNECT:
       *ret_transport = true;
-      return sbx_error_set (err, SBX_E_INTERNAL, (int) os_errno, "%s: unreachable: %s", host,
-                            curl_easy_strerror (rc));
+      return sbx_error_set (err, SBX_E_INTERNAL, (int) os_errno, "%s: unreachable: %s", host, curl_easy_strerror (rc));
     case CURLE_SSL_CONNECT_ERROR:
     case CURLE_SEND_ERROR:
     case CURLE_RECV_ERROR:
@@ -879,8 +876,8 @@ status_error (const req *q, sbx_error **err)
     {
     case 401:
     case 403:
-      return sbx_error_set (err, SBX_E_PERMISSION_DENIED, 0, "%s: %s %s: access denied (HTTP %ld%s)", host,
-                            q->method, q->path, q->code, extra);
+      return sbx_error_set (err, SBX_E_PERMISSION_DENIED, 0, "%s: %s %s: access denied (HTTP %ld%s)", host, q->method,
+                            q->path, q->code, extra);
     case 404:
       return sbx_error_set (err, SBX_E_NOT_FOUND, 0, "%s: %s %s: not found (HTTP 404%s)", host, q->method, q->path,
                             extra);
@@ -889,8 +886,8 @@ status_error (const req *q, sbx_error **err)
                             q->method, q->path, extra);
     default:
       if (q->code >= 500)
-        return sbx_error_set (err, SBX_E_INTERNAL, 0, "%s: %s %s: the registry failed (HTTP %ld%s)", host,
-                              q->method, q->path, q->code, extra);
+        return sbx_error_set (err, SBX_E_INTERNAL, 0, "%s: %s %s: the registry failed (HTTP %ld%s)", host, q->method,
+                              q->path, q->code, extra);
       return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s: %s %s: unexpected answer (HTTP %ld%s)", host,
                             q->method, q->path, q->code, extra);
     }
@@ -959,8 +956,8 @@ url_host (const char *url, bool *ret_https)
 /* Asks the realm of A for a token for SCOPE (NULL: none), with CRED when
  * there are credentials. */
 static int
-fetch_token (sbx_registry *r, endpoint *ep, const sbx_www_auth *a, const char *scope, const sbx_cred *cred,
-             char **ret, sbx_error **err)
+fetch_token (sbx_registry *r, endpoint *ep, const sbx_www_auth *a, const char *scope, const sbx_cred *cred, char **ret,
+             sbx_error **err)
 {
   bool https;
   _cleanup_free_ char *rhost = url_host (a->realm, &https);
@@ -1029,11 +1026,12 @@ fetch_token (sbx_registry *r, endpoint *ep, const sbx_www_auth *a, const char *s
   _cleanup_yajl_val_ yajl_val v = NULL;
   const char *tok = NULL;
   if (j_parse (body ? body : "", q.len, TOKEN_BODY_MAX, "token", &v, NULL) < 0 || !YAJL_IS_OBJECT (v)
-      || j_get_str (v, "token", false, &tok, NULL) < 0 || (tok == NULL && j_get_str (v, "access_token", false, &tok, NULL) < 0))
+      || j_get_str (v, "token", false, &tok, NULL) < 0
+      || (tok == NULL && j_get_str (v, "access_token", false, &tok, NULL) < 0))
     tok = NULL;
   if (tok == NULL || !printable_token (tok, TOKEN_MAX))
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s: the token server %s answered no usable token",
-                          ep->host, rhost);
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s: the token server %s answered no usable token", ep->host,
+                          rhost);
   *ret = xstrdup (tok);
   if (body)
     explicit_bzero (body, q.len);
@@ -1146,7 +1144,12 @@ sbx_registry_get_manifest (sbx_registry *r, const char *reference, char **ret_bo
                            char **ret_media_type, char **ret_digest, sbx_error **err)
 {
   _cleanup_free_ char *path = xasprintf ("/v2/%s/manifests/%s", r->repository, reference);
-  req q = { .r = r, .method = "GET", .path = path, .accept = ACCEPT_MANIFESTS, .outfd = -1, .infd = -1,
+  req q = { .r = r,
+            .method = "GET",
+            .path = path,
+            .accept = ACCEPT_MANIFESTS,
+            .outfd = -1,
+            .infd = -1,
             .max = SBX_REGISTRY_MANIFEST_MAX };
   int rc = send_any (&q, 200, 200, false, err);
   _cleanup_free_ char *body = q.buf;
@@ -1213,8 +1216,18 @@ get_blob_locked (sbx_registry *r, const char *digest, uint64_t size, uint64_t of
     {
       char range[32];
       snprintf (range, sizeof range, "%llu-", (unsigned long long) pos);
-      req q = { .r = r, .ep = &r->eps[epi], .method = "GET", .path = path, .outfd = outfd, .infd = -1,
-                .range_from = pos > 0 ? range : NULL, .range_pos = pos, .limit = size - pos, .fn = fn, .ud = ud, .base = pos,
+      req q = { .r = r,
+                .ep = &r->eps[epi],
+                .method = "GET",
+                .path = path,
+                .outfd = outfd,
+                .infd = -1,
+                .range_from = pos > 0 ? range : NULL,
+                .range_pos = pos,
+                .limit = size - pos,
+                .fn = fn,
+                .ud = ud,
+                .base = pos,
                 .total = size };
       sbx_error *e = NULL;
       int rc = send_authed (&q, &e);
@@ -1299,8 +1312,8 @@ sbx_registry_get_small_blob (sbx_registry *r, const char *digest, uint64_t size,
         {
           sbx_error_free (*err);
           *err = NULL;
-          return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s: GET %s: more bytes than the descriptor's %llu",
-                                h, path, (unsigned long long) size);
+          return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s: GET %s: more bytes than the descriptor's %llu", h,
+                                path, (unsigned long long) size);
         }
       return -1;
     }
@@ -1309,8 +1322,7 @@ sbx_registry_get_small_blob (sbx_registry *r, const char *digest, uint64_t size,
                           q.len, (unsigned long long) size);
   _cleanup_free_ char *got = sha256_digest (body ? body : "", q.len);
   if (strcmp (got, digest) != 0)
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s: GET %s: digest mismatch: the blob is %s", h, path,
-                          got);
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s: GET %s: digest mismatch: the blob is %s", h, path, got);
   *ret_body = body ? steal_pointer (&body) : xstrdup ("");
   *ret_len = q.len;
   return 0;
@@ -1379,8 +1391,18 @@ sbx_registry_put_blob (sbx_registry *r, const char *digest, uint64_t size, int f
   if (!same && strncmp (url, "https://", 8) != 0 && !ep->insecure)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s: the upload location is not https", ep->host);
   _cleanup_free_ char *what = xasprintf ("/v2/%s/blobs/uploads/...", r->repository);
-  req p = { .r = r, .ep = ep, .method = "PUT", .path = url, .content_type = "application/octet-stream",
-            .no_auth = !same, .outfd = -1, .infd = fd, .in_size = size, .max = ERRBODY_MAX, .fn = fn, .ud = ud,
+  req p = { .r = r,
+            .ep = ep,
+            .method = "PUT",
+            .path = url,
+            .content_type = "application/octet-stream",
+            .no_auth = !same,
+            .outfd = -1,
+            .infd = fd,
+            .in_size = size,
+            .max = ERRBODY_MAX,
+            .fn = fn,
+            .ud = ud,
             .total = size };
   bool transport;
   pthread_mutex_lock (&r->lock);
@@ -1396,12 +1418,20 @@ sbx_registry_put_blob (sbx_registry *r, const char *digest, uint64_t size, int f
 }
 
 int
-sbx_registry_put_manifest (sbx_registry *r, const char *reference, const char *media_type, const char *body,
-                           size_t len, sbx_error **err)
+sbx_registry_put_manifest (sbx_registry *r, const char *reference, const char *media_type, const char *body, size_t len,
+                           sbx_error **err)
 {
   _cleanup_free_ char *path = xasprintf ("/v2/%s/manifests/%s", r->repository, reference);
-  req q = { .r = r, .ep = &r->eps[r->neps - 1], .method = "PUT", .path = path, .content_type = media_type,
-            .outfd = -1, .infd = -1, .body = body, .body_len = len, .max = ERRBODY_MAX };
+  req q = { .r = r,
+            .ep = &r->eps[r->neps - 1],
+            .method = "PUT",
+            .path = path,
+            .content_type = media_type,
+            .outfd = -1,
+            .infd = -1,
+            .body = body,
+            .body_len = len,
+            .max = ERRBODY_MAX };
   int rc = send_authed (&q, err);
   free (q.buf);
   if (rc == 0 && q.code != 201 && q.code != 200)

@@ -96,9 +96,11 @@ static const char *const seeds[] = {
   "127.0.0.1:35000/x/y:z@sha256:ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
 };
 
-static const char *const tokens[] = { "/", ":", "@", ".", "_", "__", "-", "[", "]", "::", "sha256:", "A", "0",
-                                      "localhost", "docker.io", "library/", ":5000", "\n", " ", "", "\xc3\xa9",
-                                      "abcdef0123456789", "..", "//", "@sha256:" };
+static const char *const tokens[] = {
+  "/",  ":",  "@",         ".",         "_",        "__",    "-",  "[", "]", "::",       "sha256:",
+  "A",  "0",  "localhost", "docker.io", "library/", ":5000", "\n", " ", "",  "\xc3\xa9", "abcdef0123456789",
+  "..", "//", "@sha256:"
+};
 
 int
 main (void)

@@ -67,8 +67,9 @@ static const char *const seeds[] = {
   "Bearer realm=\"https://t/\",error=\"invalid_token\",scope=\"a:b:pull,push\"",
 };
 
-static const char *const tokens[] = { ",", "=", "\"", "\\", " ", "\t", "realm", "service", "scope", "Bearer",
-                                      "Basic", "==", "\n", "", "\xc3\xa9", "realm=\"x\"", ", ", "https://" };
+static const char *const tokens[] = { ",",     "=",       "\"",       "\\",          " ",     "\t",
+                                      "realm", "service", "scope",    "Bearer",      "Basic", "==",
+                                      "\n",    "",        "\xc3\xa9", "realm=\"x\"", ", ",    "https://" };
 
 int
 main (void)

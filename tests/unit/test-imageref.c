@@ -53,8 +53,7 @@ parts (void)
   const char *d = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
   char *s = xasprintf ("[::1]:5000/team/app:v1.2@%s", d);
   tap_ok (sbx_imageref_parse (s, NULL, &r, NULL) == 0 && strcmp (r->registry, "[::1]:5000") == 0
-              && strcmp (r->repository, "team/app") == 0 && strcmp (r->tag, "v1.2") == 0
-              && strcmp (r->digest, d) == 0,
+              && strcmp (r->repository, "team/app") == 0 && strcmp (r->tag, "v1.2") == 0 && strcmp (r->digest, d) == 0,
           "IPv6 registry, tag and digest split apart");
   sbx_imageref_free (r);
   free (s);
@@ -123,7 +122,8 @@ main (void)
   refused (with_tag, "tag");
   refused ("x@sha256:abc", "digest");
   refused ("x@md5:0123456789abcdef0123456789abcdef", "digest");
-  snprintf (with_tag, sizeof with_tag, "x@sha256:%s", "0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef");
+  snprintf (with_tag, sizeof with_tag, "x@sha256:%s",
+            "0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef");
   refused (with_tag, "digest");
   refused ("x y", "outside the grammar");
   refused ("x\ny", "control character");

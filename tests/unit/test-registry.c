@@ -88,8 +88,12 @@ main (void)
     const char *s;
     int want; /* -1: refused */
   } policies[] = {
-    { "missing", SBX_PULL_MISSING }, { "always", SBX_PULL_ALWAYS }, { "never", SBX_PULL_NEVER },
-    { "Missing", -1 },               { "", -1 },                    { "always ", -1 },
+    { "missing", SBX_PULL_MISSING },
+    { "always", SBX_PULL_ALWAYS },
+    { "never", SBX_PULL_NEVER },
+    { "Missing", -1 },
+    { "", -1 },
+    { "always ", -1 },
     { "newer", -1 },
   };
   for (size_t i = 0; i < ARRAY_SIZE (policies); i++)
