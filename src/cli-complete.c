@@ -79,6 +79,7 @@ static const command_operands operand_table[] = {
   { "images", { { NULL } } },
   { "import", { { "tarball, image archive or layout directory", "@file" } } },
   { "export", { { "image", "@image" }, { "archive to write", "@file" } } },
+  { "push", { { "image", "@image" }, { "registry reference (REGISTRY/NAME:TAG)", NULL } } },
   { "build", { { "context directory", "@dir" } } },
   { "tag", { { "image", "@image" }, { "new tag", "@image" } } },
   { "rmi", { { "image", "@image" } }, .repeat = true },
