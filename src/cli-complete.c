@@ -77,6 +77,7 @@ static const command_operands operand_table[] = {
   { "ttl", { SANDBOX, { "seconds", NULL } } },
   { "stats", { SANDBOX }, .optional = true },
   { "images", { { NULL } } },
+  { "pull", { { "image reference", NULL } } },
   { "import", { { "tarball, image archive or layout directory", "@file" } } },
   { "export", { { "image", "@image" }, { "archive to write", "@file" } } },
   { "push", { { "image", "@image" }, { "registry reference (REGISTRY/NAME:TAG)", NULL } } },

@@ -53,6 +53,8 @@ const sbx_command sbx_commands[] = {
   { "ttl", cmd_ttl, "ID SECONDS", "Set a running sandbox's hard lifetime to SECONDS from now.", sbx_none_opts },
   { "stats", cmd_stats, "[ID]", "Count sandboxes by state; with ID, what that sandbox uses now.", sbx_none_opts },
   { "images", cmd_images, NULL, "List images.", sbx_images_opts },
+  { "pull", cmd_pull, "REF",
+    "Pull an image from a registry (REF: [REGISTRY/]NAME[:TAG][@DIGEST]) and print its id.", sbx_pull_cli_opts },
   { "import", cmd_import, "FILE|DIR",
     "Import an image: a rootfs tarball (tar, .gz, .xz, .zst), an OCI layout or archive, or a docker save archive.",
     sbx_import_opts },

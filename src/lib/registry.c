@@ -245,6 +245,8 @@ sbx_www_auth_parse (const char *value, size_t len, sbx_www_auth **ret, sbx_error
             return www_bad (err, "a parameter without a value");
           if (strlen (val) > SBX_WWW_AUTH_PARAM_MAX)
             return www_bad (err, "a parameter over 2048 bytes");
+          if (strchr (val, '\t'))
+            return www_bad (err, "a control byte");
           char **slot = strcasecmp (key, "realm") == 0     ? &a->realm
                         : strcasecmp (key, "service") == 0 ? &a->service
                         : strcasecmp (key, "scope") == 0   ? &a->scope
