@@ -9,14 +9,14 @@
 
 _sbx_global_opts='--root --run-root --json --version -h --help'
 
-_sbx_commands='create run exec run-code ps proc fs cp ls status wait terminate rm logs pause resume commit snapshot restore snapshots rmsnap net expose urls ttl stats images import export build tag rmi info gc version help'
+_sbx_commands='create run exec run-code ps proc fs cp ls status wait terminate rm logs pause resume commit snapshot restore snapshots rmsnap net expose urls ttl stats images import export push build tag rmi info gc version help'
 _sbx_fs_verbs='read write upload download ls stat mkdir rm rmdir find replace watch'
 
 # The options of command $1.
 _sbx_opts() {
 	case $1 in
-	create) echo '--image --name --cpu --memory --pids --disk --runtime --block-network --allow --port --public --keep-warm --timeout --on-idle -e --env --cwd' ;;
-	run) echo '--image --name --cpu --memory --pids --disk --runtime --block-network --allow --port --public --keep-warm --timeout --on-idle -e --env --cwd --rm' ;;
+	create) echo '--image --pull --name --cpu --memory --pids --disk --runtime --block-network --allow --port --public --keep-warm --timeout --on-idle -e --env --cwd' ;;
+	run) echo '--image --pull --name --cpu --memory --pids --disk --runtime --block-network --allow --port --public --keep-warm --timeout --on-idle -e --env --cwd --rm' ;;
 	exec) echo '-i --interactive -t --tty -d --detach -e --env --cwd --user --timeout' ;;
 	run-code) echo '-l --lang -e --env --cwd --timeout' ;;
 	ps) echo '-q --quiet' ;;
@@ -33,6 +33,7 @@ _sbx_opts() {
 	images) echo '-q --quiet' ;;
 	import) echo '-t --tag' ;;
 	export) echo '--compression' ;;
+	push) echo '-q --quiet' ;;
 	build) echo '-f --file -t --tag --no-cache --runtime' ;;
 	rmi) echo '-f --force' ;;
 	esac
@@ -41,8 +42,8 @@ _sbx_opts() {
 # The options of command $1 that take a value.
 _sbx_opts_with_arg() {
 	case $1 in
-	create) echo '--image --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --cwd' ;;
-	run) echo '--image --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --cwd' ;;
+	create) echo '--image --pull --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --cwd' ;;
+	run) echo '--image --pull --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --cwd' ;;
 	exec) echo '-e --env --cwd --user --timeout' ;;
 	run-code) echo '-l --lang -e --env --cwd --timeout' ;;
 	proc) echo '--timeout -s --signal' ;;
@@ -79,10 +80,12 @@ _sbx_cmdline_at() {
 _sbx_value() {
 	case $1:$2 in
 	create:--image) _sbx_words "$(_sbx_images)" ;;
+	create:--pull) _sbx_words 'missing always never' ;;
 	create:--runtime) _sbx_words 'runsc runc' ;;
 	create:--keep-warm) _sbx_words '-1 60 600 3600' ;;
 	create:--on-idle) _sbx_words 'terminate pause' ;;
 	run:--image) _sbx_words "$(_sbx_images)" ;;
+	run:--pull) _sbx_words 'missing always never' ;;
 	run:--runtime) _sbx_words 'runsc runc' ;;
 	run:--keep-warm) _sbx_words '-1 60 600 3600' ;;
 	run:--on-idle) _sbx_words 'terminate pause' ;;
@@ -141,6 +144,8 @@ _sbx_operand() {
 	import:0) _sbx_files ;;
 	export:0) _sbx_words "$(_sbx_images)" ;;
 	export:1) _sbx_files ;;
+	push:0) _sbx_words "$(_sbx_images)" ;;
+	push:1) : ;;
 	build:0) _sbx_dirs ;;
 	tag:0) _sbx_words "$(_sbx_images)" ;;
 	tag:1) _sbx_words "$(_sbx_images)" ;;

@@ -8,9 +8,9 @@
 function __sbx_opts_with_arg
     switch $argv[1]
         case create
-            printf '%s\n' --image --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --cwd
+            printf '%s\n' --image --pull --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --cwd
         case run
-            printf '%s\n' --image --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --cwd
+            printf '%s\n' --image --pull --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --cwd
         case exec
             printf '%s\n' -e --env --cwd --user --timeout
         case run-code
@@ -220,6 +220,7 @@ complete -c sbx -n __sbx_no_command -a stats -d 'Count sandboxes by state; with 
 complete -c sbx -n __sbx_no_command -a images -d 'List images'
 complete -c sbx -n __sbx_no_command -a import -d 'Import an image: a rootfs tarball (tar, .gz, .xz, .zst), an OCI layout or archive, or a docker save archive'
 complete -c sbx -n __sbx_no_command -a export -d 'Write an image as an OCI archive that podman and docker load'
+complete -c sbx -n __sbx_no_command -a push -d 'Push an image to a registry as an OCI image (REF: [REGISTRY/]NAME[:TAG]); prints the manifest digest'
 complete -c sbx -n __sbx_no_command -a build -d 'Build a blueprint (JSON, see sbx-blueprint(5)) into an image, step by step, from the cache where it can'
 complete -c sbx -n __sbx_no_command -a tag -d 'Give an image another name (a tag); a tag moves to the new image'
 complete -c sbx -n __sbx_no_command -a rmi -d 'Remove images (or one of several tags); refused while a sandbox uses one'
@@ -229,7 +230,8 @@ complete -c sbx -n __sbx_no_command -a version -d 'Print the version'
 complete -c sbx -n __sbx_no_command -a help -d 'Show this help, or COMMAND\'s (as `sbx COMMAND --help`)'
 
 # create
-complete -c sbx -n '__sbx_opts_for create' -l image -x -a '(__sbx_images)' -d 'Image tag or id (default: busybox, built in)'
+complete -c sbx -n '__sbx_opts_for create' -l image -x -a '(__sbx_images)' -d 'image: a tag, an id, or a registry reference such as python:3.12-slim (default: busybox, built in)'
+complete -c sbx -n '__sbx_opts_for create' -l pull -x -a 'missing always never' -d 'When to pull --image from its registry: missing (default), always or never'
 complete -c sbx -n '__sbx_opts_for create' -l name -x -d 'A unique name usable in place of the id'
 complete -c sbx -n '__sbx_opts_for create' -l cpu -x -d 'CPU limit in cores, fractional (e.g. 0.5); 0: none (default 1, sbx.conf)'
 complete -c sbx -n '__sbx_opts_for create' -l memory -x -d 'Memory limit: MiB, or with a unit (512Mi, 1Gi, 1G); 0: none (default 1Gi, sbx.conf)'
@@ -247,7 +249,8 @@ complete -c sbx -n '__sbx_opts_for create' -s e -l env -x -d 'Set an environment
 complete -c sbx -n '__sbx_opts_for create' -l cwd -x -d 'Working directory for every command (absolute)'
 
 # run
-complete -c sbx -n '__sbx_opts_for run' -l image -x -a '(__sbx_images)' -d 'Image tag or id (default: busybox, built in)'
+complete -c sbx -n '__sbx_opts_for run' -l image -x -a '(__sbx_images)' -d 'image: a tag, an id, or a registry reference such as python:3.12-slim (default: busybox, built in)'
+complete -c sbx -n '__sbx_opts_for run' -l pull -x -a 'missing always never' -d 'When to pull --image from its registry: missing (default), always or never'
 complete -c sbx -n '__sbx_opts_for run' -l name -x -d 'A unique name usable in place of the id'
 complete -c sbx -n '__sbx_opts_for run' -l cpu -x -d 'CPU limit in cores, fractional (e.g. 0.5); 0: none (default 1, sbx.conf)'
 complete -c sbx -n '__sbx_opts_for run' -l memory -x -d 'Memory limit: MiB, or with a unit (512Mi, 1Gi, 1G); 0: none (default 1Gi, sbx.conf)'
@@ -331,6 +334,9 @@ complete -c sbx -n '__sbx_opts_for import' -s t -l tag -x -a '(__sbx_images)' -d
 # export
 complete -c sbx -n '__sbx_opts_for export' -l compression -x -a 'gzip none' -d 'How the layers are stored in the archive (default gzip)'
 
+# push
+complete -c sbx -n '__sbx_opts_for push' -s q -l quiet -d 'No progress on stderr'
+
 # build
 complete -c sbx -n '__sbx_opts_for build' -s f -l file -r -F -d 'The blueprint (default CONTEXT/blueprint.json; - for stdin)'
 complete -c sbx -n '__sbx_opts_for build' -s t -l tag -x -a '(__sbx_images)' -d 'Tag the image NAME'
@@ -379,10 +385,11 @@ complete -c sbx -n '__sbx_operand 0 stats' -a '(__sbx_sandboxes)' -d 'Sandbox'
 complete -c sbx -n '__sbx_operand 0 import' -F -d 'Tarball, image archive or layout directory'
 complete -c sbx -n '__sbx_operand 0 export' -a '(__sbx_images)' -d 'Image'
 complete -c sbx -n '__sbx_operand 1 export' -F -d 'Archive to write'
+complete -c sbx -n '__sbx_operand 0 push' -a '(__sbx_images)' -d 'Image'
 complete -c sbx -n '__sbx_operand 0 build' -x -a '(__fish_complete_directories)' -d 'Context directory'
 complete -c sbx -n '__sbx_operand 0 tag' -a '(__sbx_images)' -d 'Image'
 complete -c sbx -n '__sbx_operand 1 tag' -a '(__sbx_images)' -d 'New tag'
 complete -c sbx -n '__sbx_operand any rmi' -a '(__sbx_images)' -d 'Image'
-complete -c sbx -n '__sbx_operand 0 help' -a 'create run exec run-code ps proc fs cp ls status wait terminate rm logs pause resume commit snapshot restore snapshots rmsnap net expose urls ttl stats images import export build tag rmi info gc version help' -d 'Command'
+complete -c sbx -n '__sbx_operand 0 help' -a 'create run exec run-code ps proc fs cp ls status wait terminate rm logs pause resume commit snapshot restore snapshots rmsnap net expose urls ttl stats images import export push build tag rmi info gc version help' -d 'Command'
 complete -c sbx -n __sbx_fs_host_file -F
 complete -c sbx -n __sbx_cp_host -F -a '(__sbx_cp_refs)'
