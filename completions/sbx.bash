@@ -9,7 +9,7 @@
 
 _sbx_global_opts='--root --run-root --json --version -h --help'
 
-_sbx_commands='create run exec run-code ps proc fs cp ls status wait terminate rm logs pause resume commit snapshot restore snapshots rmsnap net expose urls ttl stats images import export push build tag rmi info gc version help'
+_sbx_commands='create run exec run-code ps proc fs cp ls status wait terminate rm logs pause resume commit snapshot restore snapshots rmsnap net expose urls ttl stats images pull import export push build tag rmi login logout info gc version help'
 _sbx_fs_verbs='read write upload download ls stat mkdir rm rmdir find replace watch'
 
 # The options of command $1.
@@ -31,11 +31,14 @@ _sbx_opts() {
 	snapshots) echo '-q --quiet' ;;
 	net) echo '--block --allow --open' ;;
 	images) echo '-q --quiet' ;;
+	pull) echo '--platform -q --quiet' ;;
 	import) echo '-t --tag' ;;
 	export) echo '--compression' ;;
 	push) echo '-q --quiet' ;;
 	build) echo '-f --file -t --tag --no-cache --runtime' ;;
 	rmi) echo '-f --force' ;;
+	login) echo '-u --username --password-stdin' ;;
+	logout) echo '-a --all' ;;
 	esac
 }
 
@@ -53,9 +56,11 @@ _sbx_opts_with_arg() {
 	commit) echo '-t --tag' ;;
 	restore) echo '-n --count' ;;
 	net) echo '--allow' ;;
+	pull) echo '--platform' ;;
 	import) echo '-t --tag' ;;
 	export) echo '--compression' ;;
 	build) echo '-f --file -t --tag --runtime' ;;
+	login) echo '-u --username' ;;
 	esac
 }
 
@@ -95,6 +100,7 @@ _sbx_value() {
 	ls:--sort) _sbx_words 'created id name state runtime image' ;;
 	commit:-t | commit:--tag) _sbx_words "$(_sbx_images)" ;;
 	restore:-n | restore:--count) _sbx_words '1 2 4 8' ;;
+	pull:--platform) _sbx_words 'linux/amd64 linux/arm64 linux/arm64/v8 linux/arm/v7 linux/386 linux/ppc64le linux/s390x linux/riscv64' ;;
 	import:-t | import:--tag) _sbx_words "$(_sbx_images)" ;;
 	export:--compression) _sbx_words 'gzip none' ;;
 	build:-f | build:--file) _sbx_files ;;
@@ -141,6 +147,7 @@ _sbx_operand() {
 	ttl:0) _sbx_words "$(_sbx_ids)" ;;
 	ttl:1) : ;;
 	stats:0) _sbx_words "$(_sbx_ids)" ;;
+	pull:0) : ;;
 	import:0) _sbx_files ;;
 	export:0) _sbx_words "$(_sbx_images)" ;;
 	export:1) _sbx_files ;;
@@ -150,6 +157,8 @@ _sbx_operand() {
 	tag:0) _sbx_words "$(_sbx_images)" ;;
 	tag:1) _sbx_words "$(_sbx_images)" ;;
 	rmi:*) _sbx_words "$(_sbx_images)" ;;
+	login:0) : ;;
+	logout:0) : ;;
 	help:0) _sbx_words "$_sbx_commands" ;;
 	esac
 }
