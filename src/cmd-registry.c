@@ -21,7 +21,8 @@ enum { O_QUIET = 'q', O_PLATFORM = 256 };
 
 const cli_opt sbx_pull_cli_opts[] = {
   { "platform", O_PLATFORM, required_argument, "OS/ARCH[/VARIANT]",
-    "the image for this platform from a multi-platform index (default: this host's)", NULL },
+    "the image for this platform from a multi-platform index (default: this host's)",
+    "linux/amd64 linux/arm64 linux/arm64/v8 linux/arm/v7 linux/386 linux/ppc64le linux/s390x linux/riscv64" },
   { "quiet", O_QUIET, no_argument, NULL, "no progress on stderr" },
   { NULL },
 };
