@@ -4,15 +4,21 @@
 # tests pgrep and pkill; curl, man-db and bash-completion are what the
 # README's tour uses (the URLs of exposed ports, `man sbx`, completion);
 # clang, clang-format and libclang-rt-dev (libFuzzer, the sanitizers) are
-# CI's second compiler, format check and fuzzing build.
+# CI's second compiler, format check and fuzzing build. libcurl4-openssl-dev
+# is the registry transport's HTTP library; docker-registry (a real registry
+# on loopback), skopeo (puts the fixtures there), openssl (the test CA) and
+# podman (pulls and runs what `sbx push` sent) are registry.bats' tools, and
+# contrib/bench/bench-pull.sh's; python3-pytest runs the Python SDK's tests.
 set -eu
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q
 apt-get install -y -q --no-install-recommends \
   ca-certificates build-essential autoconf automake pkg-config \
   libseccomp-dev libcap-dev libarchive-dev libyajl-dev libnftnl-dev libmnl-dev \
+  libcurl4-openssl-dev \
   busybox-static runc runsc nftables iproute2 procps \
   bats python3 python3-pip python3-pytest go-md2man \
+  docker-registry skopeo openssl \
   podman bubblewrap uidmap debootstrap \
   curl man-db bash-completion zsh fish e2fsprogs util-linux \
   clang clang-format libclang-rt-dev libcap2-bin

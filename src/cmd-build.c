@@ -4,6 +4,7 @@
 #include "blueprint.h"
 #include "caps.h"
 #include "build.h"
+#include "cli-progress.h"
 #include "cli.h"
 #include "commands.h"
 #include "client.h"
@@ -136,7 +137,7 @@ cmd_build (sbx_cli *cli, int argc, char **argv, sbx_error **err)
     return parsed < 0 ? -1 : 0;
   const char *file = b.file, *tag = b.tag, *runtime = b.runtime;
   bool no_cache = b.no_cache;
-  if (tag && !name_is_valid (tag))
+  if (tag && !sbx_tag_name_is_valid (tag))
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid tag `%s`", tag);
   if (strcmp (runtime, "runsc") != 0 && strcmp (runtime, "runc") != 0)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "unknown runtime `%s` (expected runsc or runc)", runtime);
@@ -152,7 +153,11 @@ cmd_build (sbx_cli *cli, int argc, char **argv, sbx_error **err)
       || sbx_store_begin_write (st, "build", err) < 0)
     return -1;
   struct progress pr = { .tty = isatty (2) };
-  sbx_build_opts o = { .context = context,
+  /* A base that is a registry reference is pulled when missing. */
+  sbx_pull_opts po = { .platform = NULL };
+  _cleanup_free_ void *pull_progress = cli_progress_attach (&po, false);
+  sbx_build_opts o = { .pull = &po,
+                       .context = context,
                        .runtime = runtime,
                        .no_cache = no_cache,
                        .out_fd = 2,
@@ -228,7 +233,7 @@ cmd_commit (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   int first, parsed = cli_simple_parse (cli, "commit", argc, argv, 1, 1, &first, cli_str_opt, &tag, err);
   if (parsed != 0)
     return parsed < 0 ? -1 : 0;
-  if (tag && !name_is_valid (tag))
+  if (tag && !sbx_tag_name_is_valid (tag))
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid tag `%s`", tag);
   sbx_store *st;
   _cleanup_free_ char *id = NULL, *digest = NULL;

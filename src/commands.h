@@ -58,6 +58,14 @@ int cmd_tag (sbx_cli *, int, char **, sbx_error **);
 int cmd_rmi (sbx_cli *, int, char **, sbx_error **);
 extern const cli_opt sbx_images_opts[], sbx_import_opts[], sbx_export_opts[], sbx_rmi_opts[];
 
+/* cmd-registry.c: images from registries. */
+int cmd_pull (sbx_cli *, int, char **, sbx_error **);
+extern const cli_opt sbx_pull_cli_opts[];
+
+/* cmd-push.c: images to registries. */
+int cmd_push (sbx_cli *, int, char **, sbx_error **);
+extern const cli_opt sbx_push_opts[];
+
 /* cmd-net.c: a sandbox's network. */
 int cmd_net (sbx_cli *, int, char **, sbx_error **);
 int cmd_expose (sbx_cli *, int, char **, sbx_error **);
@@ -69,5 +77,10 @@ extern const cli_opt sbx_net_cli_opts[];
 int cmd_info (sbx_cli *, int, char **, sbx_error **);
 int cmd_gc (sbx_cli *, int, char **, sbx_error **);
 int cmd_version (sbx_cli *, int, char **, sbx_error **);
+
+/* cmd-login.c: registry credentials. */
+int cmd_login (sbx_cli *, int, char **, sbx_error **);
+int cmd_logout (sbx_cli *, int, char **, sbx_error **);
+extern const cli_opt sbx_login_opts[], sbx_logout_opts[];
 
 #endif

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -82,6 +83,11 @@ typedef enum conf_key {
   KEY_DISK,
   KEY_IMAGE_SIZE_MAX,
   KEY_STORE_RESERVE,
+  KEY_UNQUALIFIED_REGISTRY,
+  KEY_REGISTRY_MIRROR,
+  KEY_REGISTRY_INSECURE,
+  KEY_REGISTRY_CERTS_DIR,
+  KEY_REGISTRY_STALL_TIMEOUT,
   KEY__MAX
 } conf_key;
 
@@ -396,6 +402,158 @@ set_store_reserve (parser *p, const char *key, const char *v, sbx_error **err)
   return set_size (p, key, v, 0, 1ULL << 46, true, &p->conf->store_reserve, err);
 }
 
+/* ---- registries ---- */
+
+/* Why S is not a registry host as image references write one (NAME[:PORT]
+ * or [IPV6][:PORT]), or NULL when it is. */
+static const char *
+registry_host_why (const char *s)
+{
+  size_t n = strlen (s);
+  const char *port = NULL;
+  if (n > SBX_CONF_HOST_MAX + 8)
+    return "too long";
+  if (strchr (s, '/'))
+    return "not a host: NAME[:PORT] without a scheme or a path";
+  if (s[0] == '[')
+    {
+      const char *close = strchr (s, ']');
+      if (close == NULL || close == s + 1)
+        return "an IPv6 address in brackets needs its `]`";
+      _cleanup_free_ char *inner = xstrndup (s + 1, (size_t) (close - s - 1));
+      sbx_cidr a;
+      if (sbx_cidr_address_parse (inner, &a, NULL) < 0 || a.family != AF_INET6)
+        return "only an IPv6 address goes in brackets";
+      if (close[1] != '\0' && close[1] != ':')
+        return "expected `:PORT` after `]`";
+      port = close[1] ? close + 2 : NULL;
+    }
+  else
+    {
+      size_t hl = strcspn (s, ":");
+      _cleanup_free_ char *name = xstrndup (s, hl);
+      if (hl > SBX_CONF_HOST_MAX || !hostname_is_valid (name))
+        return "not a host name ([A-Za-z0-9.-]), an address, or [IPV6], with an optional :PORT";
+      port = s[hl] ? s + hl + 1 : NULL;
+    }
+  if (port)
+    {
+      size_t pl = strspn (port, "0123456789");
+      long v = pl >= 1 && pl <= 5 && port[pl] == '\0' && port[0] != '0' ? strtol (port, NULL, 10) : 0;
+      if (v < 1 || v > 65535)
+        return "the port must be 1 to 65535";
+    }
+  return NULL;
+}
+
+static int
+check_registry_host (parser *p, const char *key, const char *v, sbx_error **err)
+{
+  const char *why = registry_host_why (v);
+  if (why == NULL)
+    return 0;
+  _cleanup_free_ char *q = printable_escaped (v, 64);
+  return perr (p, key, err, "`%s`: %s", q, why);
+}
+
+/* The entry of HOST, made when there is none. */
+static sbx_conf_registry *
+registry_entry (parser *p, const char *key, const char *host, sbx_error **err)
+{
+  sbx_conf *c = p->conf;
+  for (size_t i = 0; i < c->nregistries; i++)
+    if (strcmp (c->registries[i].host, host) == 0)
+      return &c->registries[i];
+  if (c->nregistries == SBX_CONF_REGISTRIES_MAX)
+    {
+      perr (p, key, err, "more than %d registries", SBX_CONF_REGISTRIES_MAX);
+      return NULL;
+    }
+  c->registries = xrealloc (c->registries, (c->nregistries + 1) * sizeof *c->registries);
+  c->registries[c->nregistries] = (sbx_conf_registry){ .host = xstrdup (host) };
+  return &c->registries[c->nregistries++];
+}
+
+static int
+set_unqualified_registry (parser *p, const char *key, const char *v, sbx_error **err)
+{
+  if (check_registry_host (p, key, v, err) < 0)
+    return -1;
+  free (p->conf->unqualified_registry);
+  p->conf->unqualified_registry = xstrdup (v);
+  return 0;
+}
+
+static int
+add_registry_mirror (parser *p, const char *key, const char *v, sbx_error **err)
+{
+  size_t n = strcspn (v, " \t");
+  const char *mirror = v + n + strspn (v + n, " \t");
+  if (v[n] == '\0' || *mirror == '\0' || mirror[strcspn (mirror, " \t")] != '\0')
+    return perr (p, key, err, "expected `HOST MIRROR`, such as `docker.io mirror.example.com:5000`");
+  _cleanup_free_ char *host = xstrndup (v, n);
+  if (check_registry_host (p, key, host, err) < 0 || check_registry_host (p, key, mirror, err) < 0)
+    return -1;
+  if (strcmp (host, mirror) == 0)
+    return perr (p, key, err, "%s cannot be its own mirror", host);
+  sbx_conf_registry *r = registry_entry (p, key, host, err);
+  if (r == NULL)
+    return -1;
+  size_t count = strv_len (r->mirrors);
+  for (size_t i = 0; i < count; i++)
+    if (strcmp (r->mirrors[i], mirror) == 0)
+      return perr (p, key, err, "%s is listed twice for %s", mirror, host);
+  if (count == SBX_CONF_MIRRORS_MAX)
+    return perr (p, key, err, "more than %d mirrors for %s", SBX_CONF_MIRRORS_MAX, host);
+  strv_push (&r->mirrors, mirror);
+  return 0;
+}
+
+static int
+add_registry_insecure (parser *p, const char *key, const char *v, sbx_error **err)
+{
+  if (check_registry_host (p, key, v, err) < 0)
+    return -1;
+  sbx_conf_registry *r = registry_entry (p, key, v, err);
+  if (r == NULL)
+    return -1;
+  if (r->insecure)
+    return perr (p, key, err, "%s is listed twice", v);
+  r->insecure = true;
+  return 0;
+}
+
+static int
+set_registry_certs_dir (parser *p, const char *key, const char *v, sbx_error **err)
+{
+  _cleanup_free_ char *q = printable_escaped (v, 64);
+  if (v[0] != '/')
+    return perr (p, key, err, "`%s` is not an absolute directory", q);
+  for (const char *c = v; *c; c++)
+    if (c[0] == '/' && c[1] == '.' && c[2] == '.' && (c[3] == '/' || c[3] == '\0'))
+      return perr (p, key, err, "`%s`: no `..` components", q);
+  size_t n = strlen (v);
+  while (n > 1 && v[n - 1] == '/')
+    n--;
+  free (p->conf->registry_certs_dir);
+  p->conf->registry_certs_dir = xstrndup (v, n);
+  return 0;
+}
+
+static int
+set_registry_stall_timeout (parser *p, const char *key, const char *v, sbx_error **err)
+{
+  size_t n = strspn (v, "0123456789");
+  long x = n >= 1 && n <= 5 && v[n] == '\0' ? strtol (v, NULL, 10) : 0;
+  if (x < 1 || x > SBX_CONF_STALL_TIMEOUT_MAX)
+    {
+      _cleanup_free_ char *q = printable_escaped (v, 64);
+      return perr (p, key, err, "`%s` is not a number of seconds from 1 to %d", q, SBX_CONF_STALL_TIMEOUT_MAX);
+    }
+  p->conf->registry_stall_timeout = (unsigned) x;
+  return 0;
+}
+
 typedef int (*key_setter) (parser *p, const char *key, const char *value, sbx_error **err);
 
 static const struct {
@@ -416,6 +574,11 @@ static const struct {
   [KEY_DISK] = { "disk", set_disk, false },
   [KEY_IMAGE_SIZE_MAX] = { "image_size_max", set_image_size_max, false },
   [KEY_STORE_RESERVE] = { "store_reserve", set_store_reserve, false },
+  [KEY_UNQUALIFIED_REGISTRY] = { "unqualified_registry", set_unqualified_registry, false },
+  [KEY_REGISTRY_MIRROR] = { "registry_mirror", add_registry_mirror, true },
+  [KEY_REGISTRY_INSECURE] = { "registry_insecure", add_registry_insecure, true },
+  [KEY_REGISTRY_CERTS_DIR] = { "registry_certs_dir", set_registry_certs_dir, false },
+  [KEY_REGISTRY_STALL_TIMEOUT] = { "registry_stall_timeout", set_registry_stall_timeout, false },
 };
 
 /* One line of N bytes (no newline, no NUL): `key = value`, a comment or blank. */

@@ -4,7 +4,9 @@
  * promises: pools of the right family and prefix outside the reserved
  * ranges, host addresses for resolvers, opened destinations inside the
  * private ranges with unique names, list limits, a host name of its
- * grammar; written back out as a file, it must parse to the same thing.
+ * grammar, registry hosts of theirs (no `/`, no space, a port in range),
+ * unique registries and mirrors within their limits, an absolute certs
+ * directory, a stall timeout in range; written back out as a file, it must parse to the same thing.
  * What it refuses must be INVALID_ARGUMENT with a printable message that
  * starts with "FILE:LINE: ".
  *
@@ -15,6 +17,7 @@
 #endif
 
 #include "conf.h"
+#include "util.h"
 
 #include <sys/socket.h>
 
@@ -115,6 +118,71 @@ check_conf (const sbx_conf *c)
            && h[0] != '-' && h[hl - 1] != '.' && strstr (h, "..") == NULL);
 }
 
+/* NAME[:PORT] or [IPV6][:PORT] (written apart from conf.c's on purpose). */
+static bool
+is_registry_host (const char *h)
+{
+  size_t n = strlen (h);
+  if (n == 0 || strpbrk (h, "/ \t") != NULL)
+    return false;
+  const char *port = NULL;
+  if (h[0] == '[')
+    {
+      const char *close = strchr (h, ']');
+      char inner[64];
+      if (close == NULL || (size_t) (close - h) > sizeof inner)
+        return false;
+      memcpy (inner, h + 1, (size_t) (close - h - 1));
+      inner[close - h - 1] = '\0';
+      if (!is_address (inner, AF_INET6))
+        return false;
+      port = close[1] == ':' ? close + 2 : NULL;
+      if (close[1] && !port)
+        return false;
+    }
+  else
+    {
+      port = strchr (h, ':');
+      size_t hl = port ? (size_t) (port - h) : n;
+      if (hl == 0 || strspn (h, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.-") != hl)
+        return false;
+      port = port ? port + 1 : NULL;
+    }
+  if (port)
+    {
+      long v = strtol (port, NULL, 10);
+      if (port[0] < '1' || port[0] > '9' || strspn (port, "0123456789") != strlen (port) || v < 1 || v > 65535)
+        return false;
+    }
+  return true;
+}
+
+static void
+check_registries (const sbx_conf *c)
+{
+  CHECK (c->unqualified_registry == NULL || is_registry_host (c->unqualified_registry));
+  CHECK (c->registry_certs_dir == NULL
+         || (c->registry_certs_dir[0] == '/' && strstr (c->registry_certs_dir, "/../") == NULL));
+  CHECK (c->registry_stall_timeout <= SBX_CONF_STALL_TIMEOUT_MAX);
+  CHECK (c->nregistries <= SBX_CONF_REGISTRIES_MAX && (c->nregistries == 0) == (c->registries == NULL));
+  for (size_t i = 0; i < c->nregistries; i++)
+    {
+      const sbx_conf_registry *r = &c->registries[i];
+      size_t nm = 0;
+      CHECK (is_registry_host (r->host) && (r->insecure || r->mirrors));
+      for (; r->mirrors && r->mirrors[nm]; nm++)
+        {
+          CHECK (is_registry_host (r->mirrors[nm]) && strcmp (r->mirrors[nm], r->host) != 0);
+          for (size_t j = 0; j < nm; j++)
+            CHECK (strcmp (r->mirrors[nm], r->mirrors[j]) != 0);
+        }
+      CHECK (nm <= SBX_CONF_MIRRORS_MAX);
+      for (size_t j = 0; j < i; j++)
+        CHECK (strcmp (r->host, c->registries[j].host) != 0);
+      CHECK (sbx_conf_registry_find (c, r->host) == r);
+    }
+}
+
 /* C written back out as a file. */
 static char *
 conf_text (const sbx_conf *c, size_t *ret_len)
@@ -142,6 +210,19 @@ conf_text (const sbx_conf *c, size_t *ret_len)
     }
   fprintf (f, "private_policy = %s\nexpose_address = %s\nexpose_host = %s\nexpose_head_timeout = %ums\n",
            c->observe ? "observe" : "drop", c->expose_address, c->expose_host, c->expose_head_timeout_ms);
+  if (c->unqualified_registry)
+    fprintf (f, "unqualified_registry = %s\n", c->unqualified_registry);
+  if (c->registry_certs_dir)
+    fprintf (f, "registry_certs_dir = %s\n", c->registry_certs_dir);
+  if (c->registry_stall_timeout)
+    fprintf (f, "registry_stall_timeout = %u\n", c->registry_stall_timeout);
+  for (size_t i = 0; i < c->nregistries; i++)
+    {
+      if (c->registries[i].insecure)
+        fprintf (f, "registry_insecure = %s\n", c->registries[i].host);
+      for (size_t j = 0; c->registries[i].mirrors && c->registries[i].mirrors[j]; j++)
+        fprintf (f, "registry_mirror = %s %s\n", c->registries[i].host, c->registries[i].mirrors[j]);
+    }
   CHECK (fclose (f) == 0);
   *ret_len = len;
   return buf;
@@ -164,6 +245,19 @@ check_round_trip (const sbx_conf *c)
     CHECK (strcmp (c->open[i].name, d->open[i].name) == 0 && sbx_cidr_equal (&c->open[i].cidr, &d->open[i].cidr));
   CHECK (strcmp (c->expose_address, d->expose_address) == 0 && strcmp (c->expose_host, d->expose_host) == 0);
   CHECK (c->expose_head_timeout_ms == d->expose_head_timeout_ms);
+  CHECK ((c->unqualified_registry == NULL) == (d->unqualified_registry == NULL)
+         && (!c->unqualified_registry || strcmp (c->unqualified_registry, d->unqualified_registry) == 0));
+  CHECK ((c->registry_certs_dir == NULL) == (d->registry_certs_dir == NULL)
+         && (!c->registry_certs_dir || strcmp (c->registry_certs_dir, d->registry_certs_dir) == 0));
+  CHECK (c->registry_stall_timeout == d->registry_stall_timeout && c->nregistries == d->nregistries);
+  for (size_t i = 0; i < c->nregistries; i++)
+    {
+      const sbx_conf_registry *r = sbx_conf_registry_find (d, c->registries[i].host);
+      CHECK (r && r->insecure == c->registries[i].insecure);
+      CHECK (strv_len (r->mirrors) == strv_len (c->registries[i].mirrors));
+      for (size_t j = 0; r->mirrors && r->mirrors[j]; j++)
+        CHECK (strcmp (r->mirrors[j], c->registries[i].mirrors[j]) == 0);
+    }
   sbx_conf_free (d);
   free (text);
 }
@@ -196,6 +290,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
   if (sbx_conf_parse (NAME, (const char *) data, size, &c, &err) == 0)
     {
       check_conf (c);
+      check_registries (c);
       check_round_trip (c);
       accepted++;
       sbx_conf_free (c);
@@ -223,6 +318,11 @@ static const char *const seeds[] = {
   "  pool4=172.20.0.0/16  \r\n\t# comment\npool6 = off\nprivate_policy = drop\n",
   "expose_address = ::1\nexpose_host = [fd00::1]\ndns = 9.9.9.9\nopen = cgnat 100.64.0.0/10\n",
   "open =\tk8s_pods\t10.244.0.0/16\nopen = ula fc00::/7\ndns = 192.0.2.53\nexpose_host = 192.0.2.7",
+  "unqualified_registry = quay.io\nregistry_mirror = docker.io mirror.example:5000\n"
+  "registry_mirror = docker.io [fd00::1]:443\nregistry_insecure = localhost:5000\n"
+  "registry_certs_dir = /etc/sbx/certs.d\nregistry_stall_timeout = 30\n",
+  "registry_insecure = [::1]:5000\nregistry_mirror =\tlocalhost:5000\tlocalhost:5001\n"
+  "unqualified_registry = localhost:5000\nregistry_stall_timeout = 3600\n",
 };
 
 static const char *const tokens[] = { "=",
@@ -262,7 +362,13 @@ static const char *const tokens[] = { "=",
                                       "expose_head_timeout = ",
                                       "ms",
                                       "300",
-                                      "100" };
+                                      "100",
+                                      "registry_mirror = a.io b.io\n",
+                                      "registry_insecure = a.io\n",
+                                      ":65535",
+                                      ":0",
+                                      "/..",
+                                      "https://" };
 
 int
 main (void)

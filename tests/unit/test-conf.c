@@ -114,6 +114,114 @@ test_sizes (void)
     }
 }
 
+/* The registry keys: unqualified_registry, registry_mirror,
+ * registry_insecure, registry_certs_dir, registry_stall_timeout. */
+static void
+test_registries (void)
+{
+  _cleanup_error_ sbx_error *err = NULL;
+  _cleanup_conf_ sbx_conf *c = parse ("", &err);
+  tap_ok (c && c->unqualified_registry == NULL && c->registry_certs_dir == NULL && c->registry_stall_timeout == 0
+              && c->nregistries == 0 && c->registries == NULL && sbx_conf_registry_find (c, "docker.io") == NULL,
+          "no registry keys: NULL and 0, the documented defaults (%s)", errmsg (err));
+  sbx_conf_free (steal_pointer (&c));
+  c = parse ("unqualified_registry = quay.io\n"
+             "registry_mirror = docker.io mirror.example.com:5000\n"
+             "registry_mirror =\tdocker.io  [fd00::1]:443 \n"
+             "registry_insecure = localhost:5000\n"
+             "registry_insecure = mirror.example.com:5000\n"
+             "registry_mirror = localhost:5000 localhost:5001\n"
+             "registry_certs_dir = /srv/certs.d//\n"
+             "registry_stall_timeout = 45\n",
+             &err);
+  const sbx_conf_registry *d = c ? sbx_conf_registry_find (c, "docker.io") : NULL;
+  const sbx_conf_registry *l = c ? sbx_conf_registry_find (c, "localhost:5000") : NULL;
+  const sbx_conf_registry *m = c ? sbx_conf_registry_find (c, "mirror.example.com:5000") : NULL;
+  tap_ok (c && strcmp (c->unqualified_registry, "quay.io") == 0 && strcmp (c->registry_certs_dir, "/srv/certs.d") == 0
+              && c->registry_stall_timeout == 45 && c->nregistries == 3,
+          "every registry key, a trailing slash of the certs dir dropped (%s)", errmsg (err));
+  tap_ok (d && !d->insecure && strv_len (d->mirrors) == 2 && strcmp (d->mirrors[0], "mirror.example.com:5000") == 0
+              && strcmp (d->mirrors[1], "[fd00::1]:443") == 0,
+          "mirrors in file order, blanks and tabs around them");
+  tap_ok (l && l->insecure && strv_len (l->mirrors) == 1 && m && m->insecure && m->mirrors == NULL,
+          "insecure registries, with and without mirrors");
+  sbx_conf_free (steal_pointer (&c));
+  c = parse ("unqualified_registry = [::1]:5000\nregistry_stall_timeout = 3600\nregistry_certs_dir = /\n", &err);
+  tap_ok (c && strcmp (c->unqualified_registry, "[::1]:5000") == 0 && c->registry_stall_timeout == 3600
+              && strcmp (c->registry_certs_dir, "/") == 0,
+          "an IPv6 registry, the longest stall timeout, / as certs dir (%s)", errmsg (err));
+  sbx_conf_free (steal_pointer (&c));
+
+  static const char *const bad[][2] = {
+    { "unqualified_registry = docker.io/library\n", "t.conf:1: unqualified_registry: `docker.io/library`: not a host" },
+    { "unqualified_registry = https://quay.io\n", "unqualified_registry: `https://quay.io`: not a host" },
+    { "unqualified_registry = quay.io:0\n", "unqualified_registry: `quay.io:0`: the port must be 1 to 65535" },
+    { "unqualified_registry = quay.io:65536\n", "the port must be 1 to 65535" },
+    { "unqualified_registry = quay.io:\n", "the port must be 1 to 65535" },
+    { "unqualified_registry = quay.io:05000\n", "the port must be 1 to 65535" },
+    { "unqualified_registry = [::1\n", "needs its `]`" },
+    { "unqualified_registry = [10.0.0.1]:5000\n", "only an IPv6 address goes in brackets" },
+    { "unqualified_registry = [::1]5000\n", "expected `:PORT` after `]`" },
+    { "unqualified_registry = -bad.io\n", "not a host name" },
+    { "unqualified_registry = a.io\nunqualified_registry = b.io\n", "t.conf:2: unqualified_registry: given twice" },
+    { "registry_mirror = docker.io\n", "t.conf:1: registry_mirror: expected `HOST MIRROR`" },
+    { "registry_mirror = docker.io a.io b.io\n", "registry_mirror: expected `HOST MIRROR`" },
+    { "registry_mirror = docker.io docker.io\n", "docker.io cannot be its own mirror" },
+    { "registry_mirror = docker.io m.io\nregistry_mirror = docker.io m.io\n",
+      "t.conf:2: registry_mirror: m.io is listed twice for docker.io" },
+    { "registry_mirror = docker.io m.io/path\n", "registry_mirror: `m.io/path`: not a host" },
+    { "registry_insecure = a.io\nregistry_insecure = a.io\n", "t.conf:2: registry_insecure: a.io is listed twice" },
+    { "registry_insecure = a.io b.io\n", "registry_insecure: `a.io b.io`: not a host" },
+    { "registry_certs_dir = certs.d\n", "registry_certs_dir: `certs.d` is not an absolute directory" },
+    { "registry_certs_dir = /etc/../tmp\n", "registry_certs_dir: `/etc/../tmp`: no `..` components" },
+    { "registry_stall_timeout = 0\n", "registry_stall_timeout: `0` is not a number of seconds from 1 to 3600" },
+    { "registry_stall_timeout = 3601\n", "is not a number of seconds from 1 to 3600" },
+    { "registry_stall_timeout = 30s\n", "`30s` is not a number of seconds" },
+    { "registry_stall_timeout = -1\n", "`-1` is not a number of seconds" },
+  };
+  for (size_t i = 0; i < ARRAY_SIZE (bad); i++)
+    {
+      sbx_error_free (steal_pointer (&err));
+      sbx_conf *b = parse (bad[i][0], &err);
+      tap_ok (b == NULL && err && err->code == SBX_E_INVALID_ARGUMENT && strstr (err->msg, bad[i][1]),
+              "refused: %s (%s)", bad[i][1], errmsg (err));
+      sbx_conf_free (b);
+    }
+
+  /* The limits: mirrors per registry, registries. */
+  sbx_error_free (steal_pointer (&err));
+  char *text = xstrdup ("");
+  for (int i = 0; i <= SBX_CONF_MIRRORS_MAX; i++)
+    {
+      char *t = xasprintf ("%sregistry_mirror = docker.io m%d.example\n", text, i);
+      free (text);
+      text = t;
+      if (i == SBX_CONF_MIRRORS_MAX - 1)
+        {
+          c = parse (text, &err);
+          tap_ok (c && strv_len (sbx_conf_registry_find (c, "docker.io")->mirrors) == SBX_CONF_MIRRORS_MAX,
+                  "%d mirrors for one registry (%s)", SBX_CONF_MIRRORS_MAX, errmsg (err));
+          sbx_conf_free (steal_pointer (&c));
+        }
+    }
+  c = parse (text, &err);
+  tap_ok (c == NULL && err && strstr (err->msg, "t.conf:9: registry_mirror: more than 8 mirrors for docker.io"),
+          "not %d (%s)", SBX_CONF_MIRRORS_MAX + 1, errmsg (err));
+  free (text);
+  sbx_error_free (steal_pointer (&err));
+  text = xstrdup ("");
+  for (int i = 0; i <= SBX_CONF_REGISTRIES_MAX; i++)
+    {
+      char *t = xasprintf ("%sregistry_insecure = r%d.example\n", text, i);
+      free (text);
+      text = t;
+    }
+  c = parse (text, &err);
+  tap_ok (c == NULL && err && strstr (err->msg, "t.conf:65: registry_insecure: more than 64 registries"),
+          "not more than %d registries (%s)", SBX_CONF_REGISTRIES_MAX, errmsg (err));
+  free (text);
+}
+
 /* ---- the config file ---- */
 
 static void
@@ -681,6 +789,7 @@ main (void)
   test_default_limits ();
   test_values ();
   test_limits ();
+  test_registries ();
   test_errors ();
   test_load ();
   test_resolv ();
