@@ -136,7 +136,7 @@ cmd_build (sbx_cli *cli, int argc, char **argv, sbx_error **err)
     return parsed < 0 ? -1 : 0;
   const char *file = b.file, *tag = b.tag, *runtime = b.runtime;
   bool no_cache = b.no_cache;
-  if (tag && !name_is_valid (tag))
+  if (tag && !sbx_tag_name_is_valid (tag))
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid tag `%s`", tag);
   if (strcmp (runtime, "runsc") != 0 && strcmp (runtime, "runc") != 0)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "unknown runtime `%s` (expected runsc or runc)", runtime);
@@ -228,7 +228,7 @@ cmd_commit (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   int first, parsed = cli_simple_parse (cli, "commit", argc, argv, 1, 1, &first, cli_str_opt, &tag, err);
   if (parsed != 0)
     return parsed < 0 ? -1 : 0;
-  if (tag && !name_is_valid (tag))
+  if (tag && !sbx_tag_name_is_valid (tag))
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid tag `%s`", tag);
   sbx_store *st;
   _cleanup_free_ char *id = NULL, *digest = NULL;

@@ -50,7 +50,7 @@ cmd_import (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   int first, parsed = cli_simple_parse (cli, "import", argc, argv, 1, 1, &first, cli_str_opt, &tag, err);
   if (parsed != 0)
     return parsed < 0 ? -1 : 0;
-  if (tag && !name_is_valid (tag))
+  if (tag && !sbx_tag_name_is_valid (tag))
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid tag `%s`", tag);
   const char *file = argv[first];
   sbx_store *st;
@@ -212,7 +212,7 @@ cmd_tag (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   if (parsed != 0)
     return parsed < 0 ? -1 : 0;
   const char *name = argv[first + 1];
-  if (!name_is_valid (name))
+  if (!sbx_tag_name_is_valid (name))
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid tag `%s`", name);
   sbx_store *st;
   _cleanup_image_ sbx_image *img = NULL;
@@ -244,6 +244,20 @@ human_size (uint64_t n, char *buf, size_t len)
   snprintf (buf, len, i ? "%.1f %s" : "%.0f %s", v, u[i]);
 }
 
+/* The TAGS column: every tag of the image, comma-separated. */
+static char *
+tag_list (char *const *tags)
+{
+  char *l = xstrdup ("");
+  for (size_t k = 0; tags[k]; k++)
+    {
+      char *t = xasprintf ("%s%s%s", l, k ? "," : "", tags[k]);
+      free (l);
+      l = t;
+    }
+  return l;
+}
+
 int
 cmd_images (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
@@ -255,16 +269,34 @@ cmd_images (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   _cleanup_strv_ char **ids = NULL;
   if (cli_store (cli, &st, err) < 0 || sbx_image_list (st, &ids, err) < 0)
     return -1;
+  size_t n = strv_len (ids);
+  _cleanup_free_ sbx_image **imgs = xmalloc0 ((n + 1) * sizeof (sbx_image *));
+  _cleanup_strv_ char **tagls = xmalloc0 ((n + 1) * sizeof (char *));
+  _cleanup_free_ char ***tags = xmalloc0 ((n + 1) * sizeof (char **));
+  /* Full references are long: the column is as wide as its widest entry. */
+  int width = 24;
+  for (size_t i = 0; i < n; i++)
+    {
+      if (sbx_image_load (st, ids[i], &imgs[i], NULL) < 0 || sbx_tags_of (st, ids[i], &tags[i], NULL) < 0)
+        {
+          sbx_image_free (imgs[i]);
+          imgs[i] = NULL;
+          tagls[i] = xstrdup (""); /* strv_free stops at the first NULL */
+          continue;
+        }
+      tagls[i] = tag_list (tags[i]);
+      if ((int) strlen (tagls[i]) > width)
+        width = (int) strlen (tagls[i]);
+    }
   yajl_gen g = cli->json ? cli_json_begin () : NULL;
   if (g)
     j_arr (g);
   else if (!quiet)
-    printf ("%-19s %-24s %-10s %-6s %s\n", "ID", "TAGS", "SIZE", "LAYERS", "CREATED");
-  for (size_t i = 0; ids[i]; i++)
+    printf ("%-19s %-*s %-10s %-6s %s\n", "ID", width, "TAGS", "SIZE", "LAYERS", "CREATED");
+  for (size_t i = 0; i < n; i++)
     {
-      _cleanup_image_ sbx_image *img = NULL;
-      _cleanup_strv_ char **tags = NULL;
-      if (sbx_image_load (st, ids[i], &img, NULL) < 0 || sbx_tags_of (st, ids[i], &tags, NULL) < 0)
+      sbx_image *img = imgs[i];
+      if (img == NULL)
         continue;
       char created[32], size[32];
       format_time (img->created, created, sizeof created);
@@ -273,27 +305,22 @@ cmd_images (sbx_cli *cli, int argc, char **argv, sbx_error **err)
         {
           j_map (g);
           j_kstr (g, "id", img->id);
-          j_kstrv (g, "tags", tags);
+          j_kstrv (g, "tags", tags[i]);
           j_kint (g, "size", (long long) img->size);
           j_kstrv (g, "layers", img->layers);
           j_kint (g, "created", img->created);
           j_endmap (g);
-          continue;
         }
-      if (quiet)
-        {
-          printf ("%s\n", img->id);
-          continue;
-        }
-      _cleanup_free_ char *tagl = xstrdup ("");
-      for (size_t k = 0; tags[k]; k++)
-        {
-          char *t = xasprintf ("%s%s%s", tagl, k ? "," : "", tags[k]);
-          free (tagl);
-          tagl = t;
-        }
-      printf ("%-19.19s %-24s %-10s %-6zu %s\n", img->id + 7, tagl[0] ? tagl : "-", size, strv_len (img->layers),
-              created);
+      else if (quiet)
+        printf ("%s\n", img->id);
+      else
+        printf ("%-19.19s %-*s %-10s %-6zu %s\n", img->id + 7, width, tagls[i][0] ? tagls[i] : "-", size,
+                strv_len (img->layers), created);
+    }
+  for (size_t i = 0; i < n; i++)
+    {
+      sbx_image_free (imgs[i]);
+      strv_free (tags[i]);
     }
   if (g)
     {

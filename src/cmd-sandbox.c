@@ -9,6 +9,7 @@
 #include "image.h"
 #include "json.h"
 #include "lifecycle.h"
+#include "pull.h"
 #include "sandbox.h"
 #include "stats.h"
 #include "util.h"
@@ -42,10 +43,22 @@ enum {
   O_PUBLIC,
   O_DISK,
   O_SORT,
+  O_PULL,
 };
 
 #define CREATE_OPTS                                                                                                      \
-  { "image", O_IMAGE, required_argument, "IMAGE", "image tag or id (default: busybox, built in)", "@image" },            \
+  { "image",                                                                                                             \
+    O_IMAGE,                                                                                                             \
+    required_argument,                                                                                                   \
+    "IMAGE",                                                                                                             \
+    "image: a tag, an id, or a registry reference such as python:3.12-slim (default: busybox, built in)",                \
+    "@image" },                                                                                                          \
+      { "pull",                                                                                                          \
+        O_PULL,                                                                                                          \
+        required_argument,                                                                                               \
+        "POLICY",                                                                                                        \
+        "when to pull --image from its registry: missing (default), always or never",                                    \
+        "missing always never" },                                                                                        \
       { "name", O_NAME, required_argument, "NAME", "a unique name usable in place of the id" },                          \
       { "cpu", O_CPU, required_argument, "CORES",                                                                        \
         "CPU limit in cores, fractional (e.g. 0.5); 0: none (default 1, sbx.conf)" },                                    \
@@ -231,27 +244,55 @@ print_created (sbx_cli *cli, const sbx_sandbox *sb)
     }
 }
 
+/* What create and run parse: the sandbox's options, and how to obtain
+ * its image. */
+struct create_args {
+  sbx_sandbox_opts o;
+  sbx_pull_policy pull;
+  bool rm; /* run only */
+};
+
 static int
 create_cb (void *data, int key, const char *arg, sbx_error **err)
 {
-  return create_opt (data, key, arg, err) < 0 ? -1 : 0;
+  struct create_args *a = data;
+  if (key == O_PULL)
+    return sbx_pull_policy_parse (arg, &a->pull, err) < 0 ? sbx_error_wrap (err, "--pull") : 0;
+  return create_opt (&a->o, key, arg, err) < 0 ? -1 : 0;
+}
+
+/* --image REF, before anything is made: a local name as it is, a registry
+ * reference from the store or pulled as --pull says (progress on stderr). */
+static int
+obtain_image (sbx_store *st, const struct create_args *a, sbx_image **ret, sbx_error **err)
+{
+  _cleanup_conf_ sbx_conf *conf = NULL;
+  if (sbx_conf_load (NULL, &conf, err) < 0)
+    return -1;
+  sbx_pull_opts po = { .platform = NULL };
+  return sbx_image_obtain (st, conf, a->o.image_ref, a->pull, &po, ret, err);
 }
 
 int
 cmd_create (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
   _cleanup_sandbox_ sbx_sandbox *sb = NULL;
-  sbx_sandbox_opts o;
-  opts_defaults (&o);
-  int first, ret = cli_simple_parse (cli, "create", argc, argv, 0, 0, &first, create_cb, &o, err);
+  _cleanup_image_ sbx_image *img = NULL;
+  struct create_args a = { .pull = SBX_PULL_MISSING };
+  opts_defaults (&a.o);
+  int first, ret = cli_simple_parse (cli, "create", argc, argv, 0, 0, &first, create_cb, &a, err);
   if (ret == 0 && sbx_caps_require ("create", err) < 0)
     ret = -1;
   sbx_store *st;
-  if (ret == 0 && (cli_store (cli, &st, err) < 0 || sbx_sandbox_create (st, &o, &sb, err) < 0))
+  if (ret == 0 && cli_store (cli, &st, err) < 0)
+    ret = -1;
+  if (ret == 0 && a.o.image_ref && obtain_image (st, &a, &img, err) < 0)
+    ret = -1;
+  if (ret == 0 && sbx_sandbox_create_from (st, &a.o, img, &sb, err) < 0)
     ret = -1;
   if (ret == 0)
     print_created (cli, sb);
-  sbx_sandbox_opts_clear (&o);
+  sbx_sandbox_opts_clear (&a.o);
   return ret < 0 ? -1 : 0;
 }
 
@@ -263,37 +304,29 @@ run_in (sbx_cli *cli, sbx_store *st, const sbx_sandbox *sb, char **cmd, int *sta
 }
 
 /* Without a command, sbx run runs the image's cmd (docker's and podman's
- * Entrypoint + Cmd, a blueprint's cmd), resolved once, before anything is
- * made, so that the sandbox is made from the image whose cmd it runs. */
+ * Entrypoint + Cmd, a blueprint's cmd), from the image obtained once,
+ * before anything is made, so that the sandbox is made from the image
+ * whose cmd it runs. */
 static int
-run_image_cmd (sbx_store *st, const sbx_sandbox_opts *o, sbx_image **ret, sbx_error **err)
+run_image_cmd (const sbx_sandbox_opts *o, const sbx_image *img, sbx_error **err)
 {
-  _cleanup_image_ sbx_image *img = NULL;
-  if (sbx_image_resolve (st, o->image_ref, &img, err) < 0)
-    return -1;
   if (img->cmd == NULL || img->cmd[0] == NULL)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
                           "run: no command given and image `%s` has no cmd (usage: sbx run [OPTIONS] [--] CMD...)",
                           o->image_ref);
-  *ret = steal_pointer (&img);
   return 0;
 }
-
-struct run_args {
-  sbx_sandbox_opts o;
-  bool rm;
-};
 
 static int
 run_cb (void *data, int key, const char *arg, sbx_error **err)
 {
-  struct run_args *a = data;
+  struct create_args *a = data;
   if (key == O_RM)
     {
       a->rm = true;
       return 0;
     }
-  return create_opt (&a->o, key, arg, err) < 0 ? -1 : 0;
+  return create_cb (a, key, arg, err);
 }
 
 int
@@ -301,7 +334,7 @@ cmd_run (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
   _cleanup_sandbox_ sbx_sandbox *sb = NULL;
   _cleanup_image_ sbx_image *img = NULL;
-  struct run_args a = { .rm = false };
+  struct create_args a = { .pull = SBX_PULL_MISSING, .rm = false };
   opts_defaults (&a.o);
   int first, status = 0, ret = 0, r = cli_simple_parse (cli, "run", argc, argv, 0, -1, &first, run_cb, &a, err);
   if (r != 0)
@@ -318,14 +351,16 @@ cmd_run (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   sbx_store *st;
   if (ret == 0 && cli_store (cli, &st, err) < 0)
     ret = -1;
-  if (ret == 0 && first >= argc && run_image_cmd (st, &a.o, &img, err) < 0)
+  if (ret == 0 && a.o.image_ref && obtain_image (st, &a, &img, err) < 0)
+    ret = -1;
+  if (ret == 0 && first >= argc && run_image_cmd (&a.o, img, err) < 0)
     ret = -1;
   if (ret == 0 && sbx_sandbox_create_from (st, &a.o, img, &sb, err) < 0)
     ret = -1;
   if (ret == 0)
     {
       _cleanup_error_ sbx_error *e2 = NULL;
-      ret = run_in (cli, st, sb, img ? img->cmd : argv + first, &status, err);
+      ret = run_in (cli, st, sb, first >= argc ? img->cmd : argv + first, &status, err);
       sbx_sandbox_terminate (st, sb->id, -1, ret < 0 ? &e2 : err);
       if (a.rm)
         sbx_sandbox_remove (st, sb->id, NULL);

@@ -62,6 +62,10 @@ extern const cli_opt sbx_images_opts[], sbx_import_opts[], sbx_export_opts[], sb
 int cmd_pull (sbx_cli *, int, char **, sbx_error **);
 extern const cli_opt sbx_pull_cli_opts[];
 
+/* cmd-push.c: images to registries. */
+int cmd_push (sbx_cli *, int, char **, sbx_error **);
+extern const cli_opt sbx_push_opts[];
+
 /* cmd-net.c: a sandbox's network. */
 int cmd_net (sbx_cli *, int, char **, sbx_error **);
 int cmd_expose (sbx_cli *, int, char **, sbx_error **);

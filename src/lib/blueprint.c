@@ -1,6 +1,7 @@
 /* Blueprint parsing: strict, every key and value checked (see blueprint.h). */
 #include "config.h"
 #include "blueprint.h"
+#include "imageref.h"
 #include "json.h"
 #include "util.h"
 
@@ -360,7 +361,10 @@ parse_step (yajl_val v, size_t idx, sbx_bp_step *s, sbx_error **err)
 static bool
 base_ok (const char *s)
 {
-  return matches (s, "^debian:[a-z]{2,32}$") || name_is_valid (s) || matches (s, "^(sha256:)?[0-9a-f]{12,64}$");
+  if (matches (s, "^debian:[a-z]{2,32}$") || name_is_valid (s) || matches (s, "^(sha256:)?[0-9a-f]{12,64}$"))
+    return true;
+  _cleanup_imageref_ sbx_imageref *ir = NULL;
+  return sbx_imageref_parse (s, NULL, &ir, NULL) == 0;
 }
 
 int
@@ -384,7 +388,7 @@ sbx_blueprint_parse (const char *text, size_t len, sbx_blueprint **ret, sbx_erro
           if (get_string (val, "base", 256, &bp->base, err) < 0)
             return -1;
           if (!base_ok (bp->base))
-            return bad (err, "base", "expected busybox, debian:SUITE, or an image id or tag");
+            return bad (err, "base", "expected busybox, debian:SUITE, an image id or tag, or a registry reference");
         }
       else if (strcmp (key, "steps") == 0)
         {

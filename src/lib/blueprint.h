@@ -1,6 +1,6 @@
 /* Blueprints: an image described as JSON (man/sbx-blueprint.5).
  *
- *   { "base": "busybox" | "debian:SUITE" | IMAGE,
+ *   { "base": "busybox" | "debian:SUITE" | IMAGE | REGISTRY/NAME:TAG,
  *     "steps": [ { "run": "make" }, { "env": { "K": "V" } }, ... ] }
  *
  * Each step is an object with exactly one key. Parsing is strict: unknown

@@ -10,6 +10,7 @@
 #include "layer.h"
 #include "lifecycle.h"
 #include "openat.h"
+#include "pull.h"
 #include "sandbox.h"
 #include "sha256.h"
 #include "spawn.h"
@@ -598,7 +599,10 @@ sbx_build (const sbx_store *st, const sbx_blueprint *bp, const sbx_build_opts *o
     }
   else
     {
-      if (sbx_image_resolve (st, bp->base, &img, err) < 0)
+      /* A registry reference is pulled when the store lacks it. */
+      _cleanup_conf_ sbx_conf *conf = NULL;
+      if (sbx_conf_load (NULL, &conf, err) < 0
+          || sbx_image_obtain (st, conf, bp->base, SBX_PULL_MISSING, o->pull, &img, err) < 0)
         return sbx_error_wrap (err, "base `%s`", bp->base);
       b.img = img;
       key_next (&b, "base", img->id);

@@ -34,6 +34,8 @@ typedef struct sbx_build_opts {
    * (the caller was interrupted). */
   bool (*stop) (void *data);
   void *data;
+  /* How a base that is a registry reference is pulled (NULL: quietly). */
+  const struct sbx_pull_opts *pull;
 } sbx_build_opts;
 
 /* Builds BP; *ret_id: the image's id. A failed step leaves no layer, no

@@ -27,7 +27,7 @@ int
 sbx_commit (const sbx_store *st, const char *id, const char *tag, sbx_image **ret_img, char **ret_layer,
             sbx_error **err)
 {
-  if (tag && !name_is_valid (tag))
+  if (tag && !sbx_tag_name_is_valid (tag))
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid tag `%s`", tag);
   _cleanup_sandbox_ sbx_sandbox *sb = NULL;
   if (sbx_sandbox_get (st, id, &sb, err) < 0 || sbx_store_begin_write (st, "commit", err) < 0)

@@ -165,6 +165,12 @@ tags_read (const sbx_store *st, yajl_val *ret, sbx_error **err)
   return 0;
 }
 
+bool
+sbx_tag_name_is_valid (const char *s)
+{
+  return name_is_valid (s) || sbx_imageref_is_canonical (s);
+}
+
 int
 sbx_tag_lookup (const sbx_store *st, const char *name, char **ret_id, sbx_error **err)
 {
@@ -198,8 +204,7 @@ sbx_tags_of (const sbx_store *st, const char *id, char ***ret, sbx_error **err)
 int
 sbx_tag_set (const sbx_store *st, const char *name, const char *id, sbx_error **err)
 {
-  /* A pulled image is tagged with its full reference (imageref.h). */
-  if (!name_is_valid (name) && !sbx_imageref_is_canonical (name))
+  if (!sbx_tag_name_is_valid (name))
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid tag `%s`", name);
   _cleanup_free_ char *lockp = sbx_store_path (st, "images/tags.lock");
   _cleanup_close_ int lk = lock_path (lockp, LOCK_EX, err);
@@ -283,7 +288,7 @@ resolve (const sbx_store *st, const char *ref, bool usable, sbx_image **ret, sbx
   const char *hex = hex_of (ref);
   if (is_hex (hex, 64, 64))
     id = xstrdup (ref);
-  else if (name_is_valid (ref) && sbx_tag_lookup (st, ref, &id, NULL) == 0)
+  else if (sbx_tag_name_is_valid (ref) && sbx_tag_lookup (st, ref, &id, NULL) == 0)
     ;
   else if (usable && strcmp (ref, "busybox") == 0)
     {
@@ -295,7 +300,7 @@ resolve (const sbx_store *st, const char *ref, bool usable, sbx_image **ret, sbx
       if (resolve_prefix (st, hex, &id, err) < 0)
         return -1;
     }
-  else if (!name_is_valid (ref))
+  else if (!sbx_tag_name_is_valid (ref))
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid image reference `%s`", ref);
   else
     return sbx_error_set (err, SBX_E_NOT_FOUND, 0, "image `%s` not found", ref);

@@ -5,6 +5,7 @@
 #ifndef SBX_IMAGE_H
 #define SBX_IMAGE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "error.h"
@@ -32,7 +33,7 @@ sbx_image_freep (sbx_image **i)
 /* Writes IMG (layers and config; id and created are filled in) and returns
  * its id. Idempotent: the same content is the same id. */
 int sbx_image_store (const sbx_store *st, sbx_image *img, sbx_error **err);
-/* REF: a tag, a full id ("sha256:HEX" or HEX) or a unique prefix of at
+/* REF: a tag (a name or a full reference), a full id ("sha256:HEX" or HEX) or a unique prefix of at
  * least 12 hex chars. `busybox` is built on first use. NOT_FOUND otherwise. */
 int sbx_image_resolve (const sbx_store *st, const char *ref, sbx_image **ret, sbx_error **err);
 /* The same without making the built-in image or checking its layers. */
@@ -41,6 +42,10 @@ int sbx_image_load (const sbx_store *st, const char *id, sbx_image **ret, sbx_er
 /* Every image id in the store (strv). */
 int sbx_image_list (const sbx_store *st, char ***ret_ids, sbx_error **err);
 
+/* A tag is a plain name (util.h name_is_valid: "myimage") or a full,
+ * normalized registry reference (imageref.h sbx_imageref_is_canonical:
+ * "docker.io/library/python:3.12-slim"), the tag a pull gives an image. */
+bool sbx_tag_name_is_valid (const char *s);
 int sbx_tag_set (const sbx_store *st, const char *name, const char *id, sbx_error **err);
 /* Tags naming ID (strv, possibly empty). */
 int sbx_tags_of (const sbx_store *st, const char *id, char ***ret, sbx_error **err);

@@ -6,6 +6,7 @@
 #include "net.h"
 #include "cgroup.h"
 #include "image.h"
+#include "imageref.h"
 #include "json.h"
 #include "layer.h"
 #include "monitor.h"
@@ -20,9 +21,23 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 
+/* --image: a tag, an id, or a reference a registry could have. */
+static int
+validate_image_ref (const char *ref, sbx_error **err)
+{
+  if (ref == NULL || sbx_tag_name_is_valid (ref))
+    return 0;
+  _cleanup_imageref_ sbx_imageref *ir = NULL;
+  if (sbx_imageref_parse (ref, NULL, &ir, err) < 0)
+    return sbx_error_wrap (err, "--image");
+  return 0;
+}
+
 static int
 validate_opts (const sbx_sandbox_opts *o, sbx_error **err)
 {
+  if (validate_image_ref (o->image_ref, err) < 0)
+    return -1;
   if (o->name && !name_is_valid (o->name))
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
                           "invalid name `%s`: use [A-Za-z0-9][A-Za-z0-9_.+-]*, at most %d", o->name, SBX_NAME_MAX);

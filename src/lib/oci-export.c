@@ -16,17 +16,8 @@
 
 /* ---- export ---- */
 
-/* A blob of the archive being written: a layer in a file, or a document. */
-typedef struct out_blob {
-  char hex[65];
-  uint64_t size;
-  int fd;     /* a layer's content, or -1 */
-  char *data; /* a document's, or NULL */
-  char *diff_id;
-} out_blob;
-
-static void
-out_blob_clear (out_blob *b)
+void
+oci_blob_clear (oci_blob *b)
 {
   if (b->fd >= 0)
     close (b->fd);
@@ -35,10 +26,18 @@ out_blob_clear (out_blob *b)
   free (b->diff_id);
   b->data = b->diff_id = NULL;
 }
-#define _cleanup_out_blob_ __attribute__ ((cleanup (out_blob_clear)))
+
+void
+oci_blob_doc (oci_blob *b, char *data, size_t len)
+{
+  b->fd = -1;
+  b->data = data;
+  b->size = len;
+  sha256_hex (data, len, b->hex);
+}
 
 typedef struct out_blobs {
-  out_blob *v;
+  oci_blob *v;
   size_t n;
 } out_blobs;
 
@@ -46,19 +45,10 @@ static void
 out_blobs_free (out_blobs *l)
 {
   for (size_t i = 0; i < l->n; i++)
-    out_blob_clear (&l->v[i]);
+    oci_blob_clear (&l->v[i]);
   free (l->v);
 }
 #define _cleanup_out_blobs_ __attribute__ ((cleanup (out_blobs_free)))
-
-static void
-out_blob_doc (out_blob *b, char *data, size_t len)
-{
-  b->fd = -1;
-  b->data = data;
-  b->size = len;
-  sha256_hex (data, len, b->hex);
-}
 
 /* Output through a callback: bytes counted and hashed on the way. */
 typedef struct sink {
@@ -115,7 +105,7 @@ hash_stream (int fd, struct archive *a, char hex[65], uint64_t *ret_len, sbx_err
  * pads to a tar block by default, and Go's gzip reader, podman's, takes
  * trailing zeros for a broken next member). */
 static int
-gzip_layer (int tarfd, int workfd, out_blob *b, char diff_hex[65], sbx_error **err)
+gzip_layer (int tarfd, int workfd, oci_blob *b, char diff_hex[65], sbx_error **err)
 {
   _cleanup_close_ int out = openat (workfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
   if (out < 0)
@@ -148,8 +138,9 @@ gzip_layer (int tarfd, int workfd, out_blob *b, char diff_hex[65], sbx_error **e
 
 /* Layer DIGEST as blob B, compressed or not; B's diff_id is the digest of
  * the tar that goes out, which is DIGEST only where that is a kept layer.tar. */
-static int
-layer_blob (const char *root, const char *digest, sbx_oci_compression comp, int workfd, out_blob *b, sbx_error **err)
+int
+oci_layer_blob (const char *root, const char *digest, sbx_oci_compression comp, int workfd, oci_blob *b,
+                sbx_error **err)
 {
   _cleanup_close_ int tarfd = -1;
   bool converted;
@@ -182,8 +173,8 @@ layer_blob (const char *root, const char *digest, sbx_oci_compression comp, int 
   return 0;
 }
 
-static char *
-config_doc (const sbx_image *img, const out_blob *layers, size_t n, size_t *len)
+char *
+oci_config_doc (const sbx_image *img, const oci_blob *layers, size_t n, size_t *len)
 {
   _cleanup_yajl_gen_ yajl_gen g = j_new (false);
   char created[32];
@@ -217,7 +208,7 @@ config_doc (const sbx_image *img, const out_blob *layers, size_t n, size_t *len)
 
 /* Opens a descriptor's map; the caller adds to it and closes it. */
 static void
-j_desc (yajl_gen g, const char *media_type, const out_blob *b)
+j_desc (yajl_gen g, const char *media_type, const oci_blob *b)
 {
   _cleanup_free_ char *digest = xasprintf (DIGEST_PREFIX "%s", b->hex);
   j_map (g);
@@ -226,8 +217,8 @@ j_desc (yajl_gen g, const char *media_type, const out_blob *b)
   j_kint (g, "size", (long long) b->size);
 }
 
-static char *
-manifest_doc (const out_blob *config, const out_blob *layers, size_t n, sbx_oci_compression comp, size_t *len)
+char *
+oci_manifest_doc (const oci_blob *config, const oci_blob *layers, size_t n, sbx_oci_compression comp, size_t *len)
 {
   _cleanup_yajl_gen_ yajl_gen g = j_new (false);
   j_map (g);
@@ -249,7 +240,7 @@ manifest_doc (const out_blob *config, const out_blob *layers, size_t n, sbx_oci_
 }
 
 static char *
-index_doc (const out_blob *manifest, const char *ref_name, size_t *len)
+index_doc (const oci_blob *manifest, const char *ref_name, size_t *len)
 {
   _cleanup_yajl_gen_ yajl_gen g = j_new (false);
   j_map (g);
@@ -313,7 +304,7 @@ write_member (struct archive *a, const char *name, int64_t mtime, bool dir, cons
 }
 
 static int
-write_blob (struct archive *a, const out_blob *b, int64_t mtime, sbx_error **err)
+write_blob (struct archive *a, const oci_blob *b, int64_t mtime, sbx_error **err)
 {
   _cleanup_free_ char *name = xasprintf ("blobs/sha256/%s", b->hex);
   return write_member (a, name, mtime, false, b->data, b->fd, b->size, err);
@@ -321,7 +312,7 @@ write_blob (struct archive *a, const out_blob *b, int64_t mtime, sbx_error **err
 
 /* The archive into OUTFD: the layout's documents and every blob once. */
 static int
-write_oci_archive (int outfd, const out_blob *layers, size_t n, const out_blob *config, const out_blob *manifest,
+write_oci_archive (int outfd, const oci_blob *layers, size_t n, const oci_blob *config, const oci_blob *manifest,
                    const char *index, size_t index_len, int64_t mtime, sbx_error **err)
 {
   static const char layout[] = "{\"imageLayoutVersion\":\"1.0.0\"}";
@@ -412,9 +403,9 @@ sbx_oci_export (const char *root, const sbx_image *img, const char *ref_name, sb
   if (sbx_archive_load (err) < 0)
     return -1;
   _cleanup_workdir_ sbx_workdir w = SBX_WORKDIR_INIT;
-  _cleanup_out_blobs_ out_blobs layers = { .v = xmalloc0 (n * sizeof (out_blob)) };
-  _cleanup_out_blob_ out_blob config = { .fd = -1 };
-  _cleanup_out_blob_ out_blob manifest = { .fd = -1 };
+  _cleanup_out_blobs_ out_blobs layers = { .v = xmalloc0 (n * sizeof (oci_blob)) };
+  _cleanup_oci_blob_ oci_blob config = { .fd = -1 };
+  _cleanup_oci_blob_ oci_blob manifest = { .fd = -1 };
   _cleanup_tmp_file_ tmp_file out = { .path = NULL, .fd = -1 };
   _cleanup_free_ char *index = NULL;
   size_t len, index_len;
@@ -424,13 +415,13 @@ sbx_oci_export (const char *root, const sbx_image *img, const char *ref_name, sb
     {
       layers.v[i].fd = -1;
       layers.n = i + 1;
-      if (layer_blob (root, img->layers[i], comp, w.dfd, &layers.v[i], err) < 0)
+      if (oci_layer_blob (root, img->layers[i], comp, w.dfd, &layers.v[i], err) < 0)
         return sbx_error_wrap (err, "export to `%s`", path);
     }
-  char *doc = config_doc (img, layers.v, n, &len);
-  out_blob_doc (&config, doc, len);
-  doc = manifest_doc (&config, layers.v, n, comp, &len);
-  out_blob_doc (&manifest, doc, len);
+  char *doc = oci_config_doc (img, layers.v, n, &len);
+  oci_blob_doc (&config, doc, len);
+  doc = oci_manifest_doc (&config, layers.v, n, comp, &len);
+  oci_blob_doc (&manifest, doc, len);
   index = index_doc (&manifest, ref_name, &index_len);
   if (tmp_file_open (path, &out, err) < 0
       || write_oci_archive (out.fd, layers.v, n, &config, &manifest, index, index_len, img->created, err) < 0

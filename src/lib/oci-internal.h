@@ -54,7 +54,31 @@
 #define MT_DOCKER_MANIFEST "application/vnd.docker.distribution.manifest.v2+json"
 #define MT_DOCKER_CONFIG "application/vnd.docker.container.image.v1+json"
 
-/* Shared between the oci-*.c files; each is described where it is defined. */
+/* A blob of an image being written out (export's archive, push's uploads):
+ * a layer in a file, or a document. */
+typedef struct oci_blob {
+  char hex[65];
+  uint64_t size;
+  int fd;     /* a layer's content, or -1 */
+  char *data; /* a document's, or NULL */
+  char *diff_id;
+} oci_blob;
+void oci_blob_clear (oci_blob *b);
+#define _cleanup_oci_blob_ __attribute__ ((cleanup (oci_blob_clear)))
+/* DATA (taken) as the blob B. */
+void oci_blob_doc (oci_blob *b, char *data, size_t len);
+/* Layer DIGEST as blob B (an unnamed file in WORKFD at offset 0),
+ * compressed or not; B's diff_id is the digest of the tar that goes out,
+ * which is DIGEST only where that is a kept layer.tar. */
+int oci_layer_blob (const char *root, const char *digest, sbx_oci_compression comp, int workfd, oci_blob *b,
+                    sbx_error **err);
+/* The OCI config of IMG whose layers go out as LAYERS (their diff_ids),
+ * and the OCI manifest naming CONFIG and LAYERS. */
+char *oci_config_doc (const sbx_image *img, const oci_blob *layers, size_t n, size_t *len);
+char *oci_manifest_doc (const oci_blob *config, const oci_blob *layers, size_t n, sbx_oci_compression comp,
+                        size_t *len);
+
+/* Shared between the oci-*.c files (and push.c); each is described where it is defined. */
 int check_archive_path (const char *p, const char *what, sbx_error **err);
 void desc_copy (sbx_oci_desc *dst, const sbx_oci_desc *src);
 bool docker_manifest_shaped (const char *text, size_t len);
