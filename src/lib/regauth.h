@@ -27,8 +27,7 @@ typedef struct sbx_cred {
 /* *RET NULL (and 0) when no file has credentials for REGISTRY (a registry
  * host, "HOST[:PORT]") and REPOSITORY (may be NULL). A file that exists but
  * does not parse is INVALID_ARGUMENT naming the file. */
-int sbx_auth_lookup (const char *root, const char *registry, const char *repository, sbx_cred **ret,
-                     sbx_error **err);
+int sbx_auth_lookup (const char *root, const char *registry, const char *repository, sbx_cred **ret, sbx_error **err);
 
 /* Stores USERNAME and PASSWORD for REGISTRY in ROOT/auth.json (replacing an
  * entry). Both are checked for length and control characters
