@@ -175,7 +175,8 @@ char *
 sbx_image_local_ref (const sbx_store *st, const char *ref, const char *unqualified)
 {
   _cleanup_free_ char *id = NULL;
-  if (sbx_tag_name_is_valid (ref) && sbx_tag_lookup (st, ref, &id, NULL) == 0)
+  /* An id (`sha256:HEX`, which also reads as NAME:TAG) is one as it is. */
+  if (strncmp (ref, "sha256:", 7) == 0 || (sbx_tag_name_is_valid (ref) && sbx_tag_lookup (st, ref, &id, NULL) == 0))
     return xstrdup (ref);
   _cleanup_imageref_ sbx_imageref *ir = NULL;
   if (sbx_imageref_parse (ref, unqualified, &ir, NULL) < 0)
