@@ -101,8 +101,8 @@ bad () {
 }
 
 @test "badinput: unknown image is NOT_FOUND" {
-  bad NOT_FOUND no-such-image create --runtime runc --image no-such-image
-  bad NOT_FOUND no-such-image run --runtime runc --image no-such-image -- true
+  bad NOT_FOUND no-such-image create --runtime runc --pull never --image no-such-image
+  bad NOT_FOUND no-such-image run --runtime runc --pull never --image no-such-image -- true
   bad NOT_FOUND sha256:0000 create --runtime runc \
     --image sha256:0000000000000000000000000000000000000000000000000000000000000000
 }
