@@ -110,7 +110,10 @@ bad () {
 @test "badinput: an image reference that is a path is INVALID_ARGUMENT" {
   bad INVALID_ARGUMENT ../../etc create --runtime runc --image ../../etc
   bad INVALID_ARGUMENT /etc create --runtime runc --image /etc
-  bad INVALID_ARGUMENT a/b create --runtime runc --image a/b
+  # a/b is a registry's repository (docker.io/a/b), never a path: with
+  # --pull never it is looked up as that reference, and nothing is read.
+  bad NOT_FOUND docker.io/a/b:latest create --runtime runc --pull never --image a/b
+  bad INVALID_ARGUMENT a//b create --runtime runc --image a//b
   bad INVALID_ARGUMENT ../x import --tag ../x "$BATS_FILE_TMPDIR/payload.tar"
   [ ! -e "$SBX_ROOT/x" ] && [ ! -e "$SBX_ROOT/images/../x" ] || fail "a tag escaped the store"
 }
