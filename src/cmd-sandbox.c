@@ -268,7 +268,7 @@ static int
 obtain_image (sbx_store *st, const struct create_args *a, sbx_image **ret, sbx_error **err)
 {
   _cleanup_conf_ sbx_conf *conf = NULL;
-  if (sbx_conf_load (NULL, &conf, err) < 0)
+  if (sbx_sandbox_opts_validate (&a->o, err) < 0 || sbx_conf_load (NULL, &conf, err) < 0)
     return -1;
   sbx_pull_opts po = { .platform = NULL };
   _cleanup_free_ void *prog = cli_progress_attach (&po, false);

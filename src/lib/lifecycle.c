@@ -33,8 +33,8 @@ validate_image_ref (const char *ref, sbx_error **err)
   return 0;
 }
 
-static int
-validate_opts (const sbx_sandbox_opts *o, sbx_error **err)
+int
+sbx_sandbox_opts_validate (const sbx_sandbox_opts *o, sbx_error **err)
 {
   if (validate_image_ref (o->image_ref, err) < 0)
     return -1;
@@ -184,7 +184,7 @@ static int
 create_common (const sbx_store *st, sbx_sandbox_opts *opts, const sbx_image *image, const char *restore_from,
                int64_t chan_base, sbx_sandbox **ret, sbx_error **err)
 {
-  if (apply_default_limits (opts, restore_from != NULL, err) < 0 || validate_opts (opts, err) < 0
+  if (apply_default_limits (opts, restore_from != NULL, err) < 0 || sbx_sandbox_opts_validate (opts, err) < 0
       || sbx_store_begin_write (st, "create", err) < 0)
     return -1;
   /* Its layers stay referenced from here on: by this resolution until the

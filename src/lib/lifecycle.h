@@ -11,6 +11,10 @@
 /* Validates OPTS (taking ownership of its fields on success), creates the
  * sandbox and returns it running. On any error nothing is left behind. */
 int sbx_sandbox_create (const sbx_store *st, sbx_sandbox_opts *opts, sbx_sandbox **ret, sbx_error **err);
+/* The checks create makes of OPTS before anything is made (INVALID_ARGUMENT
+ * naming the option): for a caller with work to do first (pulling the
+ * image), so that bad input is refused before it. */
+int sbx_sandbox_opts_validate (const sbx_sandbox_opts *opts, sbx_error **err);
 /* The same from IMAGE (layers and config; its id may be NULL: an image
  * being built) rather than OPTS->image_ref. */
 struct sbx_image;

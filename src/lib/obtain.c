@@ -31,18 +31,22 @@ is_image_id (const char *ref)
   return strlen (ref) == 64 && all_hex (ref);
 }
 
-/* REF as the store knows it: 1 with *ret when found, 0 when the store has
- * no such name (and REF may still name a registry's image), -1 on another
- * error (a damaged layer, an ambiguous id prefix). */
+/* REF as the store knows it: 1 with *ret when the store has that name, 0
+ * when it has not (and REF may still name a registry's image), -1 when it
+ * has it but cannot use it (a damaged layer, an ambiguous id prefix): that
+ * is an error, not a reason to pull. */
 static int
 local (const sbx_store *st, const char *ref, sbx_image **ret, sbx_error **err)
 {
+  _cleanup_image_ sbx_image *found = NULL;
   _cleanup_error_ sbx_error *e = NULL;
-  if (sbx_image_resolve (st, ref, ret, &e) == 0)
-    return 1;
-  if (e->code != SBX_E_NOT_FOUND)
-    return sbx_error_set (err, e->code, e->errnum, "%s", e->msg);
-  return 0;
+  if (strcmp (ref, "busybox") != 0 && sbx_image_resolve_existing (st, ref, &found, &e) < 0)
+    {
+      if (e->code == SBX_E_NOT_FOUND)
+        return 0;
+      return sbx_error_set (err, e->code, e->errnum, "%s", e->msg);
+    }
+  return sbx_image_resolve (st, ref, ret, err) < 0 ? -1 : 1;
 }
 
 int

@@ -101,8 +101,8 @@ bad () {
 }
 
 @test "badinput: unknown image is NOT_FOUND" {
-  bad NOT_FOUND no-such-image create --runtime runc --image no-such-image
-  bad NOT_FOUND no-such-image run --runtime runc --image no-such-image -- true
+  bad NOT_FOUND no-such-image create --runtime runc --pull never --image no-such-image
+  bad NOT_FOUND no-such-image run --runtime runc --pull never --image no-such-image -- true
   bad NOT_FOUND sha256:0000 create --runtime runc \
     --image sha256:0000000000000000000000000000000000000000000000000000000000000000
 }
@@ -110,7 +110,10 @@ bad () {
 @test "badinput: an image reference that is a path is INVALID_ARGUMENT" {
   bad INVALID_ARGUMENT ../../etc create --runtime runc --image ../../etc
   bad INVALID_ARGUMENT /etc create --runtime runc --image /etc
-  bad INVALID_ARGUMENT a/b create --runtime runc --image a/b
+  # a/b is a registry's repository (docker.io/a/b), never a path: with
+  # --pull never it is looked up as that reference, and nothing is read.
+  bad NOT_FOUND docker.io/a/b:latest create --runtime runc --pull never --image a/b
+  bad INVALID_ARGUMENT a//b create --runtime runc --image a//b
   bad INVALID_ARGUMENT ../x import --tag ../x "$BATS_FILE_TMPDIR/payload.tar"
   [ ! -e "$SBX_ROOT/x" ] && [ ! -e "$SBX_ROOT/images/../x" ] || fail "a tag escaped the store"
 }

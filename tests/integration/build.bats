@@ -128,7 +128,7 @@ JSON
   expect_contains "$stderr" visible-output
   expect_contains "$stderr" to-stderr
   expect_eq "$(layer_count)" "$n" "layers"
-  expect_error NOT_FOUND create --image broken
+  expect_error NOT_FOUND create --pull never --image broken
   expect_eq "$(sbx ls -q | wc -l)" 0 "sandboxes left"
   # A step that needs a Debian base says so.
   printf '{"base":"busybox","steps":[{"apt_packages":["curl"]}]}' >"$BATS_TEST_TMPDIR/ctx/blueprint.json"

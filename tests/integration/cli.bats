@@ -273,9 +273,9 @@ json_ok () {
 }
 
 @test "errors: NOT_FOUND for an unknown image" {
-  expect_error NOT_FOUND create --runtime runc --image no-such-image
+  expect_error NOT_FOUND create --runtime runc --pull never --image no-such-image
   expect_contains "$stderr" no-such-image
-  expect_error NOT_FOUND run --runtime runc --image no-such-image -- true
+  expect_error NOT_FOUND run --runtime runc --pull never --image no-such-image -- true
 }
 
 @test "errors: NOT_FOUND for an unknown sandbox, on every sandbox command" {

@@ -49,5 +49,5 @@ JSON
   expect_eq "$(jget 'd["error"]["code"]')" INVALID_ARGUMENT "code"
   expect_contains "$stderr" "python_version 3.9: no package python3.9 in this base"
   expect_eq "$(find "$SBX_ROOT/layers/sha256" -mindepth 1 -maxdepth 1 | wc -l)" "$layers" "layers"
-  expect_error NOT_FOUND create --image old
+  expect_error NOT_FOUND create --pull never --image old
 }

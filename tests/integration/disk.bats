@@ -186,7 +186,7 @@ zero_tar () {
   expect_contains "$stderr" "image_size_max"
   expect_eq "$(layer_count)" "$n" "layers after the refused import"
   no_partial_layers
-  expect_error NOT_FOUND create --image bomb
+  expect_error NOT_FOUND create --pull never --image bomb
   # The same archive under a limit it fits.
   sbx_write_conf "image_size_max = 16Mi"
   sbx import --tag bomb "$BATS_TEST_TMPDIR/bomb.tgz" >/dev/null
@@ -216,7 +216,7 @@ zero_tar () {
   expect_error RESOURCE_EXHAUSTED import --tag two "$BATS_TEST_TMPDIR/two.tar"
   expect_contains "$stderr" "3 layers expand to"
   expect_contains "$stderr" "image_size_max"
-  expect_error NOT_FOUND create --image two
+  expect_error NOT_FOUND create --pull never --image two
   sbx gc >/dev/null
   expect_eq "$(layer_count)" "$n" "layers after the refused import and gc"
   no_partial_layers
@@ -235,7 +235,7 @@ zero_tar () {
   expect_contains "$stderr" "image_size_max"
   expect_eq "$(layer_count)" "$n" "layers after the refused build"
   no_partial_layers
-  expect_error NOT_FOUND create --image big
+  expect_error NOT_FOUND create --pull never --image big
   id=$(sbx create --runtime runc --block-network)
   sbx exec "$id" -- dd if=/dev/zero of=/big bs=1M count=12 2>/dev/null
   expect_error RESOURCE_EXHAUSTED commit --tag big "$id"

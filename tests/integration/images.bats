@@ -50,7 +50,7 @@ layer_count () {
   run --separate-stderr sbx rmi --force payload
   expect_status 0
   expect_contains "$output" "removed sha256:"
-  expect_error NOT_FOUND create --image payload
+  expect_error NOT_FOUND create --pull never --image payload
   # The sandbox still runs on its layers.
   expect_eq "$(sbx exec "$id" -- echo alive)" alive "sandbox after rmi --force"
   expect_eq "$(layer_count)" "$before" "layers kept while a sandbox uses them"
