@@ -577,7 +577,7 @@ expect_no_credential () {
 
 # --- push ---------------------------------------------------------------------------
 
-@test "registry: push an sbx image; the registry serves it, podman pulls and runs it" {
+@test "registry: an image sbx pushed comes back whole through sbx pull" {
   require_runtime runc
   local dest=$REG_plain/pushed/multi:v1 digest
   sbx import --tag multi-local "$BATS_FILE_TMPDIR/multi.tar" >/dev/null
@@ -594,20 +594,7 @@ expect_no_credential () {
   expect_eq "$output" "keep
 new"
   SBX_ROOT=$SBX_TEST_DIR/root2 "$SBX_BIN" gc >/dev/null
-  # podman, in a throwaway store.
-  if command -v podman >/dev/null; then
-    local pr=$SBX_TEST_DIR/podman
-    mkdir -p "$pr"
-    run podman --root "$pr/root" --runroot "$pr/run" --storage-driver vfs pull --tls-verify=false -q "$dest"
-    expect_status 0
-    run podman --root "$pr/root" --runroot "$pr/run" --storage-driver vfs run --rm --network none --runtime runc \
-      --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 \
-      --tls-verify=false "$dest" cat /opt/keep
-    expect_status 0
-    expect_eq "$(last_line)" keep "podman run of the pushed image"
-    podman --root "$pr/root" --runroot "$pr/run" --storage-driver vfs rmi -af >/dev/null 2>&1
-    rm -rf "$pr"
-  fi
+  # (podman pulling and running what sbx pushed: push.bats.)
 }
 
 # --- bad registries -----------------------------------------------------------------
