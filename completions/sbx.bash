@@ -9,14 +9,14 @@
 
 _sbx_global_opts='--root --run-root --json --version -h --help'
 
-_sbx_commands='create run exec run-code ps proc fs cp ls status wait terminate rm logs pause resume commit snapshot restore snapshots rmsnap net expose urls ttl stats images import export build tag rmi info gc version help'
+_sbx_commands='create run exec run-code ps proc fs cp ls status wait terminate rm logs pause resume commit snapshot restore snapshots rmsnap net expose urls ttl stats images pull import export push build tag rmi login logout info gc version help'
 _sbx_fs_verbs='read write upload download ls stat mkdir rm rmdir find replace watch'
 
 # The options of command $1.
 _sbx_opts() {
 	case $1 in
-	create) echo '--image --name --cpu --memory --pids --disk --runtime --block-network --allow --port --public --keep-warm --timeout --on-idle -e --env --cwd' ;;
-	run) echo '--image --name --cpu --memory --pids --disk --runtime --block-network --allow --port --public --keep-warm --timeout --on-idle -e --env --cwd --rm' ;;
+	create) echo '--image --pull --name --cpu --memory --pids --disk --runtime --block-network --allow --port --public --keep-warm --timeout --on-idle -e --env --cwd' ;;
+	run) echo '--image --pull --name --cpu --memory --pids --disk --runtime --block-network --allow --port --public --keep-warm --timeout --on-idle -e --env --cwd --rm' ;;
 	exec) echo '-i --interactive -t --tty -d --detach -e --env --cwd --user --timeout' ;;
 	run-code) echo '-l --lang -e --env --cwd --timeout' ;;
 	ps) echo '-q --quiet' ;;
@@ -31,18 +31,22 @@ _sbx_opts() {
 	snapshots) echo '-q --quiet' ;;
 	net) echo '--block --allow --open' ;;
 	images) echo '-q --quiet' ;;
+	pull) echo '--platform -q --quiet' ;;
 	import) echo '-t --tag' ;;
 	export) echo '--compression' ;;
+	push) echo '-q --quiet' ;;
 	build) echo '-f --file -t --tag --no-cache --runtime' ;;
 	rmi) echo '-f --force' ;;
+	login) echo '-u --username --password-stdin' ;;
+	logout) echo '-a --all' ;;
 	esac
 }
 
 # The options of command $1 that take a value.
 _sbx_opts_with_arg() {
 	case $1 in
-	create) echo '--image --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --cwd' ;;
-	run) echo '--image --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --cwd' ;;
+	create) echo '--image --pull --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --cwd' ;;
+	run) echo '--image --pull --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --cwd' ;;
 	exec) echo '-e --env --cwd --user --timeout' ;;
 	run-code) echo '-l --lang -e --env --cwd --timeout' ;;
 	proc) echo '--timeout -s --signal' ;;
@@ -52,9 +56,11 @@ _sbx_opts_with_arg() {
 	commit) echo '-t --tag' ;;
 	restore) echo '-n --count' ;;
 	net) echo '--allow' ;;
+	pull) echo '--platform' ;;
 	import) echo '-t --tag' ;;
 	export) echo '--compression' ;;
 	build) echo '-f --file -t --tag --runtime' ;;
+	login) echo '-u --username' ;;
 	esac
 }
 
@@ -79,10 +85,12 @@ _sbx_cmdline_at() {
 _sbx_value() {
 	case $1:$2 in
 	create:--image) _sbx_words "$(_sbx_images)" ;;
+	create:--pull) _sbx_words 'missing always never' ;;
 	create:--runtime) _sbx_words 'runsc runc' ;;
 	create:--keep-warm) _sbx_words '-1 60 600 3600' ;;
 	create:--on-idle) _sbx_words 'terminate pause' ;;
 	run:--image) _sbx_words "$(_sbx_images)" ;;
+	run:--pull) _sbx_words 'missing always never' ;;
 	run:--runtime) _sbx_words 'runsc runc' ;;
 	run:--keep-warm) _sbx_words '-1 60 600 3600' ;;
 	run:--on-idle) _sbx_words 'terminate pause' ;;
@@ -92,6 +100,7 @@ _sbx_value() {
 	ls:--sort) _sbx_words 'created id name state runtime image' ;;
 	commit:-t | commit:--tag) _sbx_words "$(_sbx_images)" ;;
 	restore:-n | restore:--count) _sbx_words '1 2 4 8' ;;
+	pull:--platform) _sbx_words 'linux/amd64 linux/arm64 linux/arm64/v8 linux/arm/v7 linux/386 linux/ppc64le linux/s390x linux/riscv64' ;;
 	import:-t | import:--tag) _sbx_words "$(_sbx_images)" ;;
 	export:--compression) _sbx_words 'gzip none' ;;
 	build:-f | build:--file) _sbx_files ;;
@@ -138,13 +147,18 @@ _sbx_operand() {
 	ttl:0) _sbx_words "$(_sbx_ids)" ;;
 	ttl:1) : ;;
 	stats:0) _sbx_words "$(_sbx_ids)" ;;
+	pull:0) : ;;
 	import:0) _sbx_files ;;
 	export:0) _sbx_words "$(_sbx_images)" ;;
 	export:1) _sbx_files ;;
+	push:0) _sbx_words "$(_sbx_images)" ;;
+	push:1) : ;;
 	build:0) _sbx_dirs ;;
 	tag:0) _sbx_words "$(_sbx_images)" ;;
 	tag:1) _sbx_words "$(_sbx_images)" ;;
 	rmi:*) _sbx_words "$(_sbx_images)" ;;
+	login:0) : ;;
+	logout:0) : ;;
 	help:0) _sbx_words "$_sbx_commands" ;;
 	esac
 }

@@ -8,9 +8,9 @@
 function __sbx_opts_with_arg
     switch $argv[1]
         case create
-            printf '%s\n' --image --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --cwd
+            printf '%s\n' --image --pull --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --cwd
         case run
-            printf '%s\n' --image --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --cwd
+            printf '%s\n' --image --pull --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --cwd
         case exec
             printf '%s\n' -e --env --cwd --user --timeout
         case run-code
@@ -29,12 +29,16 @@ function __sbx_opts_with_arg
             printf '%s\n' -n --count
         case net
             printf '%s\n' --allow
+        case pull
+            printf '%s\n' --platform
         case import
             printf '%s\n' -t --tag
         case export
             printf '%s\n' --compression
         case build
             printf '%s\n' -f --file -t --tag --runtime
+        case login
+            printf '%s\n' -u --username
     end
 end
 
@@ -218,18 +222,23 @@ complete -c sbx -n __sbx_no_command -a urls -d 'List a sandbox\'s exposed ports 
 complete -c sbx -n __sbx_no_command -a ttl -d 'Set a running sandbox\'s hard lifetime to SECONDS from now'
 complete -c sbx -n __sbx_no_command -a stats -d 'Count sandboxes by state; with ID, what that sandbox uses now'
 complete -c sbx -n __sbx_no_command -a images -d 'List images'
+complete -c sbx -n __sbx_no_command -a pull -d 'Pull an image from a registry (REF: [REGISTRY/]NAME[:TAG][@DIGEST]) and print its id'
 complete -c sbx -n __sbx_no_command -a import -d 'Import an image: a rootfs tarball (tar, .gz, .xz, .zst), an OCI layout or archive, or a docker save archive'
 complete -c sbx -n __sbx_no_command -a export -d 'Write an image as an OCI archive that podman and docker load'
+complete -c sbx -n __sbx_no_command -a push -d 'Push an image to a registry as an OCI image (REF: [REGISTRY/]NAME[:TAG]); prints the manifest digest'
 complete -c sbx -n __sbx_no_command -a build -d 'Build a blueprint (JSON, see sbx-blueprint(5)) into an image, step by step, from the cache where it can'
 complete -c sbx -n __sbx_no_command -a tag -d 'Give an image another name (a tag); a tag moves to the new image'
 complete -c sbx -n __sbx_no_command -a rmi -d 'Remove images (or one of several tags); refused while a sandbox uses one'
+complete -c sbx -n __sbx_no_command -a login -d 'Log in to REGISTRY: check a user name and password with it, then store them'
+complete -c sbx -n __sbx_no_command -a logout -d 'Remove stored credentials for REGISTRY, or for all registries'
 complete -c sbx -n __sbx_no_command -a info -d 'Report what this host supports'
 complete -c sbx -n __sbx_no_command -a gc -d 'Reap lost sandboxes; remove ended ones and orphaned host resources'
 complete -c sbx -n __sbx_no_command -a version -d 'Print the version'
 complete -c sbx -n __sbx_no_command -a help -d 'Show this help, or COMMAND\'s (as `sbx COMMAND --help`)'
 
 # create
-complete -c sbx -n '__sbx_opts_for create' -l image -x -a '(__sbx_images)' -d 'Image tag or id (default: busybox, built in)'
+complete -c sbx -n '__sbx_opts_for create' -l image -x -a '(__sbx_images)' -d 'image: a tag, an id, or a registry reference such as python:3.12-slim (default: busybox, built in)'
+complete -c sbx -n '__sbx_opts_for create' -l pull -x -a 'missing always never' -d 'When to pull --image from its registry: missing (default), always or never'
 complete -c sbx -n '__sbx_opts_for create' -l name -x -d 'A unique name usable in place of the id'
 complete -c sbx -n '__sbx_opts_for create' -l cpu -x -d 'CPU limit in cores, fractional (e.g. 0.5); 0: none (default 1, sbx.conf)'
 complete -c sbx -n '__sbx_opts_for create' -l memory -x -d 'Memory limit: MiB, or with a unit (512Mi, 1Gi, 1G); 0: none (default 1Gi, sbx.conf)'
@@ -247,7 +256,8 @@ complete -c sbx -n '__sbx_opts_for create' -s e -l env -x -d 'Set an environment
 complete -c sbx -n '__sbx_opts_for create' -l cwd -x -d 'Working directory for every command (absolute)'
 
 # run
-complete -c sbx -n '__sbx_opts_for run' -l image -x -a '(__sbx_images)' -d 'Image tag or id (default: busybox, built in)'
+complete -c sbx -n '__sbx_opts_for run' -l image -x -a '(__sbx_images)' -d 'image: a tag, an id, or a registry reference such as python:3.12-slim (default: busybox, built in)'
+complete -c sbx -n '__sbx_opts_for run' -l pull -x -a 'missing always never' -d 'When to pull --image from its registry: missing (default), always or never'
 complete -c sbx -n '__sbx_opts_for run' -l name -x -d 'A unique name usable in place of the id'
 complete -c sbx -n '__sbx_opts_for run' -l cpu -x -d 'CPU limit in cores, fractional (e.g. 0.5); 0: none (default 1, sbx.conf)'
 complete -c sbx -n '__sbx_opts_for run' -l memory -x -d 'Memory limit: MiB, or with a unit (512Mi, 1Gi, 1G); 0: none (default 1Gi, sbx.conf)'
@@ -325,11 +335,18 @@ complete -c sbx -n '__sbx_opts_for net' -l open -d 'The internet (the refused ra
 # images
 complete -c sbx -n '__sbx_opts_for images' -s q -l quiet -d 'Print image ids only (what rmi, tag, export and --image take)'
 
+# pull
+complete -c sbx -n '__sbx_opts_for pull' -l platform -x -a 'linux/amd64 linux/arm64 linux/arm64/v8 linux/arm/v7 linux/386 linux/ppc64le linux/s390x linux/riscv64' -d 'The image for this platform from a multi-platform index (default: this host\'s)'
+complete -c sbx -n '__sbx_opts_for pull' -s q -l quiet -d 'No progress on stderr'
+
 # import
 complete -c sbx -n '__sbx_opts_for import' -s t -l tag -x -a '(__sbx_images)' -d 'Tag the imported image NAME'
 
 # export
 complete -c sbx -n '__sbx_opts_for export' -l compression -x -a 'gzip none' -d 'How the layers are stored in the archive (default gzip)'
+
+# push
+complete -c sbx -n '__sbx_opts_for push' -s q -l quiet -d 'No progress on stderr'
 
 # build
 complete -c sbx -n '__sbx_opts_for build' -s f -l file -r -F -d 'The blueprint (default CONTEXT/blueprint.json; - for stdin)'
@@ -339,6 +356,13 @@ complete -c sbx -n '__sbx_opts_for build' -l runtime -x -a 'runsc runc' -d 'Runt
 
 # rmi
 complete -c sbx -n '__sbx_opts_for rmi' -s f -l force -d 'Remove even if sandboxes were made from it (their layers stay until they go)'
+
+# login
+complete -c sbx -n '__sbx_opts_for login' -s u -l username -x -d 'The user name (required)'
+complete -c sbx -n '__sbx_opts_for login' -l password-stdin -d 'Read the password from stdin (one trailing newline is dropped); without it, a terminal prompts'
+
+# logout
+complete -c sbx -n '__sbx_opts_for logout' -s a -l all -d 'Remove every registry\'s credentials from sbx\'s auth file'
 
 # Operands
 complete -c sbx -n '__sbx_operand 0 exec' -a '(__sbx_sandboxes)' -d 'Sandbox'
@@ -379,10 +403,11 @@ complete -c sbx -n '__sbx_operand 0 stats' -a '(__sbx_sandboxes)' -d 'Sandbox'
 complete -c sbx -n '__sbx_operand 0 import' -F -d 'Tarball, image archive or layout directory'
 complete -c sbx -n '__sbx_operand 0 export' -a '(__sbx_images)' -d 'Image'
 complete -c sbx -n '__sbx_operand 1 export' -F -d 'Archive to write'
+complete -c sbx -n '__sbx_operand 0 push' -a '(__sbx_images)' -d 'Image'
 complete -c sbx -n '__sbx_operand 0 build' -x -a '(__fish_complete_directories)' -d 'Context directory'
 complete -c sbx -n '__sbx_operand 0 tag' -a '(__sbx_images)' -d 'Image'
 complete -c sbx -n '__sbx_operand 1 tag' -a '(__sbx_images)' -d 'New tag'
 complete -c sbx -n '__sbx_operand any rmi' -a '(__sbx_images)' -d 'Image'
-complete -c sbx -n '__sbx_operand 0 help' -a 'create run exec run-code ps proc fs cp ls status wait terminate rm logs pause resume commit snapshot restore snapshots rmsnap net expose urls ttl stats images import export build tag rmi info gc version help' -d 'Command'
+complete -c sbx -n '__sbx_operand 0 help' -a 'create run exec run-code ps proc fs cp ls status wait terminate rm logs pause resume commit snapshot restore snapshots rmsnap net expose urls ttl stats images pull import export push build tag rmi login logout info gc version help' -d 'Command'
 complete -c sbx -n __sbx_fs_host_file -F
 complete -c sbx -n __sbx_cp_host -F -a '(__sbx_cp_refs)'

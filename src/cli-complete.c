@@ -80,9 +80,12 @@ static const command_operands operand_table[] = {
   { "pull", { { "image reference", NULL } } },
   { "import", { { "tarball, image archive or layout directory", "@file" } } },
   { "export", { { "image", "@image" }, { "archive to write", "@file" } } },
+  { "push", { { "image", "@image" }, { "registry reference (REGISTRY/NAME:TAG)", NULL } } },
   { "build", { { "context directory", "@dir" } } },
   { "tag", { { "image", "@image" }, { "new tag", "@image" } } },
   { "rmi", { { "image", "@image" } }, .repeat = true },
+  { "login", { { "registry (HOST[:PORT])", NULL } } },
+  { "logout", { { "registry (HOST[:PORT])", NULL } } },
   { "info", { { NULL } } },
   { "gc", { { NULL } } },
   { "version", { { NULL } } },
@@ -218,7 +221,7 @@ static bool
 safe_words (const char *v)
 {
   for (const char *p = v; *p; p++)
-    if (!isalnum ((unsigned char) *p) && !strchr (" ._-", *p))
+    if (!isalnum ((unsigned char) *p) && !strchr (" ._/-", *p))
       return false;
   return true;
 }

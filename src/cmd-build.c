@@ -4,6 +4,7 @@
 #include "blueprint.h"
 #include "caps.h"
 #include "build.h"
+#include "cli-progress.h"
 #include "cli.h"
 #include "commands.h"
 #include "client.h"
@@ -152,7 +153,11 @@ cmd_build (sbx_cli *cli, int argc, char **argv, sbx_error **err)
       || sbx_store_begin_write (st, "build", err) < 0)
     return -1;
   struct progress pr = { .tty = isatty (2) };
-  sbx_build_opts o = { .context = context,
+  /* A base that is a registry reference is pulled when missing. */
+  sbx_pull_opts po = { .platform = NULL };
+  _cleanup_free_ void *pull_progress = cli_progress_attach (&po, false);
+  sbx_build_opts o = { .pull = &po,
+                       .context = context,
                        .runtime = runtime,
                        .no_cache = no_cache,
                        .out_fd = 2,

@@ -1,5 +1,6 @@
 /* sbx push IMAGE REF: a local image to a registry (pull.h sbx_push). */
 #include "config.h"
+#include "cli-progress.h"
 #include "cli.h"
 #include "commands.h"
 #include "json.h"
@@ -51,7 +52,7 @@ cmd_push (sbx_cli *cli, int argc, char **argv, sbx_error **err)
     return -1;
   catch_signals ();
   sbx_pull_opts po = { .cancel = &push_signal };
-  (void) quiet;
+  _cleanup_free_ void *prog = cli_progress_attach (&po, quiet);
   _cleanup_free_ char *digest = NULL;
   _cleanup_error_ sbx_error *e = NULL;
   r = sbx_push (st, conf, image, dest, &po, &digest, &e);

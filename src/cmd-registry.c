@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli-progress.h"
 #include "commands.h"
 #include "conf.h"
 #include "json.h"
@@ -224,4 +225,15 @@ cmd_pull (sbx_cli *cli, int argc, char **argv, sbx_error **err)
     return -1;
   print_image (cli, st, img);
   return 0;
+}
+
+void *
+cli_progress_attach (sbx_pull_opts *o, bool quiet)
+{
+  if (quiet || !isatty (STDERR_FILENO))
+    return NULL;
+  progress *p = xmalloc0 (sizeof *p);
+  o->progress = on_progress;
+  o->ud = p;
+  return p;
 }

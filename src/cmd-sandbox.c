@@ -2,6 +2,7 @@
  * logs, ttl, stats. */
 #include "config.h"
 #include "caps.h"
+#include "cli-progress.h"
 #include "cli.h"
 #include "commands.h"
 #include "client.h"
@@ -270,6 +271,7 @@ obtain_image (sbx_store *st, const struct create_args *a, sbx_image **ret, sbx_e
   if (sbx_conf_load (NULL, &conf, err) < 0)
     return -1;
   sbx_pull_opts po = { .platform = NULL };
+  _cleanup_free_ void *prog = cli_progress_attach (&po, false);
   return sbx_image_obtain (st, conf, a->o.image_ref, a->pull, &po, ret, err);
 }
 

@@ -77,4 +77,9 @@ int cmd_info (sbx_cli *, int, char **, sbx_error **);
 int cmd_gc (sbx_cli *, int, char **, sbx_error **);
 int cmd_version (sbx_cli *, int, char **, sbx_error **);
 
+/* cmd-login.c: registry credentials. */
+int cmd_login (sbx_cli *, int, char **, sbx_error **);
+int cmd_logout (sbx_cli *, int, char **, sbx_error **);
+extern const cli_opt sbx_login_opts[], sbx_logout_opts[];
+
 #endif
