@@ -1,6 +1,7 @@
 /* Image commands: images, import, export, tag, rmi. */
 #include "config.h"
 #include "cli.h"
+#include "conf.h"
 #include "commands.h"
 #include "image.h"
 #include "json.h"
@@ -19,6 +20,18 @@ const cli_opt sbx_import_opts[] = {
   { "tag", O_TAG, required_argument, "NAME", "tag the imported image NAME", "@image" },
   { NULL },
 };
+
+/* An image operand as the store names it: a short registry name finds
+ * the full reference it normalizes to (image.h sbx_image_local_ref). */
+static int
+local_ref (const sbx_store *st, const char *ref, char **ret, sbx_error **err)
+{
+  _cleanup_conf_ sbx_conf *conf = NULL;
+  if (sbx_conf_load (NULL, &conf, err) < 0)
+    return -1;
+  *ret = sbx_image_local_ref (st, ref, conf->unqualified_registry);
+  return 0;
+}
 
 /* After a failed import: layers it installed before the failure (only a
  * failed rename can leave any) are unreferenced; collect them once the
@@ -133,9 +146,10 @@ cmd_export (sbx_cli *cli, int argc, char **argv, sbx_error **err)
     return -1;
   /* Held from resolving the image to the last layer read: gc leaves them. */
   _cleanup_close_ int layers_lock = sbx_store_layers_lock (st, LOCK_SH, err);
-  if (layers_lock < 0 || sbx_image_resolve (st, ref, &img, err) < 0)
+  _cleanup_free_ char *local = NULL;
+  if (layers_lock < 0 || local_ref (st, ref, &local, err) < 0 || sbx_image_resolve (st, local, &img, err) < 0)
     return -1;
-  _cleanup_free_ char *ref_name = export_ref_name (st, ref, img);
+  _cleanup_free_ char *ref_name = export_ref_name (st, local, img);
   if (sbx_oci_export (st->root, img, ref_name, comp, file, &size, err) < 0)
     return -1;
   if (cli->json)
@@ -180,20 +194,20 @@ cmd_rmi (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   int ret = 0;
   for (int i = first; i < argc && ret == 0; i++)
     {
-      _cleanup_free_ char *id = NULL;
+      _cleanup_free_ char *id = NULL, *ref = NULL;
       bool untagged;
-      if (sbx_image_remove (st, argv[i], force, &id, &untagged, err) < 0)
+      if (local_ref (st, argv[i], &ref, err) < 0 || sbx_image_remove (st, ref, force, &id, &untagged, err) < 0)
         ret = -1;
       else if (g)
         {
           j_map (g);
-          j_kstr (g, "ref", argv[i]);
+          j_kstr (g, "ref", ref);
           j_kstr (g, "id", id);
           j_kstr (g, "action", untagged ? "untagged" : "removed");
           j_endmap (g);
         }
       else
-        printf ("%s %s\n", untagged ? "untagged" : "removed", untagged ? argv[i] : id);
+        printf ("%s %s\n", untagged ? "untagged" : "removed", untagged ? ref : id);
     }
   if (g && ret == 0)
     {
@@ -216,7 +230,10 @@ cmd_tag (sbx_cli *cli, int argc, char **argv, sbx_error **err)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid tag `%s`", name);
   sbx_store *st;
   _cleanup_image_ sbx_image *img = NULL;
-  if (cli_store (cli, &st, err) < 0 || sbx_image_resolve (st, argv[first], &img, err) < 0
+  if (cli_store (cli, &st, err) < 0)
+    return -1;
+  _cleanup_free_ char *src = NULL;
+  if (local_ref (st, argv[first], &src, err) < 0 || sbx_image_resolve (st, src, &img, err) < 0
       || sbx_tag_set (st, name, img->id, err) < 0)
     return -1;
   if (cli->json)

@@ -171,6 +171,23 @@ sbx_tag_name_is_valid (const char *s)
   return name_is_valid (s) || sbx_imageref_is_canonical (s);
 }
 
+char *
+sbx_image_local_ref (const sbx_store *st, const char *ref, const char *unqualified)
+{
+  _cleanup_free_ char *id = NULL;
+  if (sbx_tag_name_is_valid (ref) && sbx_tag_lookup (st, ref, &id, NULL) == 0)
+    return xstrdup (ref);
+  _cleanup_imageref_ sbx_imageref *ir = NULL;
+  if (sbx_imageref_parse (ref, unqualified, &ir, NULL) < 0)
+    return xstrdup (ref);
+  _cleanup_free_ char *canon = sbx_imageref_string (ir);
+  /* A plain name may still be an id prefix or busybox; anything else
+   * (`python:3.12`) is NOT_FOUND by its full reference. */
+  if (sbx_tag_lookup (st, canon, &id, NULL) == 0 || !name_is_valid (ref))
+    return steal_pointer (&canon);
+  return xstrdup (ref);
+}
+
 int
 sbx_tag_lookup (const sbx_store *st, const char *name, char **ret_id, sbx_error **err)
 {

@@ -47,6 +47,13 @@ int sbx_image_list (const sbx_store *st, char ***ret_ids, sbx_error **err);
  * "docker.io/library/python:3.12-slim"), the tag a pull gives an image. */
 bool sbx_tag_name_is_valid (const char *s);
 int sbx_tag_set (const sbx_store *st, const char *name, const char *id, sbx_error **err);
+/* The name REF has in the store, as podman reads a short name: REF itself
+ * when it is a tag there; else the full reference REF normalizes to
+ * (UNQUALIFIED, NULL: docker.io, is the registry of a name without one:
+ * python:3.12-slim is docker.io/library/python:3.12-slim) when that is a
+ * tag, or when REF is not a plain name (a plain name may be an id prefix
+ * or `busybox`); else REF. Reads the store only. Caller frees. */
+char *sbx_image_local_ref (const sbx_store *st, const char *ref, const char *unqualified);
 /* Tags naming ID (strv, possibly empty). */
 int sbx_tags_of (const sbx_store *st, const char *id, char ***ret, sbx_error **err);
 int sbx_tag_lookup (const sbx_store *st, const char *name, char **ret_id, sbx_error **err);

@@ -225,7 +225,8 @@ sbx_push (const sbx_store *st, const sbx_conf *conf, const char *image, const ch
   /* Held from resolving the image to the last layer read: gc leaves them. */
   _cleanup_close_ int layers_lock = sbx_store_layers_lock (st, LOCK_SH, err);
   _cleanup_image_ sbx_image *img = NULL;
-  if (layers_lock < 0 || sbx_image_resolve (st, image, &img, err) < 0)
+  _cleanup_free_ char *local = sbx_image_local_ref (st, image, conf ? conf->unqualified_registry : NULL);
+  if (layers_lock < 0 || sbx_image_resolve (st, local, &img, err) < 0)
     return -1;
   if (img->layers == NULL || img->layers[0] == NULL)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "push `%s`: the image has no layers", image);

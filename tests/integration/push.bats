@@ -150,6 +150,19 @@ requests () {
   expect_eq "$(sbx --json images | jpipe "' '.join(sorted([i for i in d if i['id'] == '$id'][0]['tags']))")" \
     "127.0.0.1:5000/team/tool:v1.2 payload" "tags after rmi"
   expect_error NOT_FOUND rmi docker.io/library/python:3.12-slim
+  # A short name is read as podman reads it: the full reference it
+  # normalizes to, by tag, rmi and push alike; one not there is NOT_FOUND by
+  # that reference.
+  run --separate-stderr sbx tag 127.0.0.1:5000/team/tool:v1.2 docker.io/library/alpine:3
+  expect_status 0
+  run --separate-stderr sbx tag alpine:3 docker.io/library/python:3.12-slim
+  expect_status 0
+  expect_eq "$(image_id_of docker.io/library/python:3.12-slim)" "$id" "tagged from a short name"
+  run --separate-stderr sbx rmi python:3.12-slim
+  expect_status 0
+  expect_eq "$output" "untagged docker.io/library/python:3.12-slim" "rmi of a short name"
+  expect_error NOT_FOUND rmi python:3.12-slim
+  expect_contains "$output" "docker.io/library/python:3.12-slim"
 }
 
 @test "obtain: --pull missing uses the image present without a request; never refuses; always pulls" {
