@@ -500,7 +500,7 @@ expect_no_credential () {
   if [ -e "$SBX_ROOT/auth.json" ]; then
     ! grep -qF "\"$REG_auth\"" "$SBX_ROOT/auth.json" || fail "logout left $REG_auth in auth.json"
   fi
-  sbx rmi "$ref" >/dev/null
+  sbx rmi --force "$ref" >/dev/null
   expect_pull_fails PERMISSION_DENIED "$ref"
   all+=$output$stderr
   kill "$SAMPLER"
