@@ -22,3 +22,12 @@ apt-get install -y -q --no-install-recommends \
   podman bubblewrap uidmap debootstrap \
   curl man-db bash-completion zsh fish e2fsprogs util-linux \
   clang clang-format libclang-rt-dev libcap2-bin
+# docker-registry's package starts a registry on :5000, on every address: the
+# tests start their own, on loopback, so the packaged one is stopped and
+# disabled.
+if [ -d /run/systemd/system ] && command -v systemctl >/dev/null; then
+  systemctl disable --now docker-registry.service >/dev/null 2>&1 || true
+elif [ -x /etc/init.d/docker-registry ]; then
+  /etc/init.d/docker-registry stop >/dev/null 2>&1 || true
+  update-rc.d docker-registry disable >/dev/null 2>&1 || true
+fi

@@ -24,7 +24,7 @@ Usage: ${0##*/} [-n N] [-r R] [--cache-dir DIR] [--image-only] [--json]
 
 Measures, in one run, against one docker-registry on 127.0.0.1 (plain
 HTTP, storage in the work directory) holding one image: a Debian bookworm
-image of about 200 MB in 6 layers (an sbx blueprint on debian:bookworm:
+image in 5 layers, 280 MiB compressed (an sbx blueprint on debian:bookworm:
 python3, git, curl, 24 MB of random bytes), made once with sbx build and
 kept as an OCI archive (sbx export) in --cache-dir, copied into the registry
 with skopeo.
@@ -199,7 +199,8 @@ skopeo --insecure-policy copy --dest-tls-verify=false "oci-archive:$ARCHIVE" "do
   die "skopeo copy into the registry failed (log $LOG)"
 LAYERS=$(curl -sf -H 'Accept: application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json' \
   "http://$REG/v2/bench/debian/manifests/bookworm" | python3 -I -S -c 'import json, sys; d = json.load(sys.stdin); print(len(d["layers"]), sum(l["size"] for l in d["layers"]) >> 20)')
-note "registry $REG: $REF, $LAYERS (layers, MiB compressed); archive $ARCHIVE_MB MiB"
+read -r N_LAYERS COMPRESSED_MB <<<"$LAYERS"
+note "registry $REG: $REF, $N_LAYERS layers, $COMPRESSED_MB MiB compressed; archive $ARCHIVE_MB MiB"
 export SBX_CONF=$WORK/sbx.conf
 printf 'registry_insecure = %s\n' "$REG" >"$SBX_CONF"
 export SBX_RUN_ROOT=$WORK/run
@@ -271,7 +272,7 @@ export SBX_ROOT=$WORK/run-store
 if [[ -z ${FAILED[sbx-pull]:-} ]] && "$SBX" pull -q "$REF" >>"$LOG" 2>&1 && "$SBX" tag "$REF" bench-local >>"$LOG" 2>&1; then
   c_run_ref () { "$SBX" run --runtime runc --block-network --image "$REF" -- true; }
   c_run_tag () { "$SBX" run --runtime runc --block-network --image bench-local -- true; }
-  note "runs: 2 warm-up + $N_RUN timed pairs of ${RUN_CASES[*]}"
+  note "runs: 1 warm-up + $N_RUN timed pairs of ${RUN_CASES[*]}"
   for ((i = 0; i <= N_RUN; i++)); do
     mapfile -t order < <(shuf -e -- "${RUN_CASES[@]}")
     for c in "${order[@]}"; do
@@ -310,7 +311,8 @@ verdict ()  # VALUE OP LIMIT
 
 table ()
 {
-  printf 'bench-pull: %s (%s layers, MiB compressed), %s rounds; runs: %s pairs\n' "$REF" "$LAYERS" "$N" "$N_RUN"
+  printf 'bench-pull: %s (%s layers, %s MiB compressed), %s rounds; runs: %s pairs\n' "$REF" "$N_LAYERS" \
+    "$COMPRESSED_MB" "$N" "$N_RUN"
   printf '(the host may be loaded: figures are indicative)\n\n'
   printf '%-18s %4s %10s %9s %9s  %s\n' case runs "median ms" "min ms" "max ms" note
   for c in "${ALL[@]}"; do

@@ -83,7 +83,7 @@ print(crypt.crypt(sys.stdin.read(), crypt.mksalt(crypt.METHOD_BLOWFISH)))') || r
 # reg-NAME/storage. FLAVOUR: plain (HTTP), tls (reg_make_ca's certificate),
 # auth (HTTP with htpasswd basic auth for $REG_HTPASSWD_USER:PASSWORD).
 reg_start () {
-  local name=$1 flavour=$2 pass=${3-} d port pid try scheme=http extra= curl_args=()
+  local name=$1 flavour=$2 pass=${3-} d port pid scheme=http extra='' curl_args=()
   d=$(_reg_dir "$name")
   mkdir -p "$d/storage"
   case $flavour in
@@ -102,7 +102,7 @@ reg_start () {
       ;;
     *) fail "reg_start: unknown flavour $flavour" || return ;;
   esac
-  for try in 1 2 3; do
+  for _ in 1 2 3; do
     port=$(reg_free_port) || return
     {
       printf 'version: 0.1\nlog:\n  level: info\n  formatter: text\n  accesslog:\n    disabled: false\n'
@@ -217,13 +217,13 @@ reg_digest () {
 # reg_stop_all: ends every server reg_start* started in this file (TERM,
 # then KILL after 5 s), so that no process of this file is left.
 reg_stop_all () {
-  local f=$BATS_FILE_TMPDIR/reg-pids p i rc=0
+  local f=$BATS_FILE_TMPDIR/reg-pids p rc=0
   [ -f "$f" ] || return 0
   for p in $(cat "$f"); do
     kill "$p" 2>/dev/null
   done
   for p in $(cat "$f"); do
-    for i in $(seq 50); do
+    for _ in $(seq 50); do
       kill -0 "$p" 2>/dev/null || break
       sleep 0.1
     done

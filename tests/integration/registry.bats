@@ -356,9 +356,18 @@ resume_case () {
   expect_image_id "$output" || return
   expect_eq "$(reg_count bad "^GET /v2/$repo/blobs/sha256:[0-9a-f]+ fast")" "$fast" "GETs of the complete layers after the interruption" || return
   [ "$(reg_count bad "^GET /v2/$repo/blobs/.* slow")" -gt "$before_slow" ] || fail "the slow layer was not fetched again" || return
-  # A process killed with -9 leaves its work directory; `sbx gc` removes it
-  # once unlocked and a minute old.
-  [ "$sig" = KILL ] || expect_no_tmp
+  if [ "$sig" = KILL ]; then
+    # A process killed outright cannot clean up: its work directory stays,
+    # unlocked, and `sbx gc` removes such a directory once it is a minute
+    # old (younger ones may be a concurrent import's, between its mkdir and
+    # flock). Aged here rather than waited for.
+    local d
+    for d in "$SBX_ROOT"/layers/tmp/*; do
+      [ -e "$d" ] && touch -d '2 minutes ago' "$d"
+    done
+    "$SBX_BIN" gc >/dev/null || fail "sbx gc failed" || return
+  fi
+  expect_no_tmp
 }
 
 @test "registry: a pull killed with SIGKILL resumes from the layers that were complete" {
@@ -443,6 +452,8 @@ keep"
 # FILE; stop with `kill $SAMPLER`.
 start_sampler () {
   (
+    # (A process may end between pgrep and the read: not an error here.)
+    set +e
     while :; do
       for p in $(pgrep '^sbx'); do
         tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null && echo
@@ -502,10 +513,10 @@ expect_no_credential () {
   if [ -e "$SBX_ROOT/auth.json" ]; then
     ! grep -qF "\"$REG_auth\"" "$SBX_ROOT/auth.json" || fail "logout left $REG_auth in auth.json"
   fi
-  sbx rmi "$ref" >/dev/null
+  sbx rmi --force "$ref" >/dev/null
   expect_pull_fails PERMISSION_DENIED "$ref"
   all+=$output$stderr
-  kill "$SAMPLER"
+  kill "$SAMPLER" || fail "the argv sampler had stopped"
   wait "$SAMPLER" 2>/dev/null || true
   [ -s "$sample" ] || fail "the argv sampler saw no sbx process"
   expect_no_credential "$all$(cat "$sample")"
@@ -579,7 +590,7 @@ expect_no_credential () {
 
 # --- push ---------------------------------------------------------------------------
 
-@test "registry: push an sbx image; the registry serves it, podman pulls and runs it" {
+@test "registry: an image sbx pushed comes back whole through sbx pull" {
   require_runtime runc
   local dest=$REG_plain/pushed/multi:v1 digest
   sbx import --tag multi-local "$BATS_FILE_TMPDIR/multi.tar" >/dev/null
@@ -596,20 +607,7 @@ expect_no_credential () {
   expect_eq "$output" "keep
 new"
   SBX_ROOT=$SBX_TEST_DIR/root2 "$SBX_BIN" gc >/dev/null
-  # podman, in a throwaway store.
-  if command -v podman >/dev/null; then
-    local pr=$SBX_TEST_DIR/podman
-    mkdir -p "$pr"
-    run podman --root "$pr/root" --runroot "$pr/run" --storage-driver vfs pull --tls-verify=false -q "$dest"
-    expect_status 0
-    run podman --root "$pr/root" --runroot "$pr/run" --storage-driver vfs run --rm --network none --runtime runc \
-      --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 \
-      --tls-verify=false "$dest" cat /opt/keep
-    expect_status 0
-    expect_eq "$(last_line)" keep "podman run of the pushed image"
-    podman --root "$pr/root" --runroot "$pr/run" --storage-driver vfs rmi -af >/dev/null 2>&1
-    rm -rf "$pr"
-  fi
+  # (podman pulling and running what sbx pushed: push.bats.)
 }
 
 # --- bad registries -----------------------------------------------------------------
