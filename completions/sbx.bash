@@ -9,7 +9,7 @@
 
 _sbx_global_opts='--root --run-root --json --version -h --help'
 
-_sbx_commands='create run exec run-code ps proc fs cp ls status wait terminate rm logs pause resume commit snapshot restore snapshots rmsnap net expose urls ttl stats images pull import export push build tag rmi login logout info gc version help'
+_sbx_commands='create run exec run-code ps proc fs cp ls status wait terminate rm logs pause resume commit snapshot restore snapshots rmsnap net expose unexpose urls ttl stats images pull import export push build tag rmi login logout info gc version help'
 _sbx_fs_verbs='read write upload download ls stat mkdir rm rmdir find replace watch'
 
 # The options of command $1.
@@ -143,6 +143,8 @@ _sbx_operand() {
 	net:0) _sbx_words "$(_sbx_ids)" ;;
 	expose:0) _sbx_words "$(_sbx_ids)" ;;
 	expose:1) : ;;
+	unexpose:0) _sbx_words "$(_sbx_ids)" ;;
+	unexpose:1) : ;;
 	urls:0) _sbx_words "$(_sbx_ids)" ;;
 	ttl:0) _sbx_words "$(_sbx_ids)" ;;
 	ttl:1) : ;;

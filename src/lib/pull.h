@@ -58,7 +58,7 @@ typedef struct sbx_pull_event {
 typedef void (*sbx_pull_progress_fn) (void *ud, const sbx_pull_event *ev);
 
 typedef struct sbx_pull_opts {
-  const char *platform; /* "linux/amd64[/VARIANT]"; NULL: this host's */
+  const char *platform;          /* "linux/amd64[/VARIANT]"; NULL: this host's */
   sbx_pull_progress_fn progress; /* NULL: none; called from the calling thread */
   void *ud;
   volatile sig_atomic_t *cancel; /* non-zero: stop at once (INTERNAL, ECANCELED), keep finished layers */
@@ -67,8 +67,8 @@ typedef struct sbx_pull_opts {
 /* Pulls REF into the store; *ret_img is the stored image, *ret_ref its full
  * reference (either may be NULL). The caller holds nothing; the pull takes
  * the store's layer lock as an import does. */
-int sbx_pull (const sbx_store *st, const sbx_conf *conf, const char *ref, const sbx_pull_opts *o,
-              sbx_image **ret_img, char **ret_ref, sbx_error **err);
+int sbx_pull (const sbx_store *st, const sbx_conf *conf, const char *ref, const sbx_pull_opts *o, sbx_image **ret_img,
+              char **ret_ref, sbx_error **err);
 
 /* What --image REF means on create, run and a blueprint's base: a local
  * name (a tag, an id or the built-in busybox) is used as it is; otherwise
@@ -82,7 +82,7 @@ int sbx_image_obtain (const sbx_store *st, const sbx_conf *conf, const char *ref
  * image (gzip layers, an OCI config and manifest) that podman pulls and
  * runs; blobs the registry has are not sent again. *ret_digest: the
  * manifest's digest. */
-int sbx_push (const sbx_store *st, const sbx_conf *conf, const char *image, const char *dest,
-              const sbx_pull_opts *o, char **ret_digest, sbx_error **err);
+int sbx_push (const sbx_store *st, const sbx_conf *conf, const char *image, const char *dest, const sbx_pull_opts *o,
+              char **ret_digest, sbx_error **err);
 
 #endif

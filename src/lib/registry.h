@@ -35,8 +35,8 @@ typedef struct sbx_registry sbx_registry;
 
 /* A session with REF's registry for REF's repository; PUSH: the token asks
  * for "pull,push" and mirrors are not used. Nothing is sent yet. */
-int sbx_registry_open (const char *root, const sbx_conf *conf, const sbx_imageref *ref, bool push,
-                       sbx_registry **ret, sbx_error **err);
+int sbx_registry_open (const char *root, const sbx_conf *conf, const sbx_imageref *ref, bool push, sbx_registry **ret,
+                       sbx_error **err);
 void sbx_registry_free (sbx_registry *r);
 static inline void
 sbx_registry_freep (sbx_registry **r)
@@ -72,15 +72,15 @@ int sbx_registry_get_blob (sbx_registry *r, const char *digest, uint64_t size, u
                            sbx_registry_progress_fn fn, void *ud, sbx_error **err);
 /* The same into memory, bounded by SBX_REGISTRY_MANIFEST_MAX and checked
  * against DIGEST (an image config). */
-int sbx_registry_get_small_blob (sbx_registry *r, const char *digest, uint64_t size, char **ret_body,
-                                 size_t *ret_len, sbx_error **err);
+int sbx_registry_get_small_blob (sbx_registry *r, const char *digest, uint64_t size, char **ret_body, size_t *ret_len,
+                                 sbx_error **err);
 
 /* HEAD /v2/NAME/blobs/DIGEST. */
 int sbx_registry_blob_exists (sbx_registry *r, const char *digest, bool *ret, sbx_error **err);
 /* Uploads SIZE bytes read from FD as blob DIGEST (POST then PUT ?digest=,
  * monolithic). */
-int sbx_registry_put_blob (sbx_registry *r, const char *digest, uint64_t size, int fd,
-                           sbx_registry_progress_fn fn, void *ud, sbx_error **err);
+int sbx_registry_put_blob (sbx_registry *r, const char *digest, uint64_t size, int fd, sbx_registry_progress_fn fn,
+                           void *ud, sbx_error **err);
 /* PUT /v2/NAME/manifests/REFERENCE with MEDIA_TYPE. */
 int sbx_registry_put_manifest (sbx_registry *r, const char *reference, const char *media_type, const char *body,
                                size_t len, sbx_error **err);
