@@ -15,7 +15,7 @@
  * and VERBOSE stays off. */
 #include "config.h"
 
-#include <curl/curl.h>
+#include "curl-dl.h"
 #include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
@@ -282,15 +282,6 @@ sbx_www_auth_parse (const char *value, size_t len, sbx_www_auth **ret, sbx_error
 
 /* ---- the session ---- */
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_init_rc;
-
-static void
-curl_init (void)
-{
-  curl_init_rc = curl_global_init (CURL_GLOBAL_DEFAULT);
-}
-
 static void
 share_lock (CURL *h, curl_lock_data data, curl_lock_access access, void *ud)
 {
@@ -393,15 +384,15 @@ session_new (const char *root, const sbx_conf *conf, const char *repository, boo
   pthread_mutex_init (&r->lock, NULL);
   for (size_t i = 0; i < CURL_LOCK_DATA_LAST; i++)
     pthread_mutex_init (&r->share_lock[i], NULL);
-  r->share = curl_share_init ();
+  r->share = sbx_curl.curl_share_init ();
   if (r->share == NULL)
     abort ();
-  curl_share_setopt (r->share, CURLSHOPT_LOCKFUNC, share_lock);
-  curl_share_setopt (r->share, CURLSHOPT_UNLOCKFUNC, share_unlock);
-  curl_share_setopt (r->share, CURLSHOPT_USERDATA, r);
-  curl_share_setopt (r->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
-  curl_share_setopt (r->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
-  curl_share_setopt (r->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
+  sbx_curl.curl_share_setopt (r->share, CURLSHOPT_LOCKFUNC, share_lock);
+  sbx_curl.curl_share_setopt (r->share, CURLSHOPT_UNLOCKFUNC, share_unlock);
+  sbx_curl.curl_share_setopt (r->share, CURLSHOPT_USERDATA, r);
+  sbx_curl.curl_share_setopt (r->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+  sbx_curl.curl_share_setopt (r->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+  sbx_curl.curl_share_setopt (r->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
   return r;
 }
 
@@ -409,9 +400,8 @@ int
 sbx_registry_open (const char *root, const sbx_conf *conf, const sbx_imageref *ref, bool push, sbx_registry **ret,
                    sbx_error **err)
 {
-  pthread_once (&curl_once, curl_init);
-  if (curl_init_rc != CURLE_OK)
-    return sbx_error_set (err, SBX_E_INTERNAL, 0, "libcurl: %s", curl_easy_strerror (curl_init_rc));
+  if (sbx_curl_load (err) < 0)
+    return -1;
   _cleanup_registry_ sbx_registry *r = session_new (root, conf, ref->repository, push);
   const sbx_conf_registry *e = sbx_conf_registry_find (conf, ref->registry);
   if (!push && e && e->mirrors)
@@ -442,7 +432,7 @@ sbx_registry_free (sbx_registry *r)
     }
   free (r->eps);
   if (r->share)
-    curl_share_cleanup (r->share);
+    sbx_curl.curl_share_cleanup (r->share);
   for (size_t i = 0; i < CURL_LOCK_DATA_LAST; i++)
     pthread_mutex_destroy (&r->share_lock[i]);
   pthread_mutex_destroy (&r->lock);
@@ -680,7 +670,7 @@ perform (req *q, url_scheme s, bool *ret_transport, sbx_error **err)
   q->abort_code = SBX_OK;
   q->body_started = false;
   q->skip = 0;
-  CURL *c = curl_easy_init ();
+  CURL *c = sbx_curl.curl_easy_init ();
   if (c == NULL)
     abort ();
   struct curl_slist *hdrs = NULL;
@@ -690,68 +680,68 @@ perform (req *q, url_scheme s, bool *ret_transport, sbx_error **err)
     auth = xstrdup (ep->auth);
   pthread_mutex_unlock (&r->lock);
   if (q->accept)
-    hdrs = curl_slist_append (hdrs, q->accept);
+    hdrs = sbx_curl.curl_slist_append (hdrs, q->accept);
   if (q->content_type)
-    hdrs = curl_slist_append (hdrs, ct = xasprintf ("Content-Type: %s", q->content_type));
+    hdrs = sbx_curl.curl_slist_append (hdrs, ct = xasprintf ("Content-Type: %s", q->content_type));
   if (auth)
-    hdrs = curl_slist_append (hdrs, auth);
-  hdrs = curl_slist_append (hdrs, "Expect:");
+    hdrs = sbx_curl.curl_slist_append (hdrs, auth);
+  hdrs = sbx_curl.curl_slist_append (hdrs, "Expect:");
 
-  curl_easy_setopt (c, CURLOPT_URL, q->url);
-  curl_easy_setopt (c, CURLOPT_SHARE, r->share);
-  curl_easy_setopt (c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt (c, CURLOPT_USERAGENT, USER_AGENT);
-  curl_easy_setopt (c, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt (c, CURLOPT_REDIR_PROTOCOLS_STR, ep->insecure ? "http,https" : "https");
-  curl_easy_setopt (c, CURLOPT_FOLLOWLOCATION, 1L);
-  curl_easy_setopt (c, CURLOPT_MAXREDIRS, (long) SBX_REGISTRY_REDIRECTS_MAX);
-  curl_easy_setopt (c, CURLOPT_UNRESTRICTED_AUTH, 0L);
-  curl_easy_setopt (c, CURLOPT_LOW_SPEED_LIMIT, 1L);
-  curl_easy_setopt (c, CURLOPT_LOW_SPEED_TIME, (long) r->stall);
-  curl_easy_setopt (c, CURLOPT_CONNECTTIMEOUT, (long) r->stall);
-  curl_easy_setopt (c, CURLOPT_HTTPHEADER, hdrs);
-  curl_easy_setopt (c, CURLOPT_HEADERFUNCTION, header_cb);
-  curl_easy_setopt (c, CURLOPT_HEADERDATA, q);
-  curl_easy_setopt (c, CURLOPT_WRITEFUNCTION, write_cb);
-  curl_easy_setopt (c, CURLOPT_WRITEDATA, q);
-  curl_easy_setopt (c, CURLOPT_XFERINFOFUNCTION, xfer_cb);
-  curl_easy_setopt (c, CURLOPT_XFERINFODATA, q);
-  curl_easy_setopt (c, CURLOPT_NOPROGRESS, 0L);
+  sbx_curl.curl_easy_setopt (c, CURLOPT_URL, q->url);
+  sbx_curl.curl_easy_setopt (c, CURLOPT_SHARE, r->share);
+  sbx_curl.curl_easy_setopt (c, CURLOPT_NOSIGNAL, 1L);
+  sbx_curl.curl_easy_setopt (c, CURLOPT_USERAGENT, USER_AGENT);
+  sbx_curl.curl_easy_setopt (c, CURLOPT_PROTOCOLS_STR, "http,https");
+  sbx_curl.curl_easy_setopt (c, CURLOPT_REDIR_PROTOCOLS_STR, ep->insecure ? "http,https" : "https");
+  sbx_curl.curl_easy_setopt (c, CURLOPT_FOLLOWLOCATION, 1L);
+  sbx_curl.curl_easy_setopt (c, CURLOPT_MAXREDIRS, (long) SBX_REGISTRY_REDIRECTS_MAX);
+  sbx_curl.curl_easy_setopt (c, CURLOPT_UNRESTRICTED_AUTH, 0L);
+  sbx_curl.curl_easy_setopt (c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  sbx_curl.curl_easy_setopt (c, CURLOPT_LOW_SPEED_TIME, (long) r->stall);
+  sbx_curl.curl_easy_setopt (c, CURLOPT_CONNECTTIMEOUT, (long) r->stall);
+  sbx_curl.curl_easy_setopt (c, CURLOPT_HTTPHEADER, hdrs);
+  sbx_curl.curl_easy_setopt (c, CURLOPT_HEADERFUNCTION, header_cb);
+  sbx_curl.curl_easy_setopt (c, CURLOPT_HEADERDATA, q);
+  sbx_curl.curl_easy_setopt (c, CURLOPT_WRITEFUNCTION, write_cb);
+  sbx_curl.curl_easy_setopt (c, CURLOPT_WRITEDATA, q);
+  sbx_curl.curl_easy_setopt (c, CURLOPT_XFERINFOFUNCTION, xfer_cb);
+  sbx_curl.curl_easy_setopt (c, CURLOPT_XFERINFODATA, q);
+  sbx_curl.curl_easy_setopt (c, CURLOPT_NOPROGRESS, 0L);
   if (ep->insecure && s == SCHEME_HTTPS)
     {
-      curl_easy_setopt (c, CURLOPT_SSL_VERIFYPEER, 0L);
-      curl_easy_setopt (c, CURLOPT_SSL_VERIFYHOST, 0L);
+      sbx_curl.curl_easy_setopt (c, CURLOPT_SSL_VERIFYPEER, 0L);
+      sbx_curl.curl_easy_setopt (c, CURLOPT_SSL_VERIFYHOST, 0L);
     }
   else if (ep->ca)
     {
       struct curl_blob blob = { .data = ep->ca, .len = ep->ca_len, .flags = CURL_BLOB_NOCOPY };
-      curl_easy_setopt (c, CURLOPT_CAINFO_BLOB, &blob);
+      sbx_curl.curl_easy_setopt (c, CURLOPT_CAINFO_BLOB, &blob);
     }
   if (q->range_from)
-    curl_easy_setopt (c, CURLOPT_RANGE, q->range_from);
+    sbx_curl.curl_easy_setopt (c, CURLOPT_RANGE, q->range_from);
   if (strcmp (q->method, "HEAD") == 0)
-    curl_easy_setopt (c, CURLOPT_NOBODY, 1L);
+    sbx_curl.curl_easy_setopt (c, CURLOPT_NOBODY, 1L);
   else if (strcmp (q->method, "POST") == 0)
     {
-      curl_easy_setopt (c, CURLOPT_POST, 1L);
-      curl_easy_setopt (c, CURLOPT_POSTFIELDS, "");
-      curl_easy_setopt (c, CURLOPT_POSTFIELDSIZE, 0L);
+      sbx_curl.curl_easy_setopt (c, CURLOPT_POST, 1L);
+      sbx_curl.curl_easy_setopt (c, CURLOPT_POSTFIELDS, "");
+      sbx_curl.curl_easy_setopt (c, CURLOPT_POSTFIELDSIZE, 0L);
     }
   else if (strcmp (q->method, "PUT") == 0)
     {
       q->body_off = 0;
-      curl_easy_setopt (c, CURLOPT_UPLOAD, 1L);
-      curl_easy_setopt (c, CURLOPT_READFUNCTION, read_cb);
-      curl_easy_setopt (c, CURLOPT_READDATA, q);
-      curl_easy_setopt (c, CURLOPT_INFILESIZE_LARGE, (curl_off_t) (q->infd >= 0 ? q->in_size : q->body_len));
+      sbx_curl.curl_easy_setopt (c, CURLOPT_UPLOAD, 1L);
+      sbx_curl.curl_easy_setopt (c, CURLOPT_READFUNCTION, read_cb);
+      sbx_curl.curl_easy_setopt (c, CURLOPT_READDATA, q);
+      sbx_curl.curl_easy_setopt (c, CURLOPT_INFILESIZE_LARGE, (curl_off_t) (q->infd >= 0 ? q->in_size : q->body_len));
     }
 
-  CURLcode rc = curl_easy_perform (c);
-  curl_easy_getinfo (c, CURLINFO_RESPONSE_CODE, &q->code);
+  CURLcode rc = sbx_curl.curl_easy_perform (c);
+  sbx_curl.curl_easy_getinfo (c, CURLINFO_RESPONSE_CODE, &q->code);
   long os_errno = 0;
-  curl_easy_getinfo (c, CURLINFO_OS_ERRNO, &os_errno);
-  curl_easy_cleanup (c);
-  curl_slist_free_all (hdrs);
+  sbx_curl.curl_easy_getinfo (c, CURLINFO_OS_ERRNO, &os_errno);
+  sbx_curl.curl_easy_cleanup (c);
+  sbx_curl.curl_slist_free_all (hdrs);
   if (auth)
     explicit_bzero (auth, strlen (auth));
 
@@ -778,14 +768,15 @@ perform (req *q, url_scheme s, bool *ret_transport, sbx_error **err)
       *ret_transport = true;
       return sbx_error_set (err, SBX_E_PERMISSION_DENIED, 0,
                             "%s: the certificate does not verify: %s (add its CA to %s/%s/, or registry_insecure)",
-                            host, curl_easy_strerror (rc),
+                            host, sbx_curl.curl_easy_strerror (rc),
                             r->conf && r->conf->registry_certs_dir ? r->conf->registry_certs_dir : CERTS_DIR_DEFAULT,
                             host);
     case CURLE_COULDNT_RESOLVE_HOST:
     case CURLE_COULDNT_RESOLVE_PROXY:
     case CURLE_COULDNT_CONNECT:
       *ret_transport = true;
-      return sbx_error_set (err, SBX_E_INTERNAL, (int) os_errno, "%s: unreachable: %s", host, curl_easy_strerror (rc));
+      return sbx_error_set (err, SBX_E_INTERNAL, (int) os_errno, "%s: unreachable: %s", host,
+                            sbx_curl.curl_easy_strerror (rc));
     case CURLE_SSL_CONNECT_ERROR:
     case CURLE_SEND_ERROR:
     case CURLE_RECV_ERROR:
@@ -796,10 +787,10 @@ perform (req *q, url_scheme s, bool *ret_transport, sbx_error **err)
     case CURLE_HTTP2_STREAM:
       *ret_transport = q->got == 0;
       return sbx_error_set (err, SBX_E_INTERNAL, (int) os_errno, "%s: %s %s: the connection failed: %s", host,
-                            q->method, q->path, curl_easy_strerror (rc));
+                            q->method, q->path, sbx_curl.curl_easy_strerror (rc));
     default:
       return sbx_error_set (err, SBX_E_INTERNAL, (int) os_errno, "%s: %s %s: %s", host, q->method, q->path,
-                            curl_easy_strerror (rc));
+                            sbx_curl.curl_easy_strerror (rc));
     }
 }
 
@@ -968,29 +959,29 @@ fetch_token (sbx_registry *r, endpoint *ep, const sbx_www_auth *a, const char *s
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
                           "%s: the token realm %s is plain http (allowed only for a registry_insecure registry)",
                           ep->host, rhost);
-  CURL *esc = curl_easy_init ();
+  CURL *esc = sbx_curl.curl_easy_init ();
   if (esc == NULL)
     abort ();
   _cleanup_free_ char *url = xstrdup (a->realm);
   char sep = strchr (url, '?') ? '&' : '?';
   if (a->service)
     {
-      char *s = curl_easy_escape (esc, a->service, 0);
+      char *s = sbx_curl.curl_easy_escape (esc, a->service, 0);
       char *u = xasprintf ("%s%cservice=%s", url, sep, s);
-      curl_free (s);
+      sbx_curl.curl_free (s);
       free (url);
       url = u;
       sep = '&';
     }
   if (scope)
     {
-      char *s = curl_easy_escape (esc, scope, 0);
+      char *s = sbx_curl.curl_easy_escape (esc, scope, 0);
       char *u = xasprintf ("%s%cscope=%s", url, sep, s);
-      curl_free (s);
+      sbx_curl.curl_free (s);
       free (url);
       url = u;
     }
-  curl_easy_cleanup (esc);
+  sbx_curl.curl_easy_cleanup (esc);
 
   /* The realm is an endpoint of its own: its scheme from its URL, its CAs
    * from certs.d, Basic credentials when there are some. */
@@ -1444,9 +1435,8 @@ int
 sbx_registry_ping (const char *root, const sbx_conf *conf, const char *registry, const struct sbx_cred *cred,
                    sbx_error **err)
 {
-  pthread_once (&curl_once, curl_init);
-  if (curl_init_rc != CURLE_OK)
-    return sbx_error_set (err, SBX_E_INTERNAL, 0, "libcurl: %s", curl_easy_strerror (curl_init_rc));
+  if (sbx_curl_load (err) < 0)
+    return -1;
   _cleanup_registry_ sbx_registry *r = session_new (root, conf, NULL, false);
   if (endpoint_add (r, registry, err) < 0)
     return -1;
