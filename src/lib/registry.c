@@ -696,7 +696,7 @@ perform (req *q, url_scheme s, bool *ret_transport, sbx_error **err)
   sbx_curl.curl_easy_setopt (c, CURLOPT_FOLLOWLOCATION, 1L);
   sbx_curl.curl_easy_setopt (c, CURLOPT_MAXREDIRS, (long) SBX_REGISTRY_REDIRECTS_MAX);
   sbx_curl.curl_easy_setopt (c, CURLOPT_UNRESTRICTED_AUTH, 0L);
-  sbx_curl.curl_easy_setopt (c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  sbx_curl.curl_easy_setopt (c, CURLOPT_LOW_SPEED_LIMIT, (long) SBX_REGISTRY_STALL_RATE);
   sbx_curl.curl_easy_setopt (c, CURLOPT_LOW_SPEED_TIME, (long) r->stall);
   sbx_curl.curl_easy_setopt (c, CURLOPT_CONNECTTIMEOUT, (long) r->stall);
   sbx_curl.curl_easy_setopt (c, CURLOPT_HTTPHEADER, hdrs);
@@ -753,8 +753,9 @@ perform (req *q, url_scheme s, bool *ret_transport, sbx_error **err)
   switch (rc)
     {
     case CURLE_OPERATION_TIMEDOUT:
-      return sbx_error_set (err, SBX_E_TIMEOUT, 0, "%s: %s %s: no data for %u seconds (registry_stall_timeout)", host,
-                            q->method, q->path, r->stall);
+      return sbx_error_set (err, SBX_E_TIMEOUT, 0,
+                            "%s: %s %s: under %d bytes a second for %u seconds (registry_stall_timeout)", host,
+                            q->method, q->path, SBX_REGISTRY_STALL_RATE, r->stall);
     case CURLE_TOO_MANY_REDIRECTS:
       return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s: %s %s: redirect loop (more than %d redirects)", host,
                             q->method, q->path, SBX_REGISTRY_REDIRECTS_MAX);

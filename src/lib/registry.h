@@ -6,8 +6,9 @@
  * NO_PROXY as libcurl reads them, redirects (to blob storage) followed up
  * to SBX_REGISTRY_REDIRECTS_MAX, the anonymous and credentialed bearer-token
  * dance (WWW-Authenticate: Bearer realm=,service=,scope=) and basic auth
- * with the credentials regauth.h finds. A transfer that moves no byte for
- * sbx.conf's registry_stall_timeout seconds is TIMEOUT.
+ * with the credentials regauth.h finds. A transfer that moves fewer than
+ * SBX_REGISTRY_STALL_RATE bytes a second for sbx.conf's registry_stall_timeout
+ * seconds is TIMEOUT.
  *
  * Errors: NOT_FOUND for a repository, tag or blob that is not there;
  * PERMISSION_DENIED for 401/403 with the credentials there are (or none),
@@ -29,6 +30,10 @@
 #include "imageref.h"
 
 #define SBX_REGISTRY_REDIRECTS_MAX 10
+/* A transfer slower than this (bytes a second) for sbx.conf's
+ * registry_stall_timeout seconds has stalled: a server that drips a byte at a
+ * time is as stuck as one that sends nothing. */
+#define SBX_REGISTRY_STALL_RATE 1024
 #define SBX_REGISTRY_MANIFEST_MAX (4 * 1024 * 1024) /* a manifest or index; a config blob too */
 
 typedef struct sbx_registry sbx_registry;

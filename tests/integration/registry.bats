@@ -124,7 +124,7 @@ setup_file () {
   reg_start_proxy count plain --auth none || return
   reg_start_proxy bearer plain --user "$REG_HTPASSWD_USER:$REG_PASSWORD" || return
   reg_start_proxy anon plain --anonymous || return
-  reg_start_bad bad --drip-interval 3 || return
+  reg_start_bad bad --drip-interval 1 || return
   sbx_pick_test_nets || return
   build_fixtures || return
   mkdir -p "$BATS_FILE_TMPDIR/certs.d/$REG_tls" "$BATS_FILE_TMPDIR/no-certs.d"
@@ -671,7 +671,7 @@ new"
   expect_pull_fails INVALID_ARGUMENT "$REG_bad/redirect:latest"
 }
 
-@test "registry: a registry that drips one byte every 3 s is TIMEOUT after registry_stall_timeout" {
+@test "registry: a registry that drips one byte a second is TIMEOUT after registry_stall_timeout" {
   reg_conf "registry_stall_timeout = 2"
   local t0=$SECONDS
   expect_pull_fails TIMEOUT "$REG_bad/drip:latest"

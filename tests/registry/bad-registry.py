@@ -341,7 +341,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--port-file", required=True)
     ap.add_argument("--log")
-    ap.add_argument("--drip-interval", type=float, default=3.0)
+    ap.add_argument("--drip-interval", type=float, default=1.0)
     ARGS = ap.parse_args()
     if ARGS.log:
         LOGF = open(ARGS.log, "a")
