@@ -58,9 +58,10 @@ typedef struct endpoint {
   char *host;    /* HOST[:PORT] as references write it */
   char *connect; /* the host to connect to: docker.io is registry-1.docker.io */
   bool insecure;
-  url_scheme scheme; /* learnt: guarded by the session's lock */
-  char *auth;        /* "Authorization: ..." header; guarded */
-  sbx_cred *cred;    /* guarded; cred_done once looked up */
+  url_scheme scheme;   /* learnt: guarded by the session's lock */
+  char *auth;          /* "Authorization: ..." header; guarded */
+  sbx_cred *cred;      /* guarded; cred_done once looked up */
+  sbx_error *cred_err; /* guarded: why the lookup failed (an auth file that does not parse) */
   bool cred_done;
   char *ca; /* a CA bundle with certs.d's files, or NULL: the system's */
   size_t ca_len;
@@ -428,6 +429,7 @@ sbx_registry_free (sbx_registry *r)
         explicit_bzero (ep->auth, strlen (ep->auth));
       free (ep->auth);
       sbx_cred_free (ep->cred);
+      sbx_error_free (ep->cred_err);
       free (ep->ca);
     }
   free (r->eps);
@@ -887,23 +889,27 @@ status_error (const req *q, sbx_error **err)
 
 /* ---- tokens ---- */
 
-static const sbx_cred *
-ep_cred (sbx_registry *r, endpoint *ep)
+/* The credentials the auth files hold for EP (*ret NULL: none). An auth
+ * file that does not parse is its error (INVALID_ARGUMENT naming the file),
+ * as sbx-pull(1) says, not "no credentials". */
+static int
+ep_cred (sbx_registry *r, endpoint *ep, const sbx_cred **ret, sbx_error **err)
 {
+  int rc = 0;
   pthread_mutex_lock (&r->lock);
   if (!ep->cred_done)
     {
       sbx_cred *c = NULL;
-      sbx_error *e = NULL;
-      /* A file that does not parse is as no credentials here: the request
-       * then fails with PERMISSION_DENIED where they were needed. */
-      if (r->root && sbx_auth_lookup (r->root, ep->host, r->repository, &c, &e) < 0)
-        sbx_error_free (e);
+      if (r->root && sbx_auth_lookup (r->root, ep->host, r->repository, &c, &ep->cred_err) < 0)
+        c = NULL;
       ep->cred = c;
       ep->cred_done = true;
     }
+  if (ep->cred_err)
+    rc = sbx_error_set (err, ep->cred_err->code, ep->cred_err->errnum, "%s", ep->cred_err->msg);
+  *ret = ep->cred;
   pthread_mutex_unlock (&r->lock);
-  return ep->cred;
+  return rc;
 }
 
 static void
@@ -1043,7 +1049,9 @@ authenticate (req *q, const sbx_cred *given, bool use_given, sbx_error **err)
   _cleanup_www_auth_ sbx_www_auth *a = NULL;
   if (sbx_www_auth_parse (q->www_auth, strlen (q->www_auth), &a, err) < 0)
     return sbx_error_wrap (err, "%s: %s %s", ep->host, q->method, q->path);
-  const sbx_cred *cred = use_given ? given : ep_cred (r, ep);
+  const sbx_cred *cred = given;
+  if (!use_given && ep_cred (r, ep, &cred, err) < 0)
+    return -1;
   if (a->scheme == SBX_WWW_BASIC)
     {
       if (cred == NULL)

@@ -565,6 +565,9 @@ expect_no_credential () {
   expect_eq "$(sha256sum <"$f")" "$sum" "REGISTRY_AUTH_FILE after a pull"
   [ ! -e "$SBX_ROOT/auth.json" ] || fail "a pull wrote ROOT/auth.json"
   expect_no_credential "$output$stderr"
+  # One that is not such JSON is an error naming it, not "no credentials".
+  printf '{"auths": [' >"$f"
+  REGISTRY_AUTH_FILE=$f expect_pull_fails INVALID_ARGUMENT "$REG_auth/busybox:latest" "$f"
 }
 
 # --- TLS ----------------------------------------------------------------------------
