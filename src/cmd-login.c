@@ -239,7 +239,7 @@ cmd_logout (sbx_cli *cli, int argc, char **argv, sbx_error **err)
     return parsed < 0 ? -1 : 0;
   const sbx_command *cmd = cli_find ("logout");
   if (all == (first < argc))
-    return cli_usage_error (cmd, err, all ? "--all takes no REGISTRY" : "expected REGISTRY or --all");
+    return cli_usage_error (cmd, err, all ? "--all takes no REGISTRY" : "expected REGISTRY | --all");
   _cleanup_free_ char *registry = all ? NULL : registry_arg (argv[first]);
   sbx_store *st;
   if (cli_store (cli, &st, err) < 0 || sbx_auth_remove (st->root, registry, all, err) < 0)
