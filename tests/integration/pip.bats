@@ -179,7 +179,7 @@ pip_case () {
   expect_eq "$(jget 'd["error"]["code"]')" INVALID_ARGUMENT "code"
   expect_contains "$stderr" "No matching distribution found for sbxdemo==9.9"
   expect_eq "$(find "$SBX_ROOT/layers/sha256" -mindepth 1 -maxdepth 1 | wc -l)" "$layers" "layers"
-  expect_error NOT_FOUND create --image nopkg
+  expect_error NOT_FOUND create --pull never --image nopkg
   expect_eq "$(sbx ls -q | wc -l)" 0 "sandboxes left"
 }
 

@@ -101,7 +101,7 @@ def test_real_errors(sb, ended, runtime):
     with pytest.raises(sbx.NotFoundError):
         Sandbox.connect("sb-000000000000")
     with pytest.raises(sbx.NotFoundError):
-        Sandbox.create("no-such-image", runtime=runtime)
+        Sandbox.create("no-such-image", runtime=runtime, pull="never")
     with pytest.raises(sbx.InvalidArgumentError):
         sb.update_network_permissions(allow_list=["not-a-cidr"])
     with pytest.raises(sbx.SandboxPathInvalidError):
