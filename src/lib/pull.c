@@ -798,7 +798,12 @@ pull_image (pull_run *p, sbx_image **ret_img, sbx_error **err)
         return -1;
     }
   _cleanup_free_ char *key = pulled_key (p->ref, top, &p->plat);
-  if (sbx_tag_set (p->st, p->full, img->id, err) < 0 || pulled_record (p->st, key, img->id, err) < 0)
+  /* Already pulled and still tagged so: nothing to write (each write is an
+   * fsync, slow while the disk is busy, as right after a large pull). */
+  _cleanup_free_ char *tagged = NULL, *recorded = pulled_lookup (p->st, key);
+  bool same = recorded && strcmp (recorded, img->id) == 0 && sbx_tag_lookup (p->st, p->full, &tagged, NULL) == 0
+              && strcmp (tagged, img->id) == 0;
+  if (!same && (sbx_tag_set (p->st, p->full, img->id, err) < 0 || pulled_record (p->st, key, img->id, err) < 0))
     return -1;
   *ret_img = steal_pointer (&img);
   return 0;
