@@ -164,3 +164,12 @@ def test_stream_100_mb_checksum(sb):
         size += len(line)
     assert proc.wait() == 0
     assert size == n and h.hexdigest() == want
+
+
+def test_stream_chunks_are_the_bytes_as_they_come(sb):
+    n = 20 * 1024 * 1024
+    proc = sb.exec("head", "-c", str(n), "/dev/zero", stream=True)
+    proc.stdin.close()
+    sizes = [len(c) for c in proc.stdout.chunks()]
+    assert proc.wait() == 0
+    assert sum(sizes) == n and max(sizes) <= 65536 and len(sizes) >= n // 65536, (sum(sizes), max(sizes))

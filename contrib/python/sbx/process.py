@@ -110,8 +110,23 @@ class OutputStream:
     def __iter__(self) -> Iterator[bytes]:
         return self.lines()
 
+    def chunks(self) -> Iterator[bytes]:
+        """Yield the output as it arrives, in pieces of at most 64 KiB, joining nothing.
+
+        For large outputs consumed as they come (a hash, a file, a socket):
+        ``read()`` must hold and copy all of it, which costs more than the
+        transfer itself on a slow-memory host.
+        """
+        return self._chunks()
+
     def _chunks(self) -> Iterator[bytes]:  # pragma: no cover - abstract
         raise NotImplementedError
+
+
+# Reads of output pipes: 64 KiB, what a pipe hands over at a time. A larger
+# size costs a fresh buffer of that size per read (an mmap and munmap for 1
+# MiB), which halved 200 MB streams against the CLI's own throughput.
+_READ_SIZE = 65536
 
 
 class _PipeStream(OutputStream):
@@ -133,7 +148,7 @@ class _PipeStream(OutputStream):
 
     def _chunks(self) -> Iterator[bytes]:
         while not self._f.closed:
-            b = self._f.read1(1 << 20)  # type: ignore[attr-defined]
+            b = self._f.read1(_READ_SIZE)  # type: ignore[attr-defined]
             if not b:
                 self._f.close()
                 return
@@ -153,7 +168,7 @@ class _BufferStream(OutputStream):
     def _feed(self, f: BinaryIO) -> None:
         try:
             while True:
-                b = f.read1(1 << 20)  # type: ignore[attr-defined]
+                b = f.read1(_READ_SIZE)  # type: ignore[attr-defined]
                 if not b:
                     break
                 with self._cond:
