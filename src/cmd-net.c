@@ -83,19 +83,30 @@ cmd_net (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   return 0;
 }
 
+/* The operands of expose and unexpose, ID PORT: 1 when --help was
+ * answered, -1 on an error, 0 with *st, *ret_id and *ret_port set. */
+static int
+parse_id_port (sbx_cli *cli, const char *cmd, int argc, char **argv, sbx_store **st, char **ret_id, int64_t *ret_port,
+               sbx_error **err)
+{
+  int first, r = cli_simple_parse (cli, cmd, argc, argv, 2, 2, &first, NULL, NULL, err);
+  if (r != 0)
+    return r < 0 ? -1 : 1;
+  if (cli_int ("PORT", argv[first + 1], 1, 65535, ret_port, err) < 0 || cli_store (cli, st, err) < 0
+      || cli_sandbox_id (cli, argv[first], ret_id, err) < 0)
+    return -1;
+  return 0;
+}
+
 int
 cmd_expose (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
-  int first, r = cli_simple_parse (cli, "expose", argc, argv, 2, 2, &first, NULL, NULL, err);
-  if (r != 0)
-    return r < 0 ? -1 : 0;
   int64_t port;
-  if (cli_int ("PORT", argv[first + 1], 1, 65535, &port, err) < 0)
-    return -1;
   sbx_store *st;
   _cleanup_free_ char *id = NULL;
-  if (cli_store (cli, &st, err) < 0 || cli_sandbox_id (cli, argv[first], &id, err) < 0)
-    return -1;
+  int r = parse_id_port (cli, "expose", argc, argv, &st, &id, &port, err);
+  if (r != 0)
+    return r < 0 ? -1 : 0;
   _cleanup_free_ char *url = NULL;
   bool pub = false;
   if (sbx_client_expose (st, id, port, &url, &pub, err) < 0)
@@ -119,16 +130,12 @@ cmd_expose (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 int
 cmd_unexpose (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
-  int first, r = cli_simple_parse (cli, "unexpose", argc, argv, 2, 2, &first, NULL, NULL, err);
-  if (r != 0)
-    return r < 0 ? -1 : 0;
   int64_t port;
-  if (cli_int ("PORT", argv[first + 1], 1, 65535, &port, err) < 0)
-    return -1;
   sbx_store *st;
   _cleanup_free_ char *id = NULL;
-  if (cli_store (cli, &st, err) < 0 || cli_sandbox_id (cli, argv[first], &id, err) < 0)
-    return -1;
+  int r = parse_id_port (cli, "unexpose", argc, argv, &st, &id, &port, err);
+  if (r != 0)
+    return r < 0 ? -1 : 0;
   if (sbx_client_unexpose (st, id, port, err) < 0)
     return -1;
   if (cli->json)
