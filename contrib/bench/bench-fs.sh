@@ -112,7 +112,7 @@ case $RUNTIME in
 esac
 ((${#RTS[@]})) || die "no runtime available (sbx --json info)"
 
-# stamp, umount_under, ours, others_using and the leaked_* checks.
+# stamp, timed, umount_under, ours, others_using and the leaked_* checks.
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh" || exit 2
 
@@ -207,26 +207,6 @@ done
 # ---------------------------------------------------------------- transfers
 # One timed command, its stdout and stderr to the log; the elapsed us go to
 # SAMPLES/NAME when RECORD.  A failure drops the case from the rest of the run.
-timed ()  # NAME RECORD CMD...
-{
-  local name=$1 record=$2 t0 t1 rc
-  shift 2
-  [[ -n ${FAILED[$name]:-} ]] && return 1
-  printf '== %s: %s\n' "$name" "$*" >>"$LOG"
-  stamp t0
-  "$@" </dev/null >>"$LOG" 2>&1
-  rc=$?
-  stamp t1
-  if ((rc != 0)); then
-    FAILED[$name]="exit status $rc"
-    note "$name failed (exit status $rc); dropped. Log tail:"
-    tail -3 "$LOG" | sed 's/^/    /' >&2
-    return 1
-  fi
-  $record && printf '%s\n' "$((t1 - t0))" >>"$SAMPLES/$name"
-  return 0
-}
-
 XFER_CASES=(cp)
 for rt in "${RTS[@]}"; do XFER_CASES+=("upload-$rt" "download-$rt"); done
 

@@ -205,26 +205,6 @@ export SBX_CONF=$WORK/sbx.conf
 printf 'registry_insecure = %s\n' "$REG" >"$SBX_CONF"
 export SBX_RUN_ROOT=$WORK/run
 
-timed ()  # NAME RECORD CMD...
-{
-  local name=$1 record=$2 t0 t1 rc
-  shift 2
-  [[ -n ${FAILED[$name]:-} ]] && return 1
-  printf '== %s: %s\n' "$name" "$*" >>"$LOG"
-  stamp t0
-  "$@" </dev/null >>"$LOG" 2>&1
-  rc=$?
-  stamp t1
-  if ((rc != 0)); then
-    FAILED[$name]="exit status $rc"
-    note "$name failed (exit status $rc): $*"
-    tail -4 "$LOG" | sed 's/^/    /' >&2
-    return 1
-  fi
-  $record && printf '%s\n' "$((t1 - t0))" >>"$SAMPLES/$name"
-  return 0
-}
-
 c_sbx_pull () { SBX_ROOT=$WORK/sbx.$1 "$SBX" pull -q "$REF"; }
 c_sbx_pull_present () { SBX_ROOT=$WORK/sbx.$1 "$SBX" pull -q "$REF"; }
 c_podman_pull () { podman --root "$WORK/podman.$1/root" --runroot "$WORK/podman.$1/run" pull -q --tls-verify=false "$REF"; }

@@ -163,3 +163,27 @@ sbx_runsc_flags ()  # VERB SANDBOX_ID
   done
   return 1
 }
+
+# timed NAME RECORD CMD...: runs CMD (stdin /dev/null, output to $LOG) unless
+# NAME failed before; on success, when RECORD is true, appends its time to
+# $SAMPLES/NAME; on failure marks NAME in the caller's FAILED map (declare
+# -A FAILED) and says so through the caller's note.
+timed ()  # NAME RECORD CMD...
+{
+  local name=$1 record=$2 t0 t1 rc
+  shift 2
+  [[ -n ${FAILED[$name]:-} ]] && return 1
+  printf '== %s: %s\n' "$name" "$*" >>"$LOG"
+  stamp t0
+  "$@" </dev/null >>"$LOG" 2>&1
+  rc=$?
+  stamp t1
+  if ((rc != 0)); then
+    FAILED[$name]="exit status $rc"
+    note "$name failed (exit status $rc): $*"
+    tail -4 "$LOG" | sed 's/^/    /' >&2
+    return 1
+  fi
+  $record && printf '%s\n' "$((t1 - t0))" >>"$SAMPLES/$name"
+  return 0
+}
