@@ -10,8 +10,12 @@
 #include "pull.h"
 
 /* Sets O's progress callback and its data when stderr is a terminal and
- * not QUIET; returns that data, to free() after the transfer (NULL: nothing
- * is drawn). */
-void *cli_progress_attach (sbx_pull_opts *o, bool quiet);
+ * not QUIET (otherwise leaves O as it is: nothing is drawn). */
+void cli_progress_attach (sbx_pull_opts *o, bool quiet);
+
+/* Frees what cli_progress_attach gave O, after the transfer; for
+ * _cleanup_progress_ on the sbx_pull_opts itself. */
+void cli_progress_detach (sbx_pull_opts *o);
+#define _cleanup_progress_ __attribute__ ((cleanup (cli_progress_detach)))
 
 #endif

@@ -154,8 +154,8 @@ cmd_build (sbx_cli *cli, int argc, char **argv, sbx_error **err)
     return -1;
   struct progress pr = { .tty = isatty (2) };
   /* A base that is a registry reference is pulled when missing. */
-  sbx_pull_opts po = { .platform = NULL };
-  _cleanup_free_ void *pull_progress = cli_progress_attach (&po, false);
+  _cleanup_progress_ sbx_pull_opts po = { .platform = NULL };
+  cli_progress_attach (&po, false);
   sbx_build_opts o = { .pull = &po,
                        .context = context,
                        .runtime = runtime,

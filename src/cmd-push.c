@@ -51,8 +51,8 @@ cmd_push (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   if (sbx_conf_load (NULL, &conf, err) < 0 || cli_store (cli, &st, err) < 0)
     return -1;
   catch_signals ();
-  sbx_pull_opts po = { .cancel = &push_signal };
-  _cleanup_free_ void *prog = cli_progress_attach (&po, quiet);
+  _cleanup_progress_ sbx_pull_opts po = { .cancel = &push_signal };
+  cli_progress_attach (&po, quiet);
   _cleanup_free_ char *digest = NULL;
   _cleanup_error_ sbx_error *e = NULL;
   r = sbx_push (st, conf, image, dest, &po, &digest, &e);

@@ -198,13 +198,8 @@ cmd_pull (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   if (sbx_conf_load (NULL, &conf, err) < 0 || cli_store (cli, &st, err) < 0)
     return -1;
 
-  _cleanup_free_ progress *prog = xmalloc0 (sizeof *prog);
-  sbx_pull_opts o = { .platform = a.platform, .cancel = &pull_cancel };
-  if (!a.quiet && isatty (STDERR_FILENO))
-    {
-      o.progress = on_progress;
-      o.ud = prog;
-    }
+  _cleanup_progress_ sbx_pull_opts o = { .platform = a.platform, .cancel = &pull_cancel };
+  cli_progress_attach (&o, a.quiet);
   struct sigaction sa = { .sa_handler = on_signal }, old_int, old_term;
   sigemptyset (&sa.sa_mask);
   sigaction (SIGINT, &sa, &old_int);
@@ -227,13 +222,21 @@ cmd_pull (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   return 0;
 }
 
-void *
+void
 cli_progress_attach (sbx_pull_opts *o, bool quiet)
 {
   if (quiet || !isatty (STDERR_FILENO))
-    return NULL;
-  progress *p = xmalloc0 (sizeof *p);
+    return;
   o->progress = on_progress;
-  o->ud = p;
-  return p;
+  o->ud = xmalloc0 (sizeof (progress));
+}
+
+void
+cli_progress_detach (sbx_pull_opts *o)
+{
+  if (o->progress != on_progress)
+    return;
+  free (o->ud);
+  o->progress = NULL;
+  o->ud = NULL;
 }

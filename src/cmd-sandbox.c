@@ -270,8 +270,8 @@ obtain_image (sbx_store *st, const struct create_args *a, sbx_image **ret, sbx_e
   _cleanup_conf_ sbx_conf *conf = NULL;
   if (sbx_sandbox_opts_validate (&a->o, err) < 0 || sbx_conf_load (NULL, &conf, err) < 0)
     return -1;
-  sbx_pull_opts po = { .platform = NULL };
-  _cleanup_free_ void *prog = cli_progress_attach (&po, false);
+  _cleanup_progress_ sbx_pull_opts po = { .platform = NULL };
+  cli_progress_attach (&po, false);
   return sbx_image_obtain (st, conf, a->o.image_ref, a->pull, &po, ret, err);
 }
 
