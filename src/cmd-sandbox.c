@@ -129,6 +129,12 @@ opts_defaults (sbx_sandbox_opts *o)
   o->env = xmalloc0 (sizeof (char *));
   o->allow = xmalloc0 (sizeof (char *));
   o->ports = xmalloc0 (sizeof (char *));
+  o->volumes = xmalloc0 (sizeof (char *));
+  o->mounts = xmalloc0 (sizeof (char *));
+  o->secrets = xmalloc0 (sizeof (char *));
+  o->secret_files = xmalloc0 (sizeof (char *));
+  o->copy_in = xmalloc0 (sizeof (char *));
+  o->allow_domains = xmalloc0 (sizeof (char *));
 }
 
 static void

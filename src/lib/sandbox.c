@@ -54,6 +54,13 @@ sbx_sandbox_opts_clear (sbx_sandbox_opts *o)
   strv_free (o->allow);
   strv_free (o->ports);
   free (o->cwd);
+  strv_free (o->volumes);
+  strv_free (o->mounts);
+  strv_free (o->secrets);
+  strv_free (o->secret_files);
+  strv_free (o->copy_in);
+  strv_free (o->cmd);
+  strv_free (o->allow_domains);
   memset (o, 0, sizeof *o);
 }
 
@@ -124,6 +131,16 @@ sbx_sandbox_opts_gen (void *gp, const sbx_sandbox_opts *o)
   j_kint (g, "timeout", o->timeout);
   j_kstrv (g, "env", o->env);
   j_kstr (g, "cwd", o->cwd);
+  j_kstrv (g, "volumes", o->volumes);
+  j_kstrv (g, "mounts", o->mounts);
+  /* Secrets by name only: their values are never in a record. */
+  j_kstrv (g, "secrets", o->secrets);
+  j_kstrv (g, "secret_files", o->secret_files);
+  j_kbool (g, "allow_secrets", o->allow_secrets);
+  j_kstrv (g, "copy_in", o->copy_in);
+  j_kstrv (g, "cmd", o->cmd);
+  j_kbool (g, "exit_with_cmd", o->exit_with_cmd);
+  j_kstrv (g, "allow_domains", o->allow_domains);
   j_endmap (g);
 }
 
@@ -244,6 +261,15 @@ sbx_sandbox_opts_parse (const void *obj, sbx_sandbox_opts *opts, sbx_error **err
       || j_get_bool (o, "block_network", false, &opts->block_network, err) < 0
       || j_get_strv (o, "allow", false, &opts->allow, err) < 0 || j_get_strv (o, "ports", false, &opts->ports, err) < 0
       || j_get_bool (o, "public", false, &opts->public_ports, err) < 0)
+    return -1;
+  if (j_get_strv (o, "volumes", false, &opts->volumes, err) < 0
+      || j_get_strv (o, "mounts", false, &opts->mounts, err) < 0
+      || j_get_strv (o, "secrets", false, &opts->secrets, err) < 0
+      || j_get_strv (o, "secret_files", false, &opts->secret_files, err) < 0
+      || j_get_bool (o, "allow_secrets", false, &opts->allow_secrets, err) < 0
+      || j_get_strv (o, "copy_in", false, &opts->copy_in, err) < 0 || j_get_strv (o, "cmd", false, &opts->cmd, err) < 0
+      || j_get_bool (o, "exit_with_cmd", false, &opts->exit_with_cmd, err) < 0
+      || j_get_strv (o, "allow_domains", false, &opts->allow_domains, err) < 0)
     return -1;
   const char *on_idle = NULL;
   if (j_get_str (o, "on_idle", false, &on_idle, err) < 0)

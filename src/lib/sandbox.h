@@ -55,6 +55,18 @@ typedef struct sbx_sandbox_opts {
   int64_t timeout;    /* seconds */
   char **env;
   char *cwd;
+  /* Data in and out (issue 20); each list as the user gave it, checked by
+   * sbx_sandbox_opts_validate; NULL is the same as empty. */
+  char **volumes;      /* --volume NAME:/path[:ro] */
+  char **mounts;       /* --mount /host/dir:/path[:ro|:rw] (the host path absolute) */
+  char **secrets;      /* --secret NAME[=VAR]: as an environment variable of every command */
+  char **secret_files; /* --secret-file NAME: as /run/secrets/NAME */
+  bool allow_secrets;  /* --allow-secrets */
+  char **copy_in;      /* --copy-in HOSTDIR[:/dest] (HOSTDIR made absolute by the CLI) */
+  char **cmd;          /* the initial command (create -- CMD, or the image's with --run-cmd) */
+  bool exit_with_cmd;  /* --exit-with-cmd: the sandbox ends when the initial command does */
+  /* Egress by domain name (issue 22): --allow-domain NAME (NAME or *.NAME). */
+  char **allow_domains;
 } sbx_sandbox_opts;
 
 typedef struct sbx_sandbox {
