@@ -747,9 +747,9 @@ remove_sandbox (struct mon *m)
       _cleanup_free_ char *disk = xasprintf ("%s/disk", m->dir);
       umount2 (disk, MNT_DETACH);
     }
-  /* A file call (sbx fs) may hold the files a moment: wait a little for it,
-   * then leave them to sbx rm or gc. */
-  for (int tries = 0; tries < 50; tries++)
+  /* A file call (sbx fs) may hold the files a moment: wait for it (10 s at
+   * most), then leave them to sbx rm or gc. */
+  for (int tries = 0; tries < 100; tries++)
     {
       sbx_error_free (err);
       err = NULL;
