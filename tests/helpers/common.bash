@@ -287,10 +287,12 @@ wait_for_state () {
 # the monitor ends the sandbox, and removes it with --rm, afterwards). Each
 # monitor holds a lock on RUN/ending/ID until its teardown is over.
 sbx_wait_teardowns () {
-  local f
+  local f fd
   for f in "$SBX_RUN_ROOT"/ending/*; do
-    [ -e "$f" ] || continue
-    timeout 60 flock -s "$f" true || fail "a teardown ($f) is still under way after 60 s" || return
+    # Opened without creating it (flock FILE would): one gone is over.
+    { exec {fd}<"$f"; } 2>/dev/null || continue
+    timeout 60 flock -s "$fd" || { exec {fd}<&-; fail "a teardown ($f) is still under way after 60 s"; return; }
+    exec {fd}<&-
   done
 }
 

@@ -264,11 +264,12 @@ run_early () {
 
 # A loop of runs never has more than SBX_TEARDOWNS_MAX sandboxes tearing down.
 run_loop () {
-  local rt=$1 i n max=0
+  local rt=$1 i n max=0 st
   require_runtime "$rt"
   for i in $(seq 30); do
-    run --separate-stderr sbx run --rm --runtime "$rt" --image payload --block-network -- true
-    expect_status 0
+    st=0
+    "$SBX_BIN" run --rm --runtime "$rt" --image payload --block-network -- true || st=$?
+    expect_eq "$st" 0 "run $i"
     n=$(ls "$SBX_ROOT/sandboxes" | wc -l)
     [ "$n" -le 4 ] || fail "run $i: $n sandboxes left (at most 4 may be tearing down)"
     [ "$n" -le "$max" ] || max=$n
@@ -277,6 +278,37 @@ run_loop () {
   sbx_wait_teardowns
   [ -z "$(ls -A "$SBX_ROOT/sandboxes")" ] || fail "the loop left $(ls -A "$SBX_ROOT/sandboxes")"
   expect_eq "$(sbx ls -q)" "" "sandboxes after the loop"
+  # With 4 teardowns under way (held entries, as monitors hold theirs), a
+  # run waits before it makes anything, and goes on when one is over.
+  local holders=() f rp
+  mkdir -p "$SBX_RUN_ROOT/ending"
+  for i in 1 2 3 4; do
+    f=$SBX_RUN_ROOT/ending/sb-00000000000$i
+    (
+      flock -x 9
+      exec sleep 120
+    ) 9>"$f" &
+    holders+=($!)
+  done
+  for f in "$SBX_RUN_ROOT"/ending/sb-*; do
+    for i in $(seq 100); do
+      flock -n -s "$f" true || break
+      sleep 0.05
+    done
+  done
+  "$SBX_BIN" run --rm --runtime "$rt" --image payload --block-network -- true &
+  rp=$!
+  sleep 2
+  kill -0 "$rp" 2>/dev/null || fail "run returned while 4 teardowns were under way"
+  [ -z "$(ls -A "$SBX_ROOT/sandboxes" 2>/dev/null)" ] || fail "run made a sandbox while 4 teardowns were under way"
+  kill "${holders[0]}"
+  st=0
+  wait "$rp" || st=$?
+  expect_eq "$st" 0 "run once a teardown was over"
+  kill "${holders[@]:1}"
+  wait "${holders[@]}" 2>/dev/null || true
+  sbx_wait_teardowns
+  [ -z "$(ls -A "$SBX_ROOT/sandboxes")" ] || fail "the throttled run left $(ls -A "$SBX_ROOT/sandboxes")"
 }
 
 @test "run: a loop of 30 run --rm stays bounded and leaves nothing [runc]" { run_loop runc; }
