@@ -19,7 +19,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/file.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 
 /* --image: a tag, an id, or a reference a registry could have. */
@@ -442,7 +444,7 @@ sbx_teardown_end (const sbx_store *st, const char *id, int fd)
 
 /* The entries of RUN/ending still held; a stale one (its monitor died) is
  * removed. Waits for the first WAIT of those held to be let go of (SIZE_MAX:
- * all of them). */
+ * all of them; 0: none). */
 static size_t
 ending_scan (const sbx_store *st, size_t wait)
 {
@@ -480,8 +482,27 @@ sbx_teardown_count (const sbx_store *st)
 void
 sbx_teardown_throttle (const sbx_store *st, size_t max)
 {
+  if (ending_scan (st, 0) < max)
+    return;
+  /* Woken when any of them is over (its monitor unlinks its entry), or
+   * every 100 ms to look again: a dead monitor's entry is not unlinked
+   * until a scan finds it stale. */
+  _cleanup_free_ char *dir = ending_dir (st);
+  _cleanup_close_ int in = inotify_init1 (IN_CLOEXEC | IN_NONBLOCK);
+  if (in >= 0 && inotify_add_watch (in, dir, IN_DELETE | IN_MOVED_FROM) < 0)
+    {
+      close (in);
+      in = -1;
+    }
   while (ending_scan (st, 0) >= max)
-    ending_scan (st, 1);
+    {
+      struct pollfd pf = { in, POLLIN, 0 };
+      if (in < 0 || poll (&pf, 1, 100) < 0)
+        usleep (20000);
+      char buf[4096];
+      while (in >= 0 && read (in, buf, sizeof buf) > 0)
+        ;
+    }
 }
 
 void
