@@ -6,6 +6,7 @@
 #include "config.h"
 #include "monitor-internal.h"
 
+#include <errno.h>
 #include <math.h>
 #include <string.h>
 
@@ -104,7 +105,20 @@ apply_limits (struct mon *m, const struct update *u, sbx_error **err)
   bool mem = u->has_memory && u->memory != o->memory, cpu = u->has_cpu && u->cpu != o->cpu,
        pids = u->has_pids && u->pids != o->pids;
   if (mem && sbx_cgroup_set_memory (m->cgroup, o->memory, u->memory, err) < 0)
-    return sbx_error_wrap (err, "update: memory limit");
+    {
+      /* The use grew past it since the check, and the kernel could not
+       * reclaim the difference (v1). */
+      if (err && *err && (*err)->errnum == EBUSY)
+        {
+          sbx_error_free (*err);
+          *err = NULL;
+          return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
+                                "update: memory limit %llu bytes is below what the sandbox uses now (the kernel could "
+                                "not reclaim the difference)",
+                                (unsigned long long) u->memory);
+        }
+      return sbx_error_wrap (err, "update: memory limit");
+    }
   if (cpu && sbx_cgroup_set_cpu (m->cgroup, u->cpu, err) < 0)
     {
       if (mem)
