@@ -9,7 +9,7 @@
 
 _sbx_global_opts='--root --run-root --json --version -h --help'
 
-_sbx_commands='create run exec run-code ps proc fs cp ls status wait terminate rm logs pause resume commit snapshot restore snapshots rmsnap net expose unexpose urls ttl stats images pull import export push build tag rmi login logout info gc version help'
+_sbx_commands='create run exec run-code ps proc fs cp ls status wait terminate rm logs pause resume commit snapshot restore snapshots rmsnap net expose unexpose urls ttl update stats images pull import export push build tag rmi login logout info gc version help'
 _sbx_fs_verbs='read write upload download ls stat mkdir rm rmdir find replace watch'
 
 # The options of command $1.
@@ -30,6 +30,7 @@ _sbx_opts() {
 	restore) echo '-n --count' ;;
 	snapshots) echo '-q --quiet' ;;
 	net) echo '--block --allow --open' ;;
+	update) echo '--cpu --memory --pids --keep-warm --timeout' ;;
 	images) echo '-q --quiet' ;;
 	pull) echo '--platform -q --quiet' ;;
 	import) echo '-t --tag' ;;
@@ -56,6 +57,7 @@ _sbx_opts_with_arg() {
 	commit) echo '-t --tag' ;;
 	restore) echo '-n --count' ;;
 	net) echo '--allow' ;;
+	update) echo '--cpu --memory --pids --keep-warm --timeout' ;;
 	pull) echo '--platform' ;;
 	import) echo '-t --tag' ;;
 	export) echo '--compression' ;;
@@ -100,6 +102,7 @@ _sbx_value() {
 	ls:--sort) _sbx_words 'created id name state runtime image' ;;
 	commit:-t | commit:--tag) _sbx_words "$(_sbx_images)" ;;
 	restore:-n | restore:--count) _sbx_words '1 2 4 8' ;;
+	update:--keep-warm) _sbx_words '-1 60 600 3600' ;;
 	pull:--platform) _sbx_words 'linux/amd64 linux/arm64 linux/arm64/v8 linux/arm/v7 linux/386 linux/ppc64le linux/s390x linux/riscv64' ;;
 	import:-t | import:--tag) _sbx_words "$(_sbx_images)" ;;
 	export:--compression) _sbx_words 'gzip none' ;;
@@ -148,6 +151,7 @@ _sbx_operand() {
 	urls:0) _sbx_words "$(_sbx_ids)" ;;
 	ttl:0) _sbx_words "$(_sbx_ids)" ;;
 	ttl:1) : ;;
+	update:0) _sbx_words "$(_sbx_ids)" ;;
 	stats:0) _sbx_words "$(_sbx_ids)" ;;
 	pull:0) : ;;
 	import:0) _sbx_files ;;

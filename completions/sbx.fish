@@ -29,6 +29,8 @@ function __sbx_opts_with_arg
             printf '%s\n' -n --count
         case net
             printf '%s\n' --allow
+        case update
+            printf '%s\n' --cpu --memory --pids --keep-warm --timeout
         case pull
             printf '%s\n' --platform
         case import
@@ -221,6 +223,7 @@ complete -c sbx -n __sbx_no_command -a expose -d 'Publish a sandbox\'s port as a
 complete -c sbx -n __sbx_no_command -a unexpose -d 'Stop publishing a sandbox\'s port: its URL refuses connections and its open ones are closed'
 complete -c sbx -n __sbx_no_command -a urls -d 'List a sandbox\'s exposed ports and their URLs'
 complete -c sbx -n __sbx_no_command -a ttl -d 'Set a running sandbox\'s hard lifetime to SECONDS from now'
+complete -c sbx -n __sbx_no_command -a update -d 'Change a running sandbox\'s limits and lifetimes at once'
 complete -c sbx -n __sbx_no_command -a stats -d 'Count sandboxes by state; with ID, what that sandbox uses now'
 complete -c sbx -n __sbx_no_command -a images -d 'List images'
 complete -c sbx -n __sbx_no_command -a pull -d 'Pull an image from a registry (REF: [REGISTRY/]NAME[:TAG][@DIGEST]) and print its id'
@@ -333,6 +336,13 @@ complete -c sbx -n '__sbx_opts_for net' -l block -d 'Nothing out, no DNS (the in
 complete -c sbx -n '__sbx_opts_for net' -l allow -x -d 'Only these destinations, plus DNS (repeatable)'
 complete -c sbx -n '__sbx_opts_for net' -l open -d 'The internet (the refused ranges stay refused)'
 
+# update
+complete -c sbx -n '__sbx_opts_for update' -l cpu -x -d 'CPU limit in cores, fractional (e.g. 0.5); 0: none'
+complete -c sbx -n '__sbx_opts_for update' -l memory -x -d 'Memory limit: MiB, or with a unit (512Mi, 1Gi, 1G); 0: none; never below what the sandbox uses now'
+complete -c sbx -n '__sbx_opts_for update' -l pids -x -d 'Process limit (runc; fixed at start under runsc)'
+complete -c sbx -n '__sbx_opts_for update' -l keep-warm -x -a '-1 60 600 3600' -d 'Idle lifetime, counted from now (-1: until terminated)'
+complete -c sbx -n '__sbx_opts_for update' -l timeout -x -d 'Hard lifetime: the sandbox ends SECONDS from now (as sbx ttl)'
+
 # images
 complete -c sbx -n '__sbx_opts_for images' -s q -l quiet -d 'Print image ids only (what rmi, tag, export and --image take)'
 
@@ -401,6 +411,7 @@ complete -c sbx -n '__sbx_operand 0 expose' -a '(__sbx_sandboxes)' -d 'Sandbox'
 complete -c sbx -n '__sbx_operand 0 unexpose' -a '(__sbx_sandboxes)' -d 'Sandbox'
 complete -c sbx -n '__sbx_operand 0 urls' -a '(__sbx_sandboxes)' -d 'Sandbox'
 complete -c sbx -n '__sbx_operand 0 ttl' -a '(__sbx_sandboxes)' -d 'Sandbox'
+complete -c sbx -n '__sbx_operand 0 update' -a '(__sbx_sandboxes)' -d 'Sandbox'
 complete -c sbx -n '__sbx_operand 0 stats' -a '(__sbx_sandboxes)' -d 'Sandbox'
 complete -c sbx -n '__sbx_operand 0 import' -F -d 'Tarball, image archive or layout directory'
 complete -c sbx -n '__sbx_operand 0 export' -a '(__sbx_images)' -d 'Image'
@@ -410,6 +421,6 @@ complete -c sbx -n '__sbx_operand 0 build' -x -a '(__fish_complete_directories)'
 complete -c sbx -n '__sbx_operand 0 tag' -a '(__sbx_images)' -d 'Image'
 complete -c sbx -n '__sbx_operand 1 tag' -a '(__sbx_images)' -d 'New tag'
 complete -c sbx -n '__sbx_operand any rmi' -a '(__sbx_images)' -d 'Image'
-complete -c sbx -n '__sbx_operand 0 help' -a 'create run exec run-code ps proc fs cp ls status wait terminate rm logs pause resume commit snapshot restore snapshots rmsnap net expose unexpose urls ttl stats images pull import export push build tag rmi login logout info gc version help' -d 'Command'
+complete -c sbx -n '__sbx_operand 0 help' -a 'create run exec run-code ps proc fs cp ls status wait terminate rm logs pause resume commit snapshot restore snapshots rmsnap net expose unexpose urls ttl update stats images pull import export push build tag rmi login logout info gc version help' -d 'Command'
 complete -c sbx -n __sbx_fs_host_file -F
 complete -c sbx -n __sbx_cp_host -F -a '(__sbx_cp_refs)'

@@ -76,6 +76,7 @@ static const command_operands operand_table[] = {
   { "unexpose", { SANDBOX, { "exposed port", NULL } } },
   { "urls", { SANDBOX } },
   { "ttl", { SANDBOX, { "seconds", NULL } } },
+  { "update", { SANDBOX } },
   { "stats", { SANDBOX }, .optional = true },
   { "images", { { NULL } } },
   { "pull", { { "image reference", NULL } } },

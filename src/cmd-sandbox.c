@@ -1,5 +1,5 @@
 /* Sandbox lifecycle commands: create, run, ls, status, wait, terminate, rm,
- * logs, ttl, stats. */
+ * logs, ttl, update, stats. */
 #include "config.h"
 #include "caps.h"
 #include "cli-progress.h"
@@ -115,6 +115,17 @@ const cli_opt sbx_rm_opts[] = {
   { NULL },
 };
 const cli_opt sbx_logs_opts[] = { { NULL } };
+const cli_opt sbx_update_opts[] = {
+  { "cpu", O_CPU, required_argument, "CORES", "CPU limit in cores, fractional (e.g. 0.5); 0: none" },
+  { "memory", O_MEMORY, required_argument, "SIZE",
+    "memory limit: MiB, or with a unit (512Mi, 1Gi, 1G); 0: none; never below what the sandbox uses now" },
+  { "pids", O_PIDS, required_argument, "N", "process limit (runc; fixed at start under runsc)" },
+  { "keep-warm", O_KEEP_WARM, required_argument, "SECONDS", "idle lifetime, counted from now (-1: until terminated)",
+    "-1 60 600 3600" },
+  { "timeout", O_TIMEOUT, required_argument, "SECONDS",
+    "hard lifetime: the sandbox ends SECONDS from now (as sbx ttl)" },
+  { NULL },
+};
 
 static void
 opts_defaults (sbx_sandbox_opts *o)
@@ -305,9 +316,9 @@ cmd_create (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 }
 
 static int
-run_in (sbx_cli *cli, sbx_store *st, const sbx_sandbox *sb, char **cmd, int *status, sbx_error **err)
+run_in (sbx_cli *cli, sbx_store *st, const sbx_sandbox *sb, char **cmd, bool rm, int *status, sbx_error **err)
 {
-  sbx_exec_opts eo = { .argv = cmd, .end_sandbox = true };
+  sbx_exec_opts eo = { .argv = cmd, .end_sandbox = true, .remove_sandbox = rm };
   return cli_exec (cli, st, sb->id, &eo, status, err);
 }
 
@@ -363,16 +374,26 @@ cmd_run (sbx_cli *cli, int argc, char **argv, sbx_error **err)
     ret = -1;
   if (ret == 0 && first >= argc && run_image_cmd (&a.o, img, err) < 0)
     ret = -1;
+  /* The sandboxes of earlier runs may still be tearing down: at most
+   * SBX_TEARDOWNS_MAX of them at once, however fast a script loops. */
+  if (ret == 0)
+    sbx_teardown_throttle (st, SBX_TEARDOWNS_MAX);
   if (ret == 0 && sbx_sandbox_create_from (st, &a.o, img, &sb, err) < 0)
     ret = -1;
   if (ret == 0)
     {
-      _cleanup_error_ sbx_error *e2 = NULL;
-      ret = run_in (cli, st, sb, first >= argc ? img->cmd : argv + first, &status, err);
-      sbx_sandbox_terminate (st, sb->id, -1, ret < 0 ? &e2 : err);
-      if (a.rm)
-        sbx_sandbox_remove (st, sb->id, NULL);
-      if (ret == 0)
+      ret = run_in (cli, st, sb, first >= argc ? img->cmd : argv + first, a.rm, &status, err);
+      /* Once the command's status is known its monitor ends the sandbox
+       * (and with --rm removes it) by itself: the teardown goes on after we
+       * return. Without a status, it is ended and removed from here. */
+      if (ret < 0)
+        {
+          _cleanup_error_ sbx_error *e2 = NULL;
+          sbx_sandbox_terminate (st, sb->id, -1, &e2);
+          if (a.rm)
+            sbx_sandbox_remove (st, sb->id, NULL);
+        }
+      else
         ret = status;
     }
   sbx_sandbox_opts_clear (&a.o);
@@ -770,6 +791,97 @@ cmd_ttl (sbx_cli *cli, int argc, char **argv, sbx_error **err)
     }
   else
     printf ("%s deadline %s\n", id, d);
+  return 0;
+}
+
+/* update: create's parser (create_opt) on a scratch set of options, and
+ * what it set is what is asked for. */
+struct update_args {
+  sbx_sandbox_opts o;
+  sbx_update u;
+};
+
+static int
+update_cb (void *data, int key, const char *arg, sbx_error **err)
+{
+  struct update_args *a = data;
+  if (create_opt (&a->o, key, arg, err) < 0)
+    return -1;
+  switch (key)
+    {
+    case O_CPU:
+      a->u.has_cpu = true;
+      a->u.cpu = a->o.cpu;
+      break;
+    case O_MEMORY:
+      a->u.has_memory = true;
+      a->u.memory = a->o.memory;
+      break;
+    case O_PIDS:
+      a->u.has_pids = true;
+      a->u.pids = a->o.pids;
+      break;
+    case O_KEEP_WARM:
+      a->u.has_keep_warm = true;
+      a->u.keep_warm = a->o.keep_warm;
+      break;
+    case O_TIMEOUT:
+      a->u.has_timeout = true;
+      a->u.timeout = a->o.timeout;
+      break;
+    }
+  return 0;
+}
+
+int
+cmd_update (sbx_cli *cli, int argc, char **argv, sbx_error **err)
+{
+  struct update_args a = { .u = { .has_cpu = false } };
+  opts_defaults (&a.o);
+  int first, r = cli_simple_parse (cli, "update", argc, argv, 1, 1, &first, update_cb, &a, err);
+  sbx_sandbox_opts_clear (&a.o);
+  if (r != 0)
+    return r < 0 ? -1 : 0;
+  if (!a.u.has_cpu && !a.u.has_memory && !a.u.has_pids && !a.u.has_keep_warm && !a.u.has_timeout)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
+                          "update: nothing to change (--cpu, --memory, --pids, --keep-warm or --timeout)");
+  sbx_store *st;
+  _cleanup_free_ char *id = NULL;
+  _cleanup_yajl_val_ yajl_val v = NULL;
+  if (cli_store (cli, &st, err) < 0 || cli_sandbox_id (cli, argv[first], &id, err) < 0
+      || sbx_client_update (st, id, &a.u, &v, err) < 0)
+    return -1;
+  int64_t mem = 0, pids = 0, kw = 0, timeout = 0, deadline = 0;
+  yajl_val cpu = j_get (v, "cpu");
+  double cores = cpu && YAJL_IS_NUMBER (cpu) ? YAJL_GET_DOUBLE (cpu) : 0;
+  if (j_get_int (v, "memory", true, &mem, err) < 0 || j_get_int (v, "pids", true, &pids, err) < 0
+      || j_get_int (v, "keep_warm", true, &kw, err) < 0 || j_get_int (v, "timeout", true, &timeout, err) < 0
+      || j_get_int (v, "deadline", true, &deadline, err) < 0)
+    return sbx_error_wrap (err, "the monitor's reply");
+  if (cli->json)
+    {
+      yajl_gen g = cli_json_begin ();
+      j_map (g);
+      j_kstr (g, "id", id);
+      j_str (g, "cpu");
+      j_double (g, cores);
+      j_kint (g, "memory", mem);
+      j_kint (g, "pids", pids);
+      j_kint (g, "keep_warm", kw);
+      j_kint (g, "timeout", timeout);
+      j_kint (g, "deadline", deadline);
+      j_endmap (g);
+      cli_json_end (g);
+      return 0;
+    }
+  char d[32], c[32] = "unlimited", m[32] = "unlimited";
+  human_time (deadline, d, sizeof d);
+  if (cores > 0)
+    snprintf (c, sizeof c, "%g cores", cores);
+  if (mem > 0)
+    snprintf (m, sizeof m, "%lld MiB", (long long) (mem >> 20));
+  printf ("%s: cpu %s, memory %s, pids %lld, keep-warm %lld s, timeout %lld s (deadline %s)\n", id, c, m,
+          (long long) pids, (long long) kw, (long long) timeout, d);
   return 0;
 }
 

@@ -17,9 +17,11 @@ int cmd_terminate (sbx_cli *, int, char **, sbx_error **);
 int cmd_rm (sbx_cli *, int, char **, sbx_error **);
 int cmd_logs (sbx_cli *, int, char **, sbx_error **);
 int cmd_ttl (sbx_cli *, int, char **, sbx_error **);
+int cmd_update (sbx_cli *, int, char **, sbx_error **);
 int cmd_pause (sbx_cli *, int, char **, sbx_error **);
 int cmd_resume (sbx_cli *, int, char **, sbx_error **);
 int cmd_stats (sbx_cli *, int, char **, sbx_error **);
+extern const cli_opt sbx_update_opts[];
 extern const cli_opt sbx_create_opts[], sbx_run_opts[], sbx_none_opts[], sbx_ls_opts[], sbx_wait_opts[],
     sbx_terminate_opts[], sbx_rm_opts[], sbx_logs_opts[];
 

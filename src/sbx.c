@@ -53,6 +53,7 @@ const sbx_command sbx_commands[] = {
     "Stop publishing a sandbox's port: its URL refuses connections and its open ones are closed.", sbx_none_opts },
   { "urls", cmd_urls, "ID", "List a sandbox's exposed ports and their URLs.", sbx_none_opts },
   { "ttl", cmd_ttl, "ID SECONDS", "Set a running sandbox's hard lifetime to SECONDS from now.", sbx_none_opts },
+  { "update", cmd_update, "ID", "Change a running sandbox's limits and lifetimes at once.", sbx_update_opts },
   { "stats", cmd_stats, "[ID]", "Count sandboxes by state; with ID, what that sandbox uses now.", sbx_none_opts },
   { "images", cmd_images, NULL, "List images.", sbx_images_opts },
   { "pull", cmd_pull, "REF", "Pull an image from a registry (REF: [REGISTRY/]NAME[:TAG][@DIGEST]) and print its id.",

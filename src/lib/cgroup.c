@@ -311,15 +311,61 @@ sbx_cgroup_set_cpu (const char *rel, double cores, sbx_error **err)
   if (sbx_cgroup_version () == 2)
     {
       _cleanup_free_ char *dir = xasprintf (CG_ROOT "%s", rel);
-      snprintf (v, sizeof v, "%lld 100000", quota);
+      if (cores > 0)
+        snprintf (v, sizeof v, "%lld 100000", quota);
+      else
+        snprintf (v, sizeof v, "max 100000");
       return write_value (dir, "cpu.max", v, false, err);
     }
   _cleanup_free_ char *cpu = xasprintf (CG_ROOT "/cpu%s", rel);
-  snprintf (v, sizeof v, "%lld", quota);
+  snprintf (v, sizeof v, "%lld", cores > 0 ? quota : -1LL);
   if (write_value (cpu, "cpu.cfs_period_us", "100000", false, err) < 0
       || write_value (cpu, "cpu.cfs_quota_us", v, false, err) < 0)
     return -1;
   return 0;
+}
+
+int
+sbx_cgroup_set_memory (const char *rel, uint64_t old, uint64_t bytes, sbx_error **err)
+{
+  char v[64];
+  if (sbx_cgroup_version () == 2)
+    {
+      _cleanup_free_ char *dir = xasprintf (CG_ROOT "%s", rel);
+      if (bytes > 0)
+        snprintf (v, sizeof v, "%llu", (unsigned long long) bytes);
+      else
+        snprintf (v, sizeof v, "max");
+      return write_value (dir, "memory.max", v, false, err);
+    }
+  _cleanup_free_ char *mem = xasprintf (CG_ROOT "/memory%s", rel);
+  if (bytes > 0)
+    snprintf (v, sizeof v, "%llu", (unsigned long long) bytes);
+  else
+    snprintf (v, sizeof v, "-1");
+  /* memsw (memory plus swap, only with swap accounting) may never be
+   * below the memory limit: raised first, lowered last. */
+  bool up = bytes == 0 || (old > 0 && bytes > old);
+  if (up && write_value (mem, "memory.memsw.limit_in_bytes", v, true, err) < 0)
+    return -1;
+  if (write_value (mem, "memory.limit_in_bytes", v, false, err) < 0)
+    return -1;
+  if (!up && write_value (mem, "memory.memsw.limit_in_bytes", v, true, err) < 0)
+    return -1;
+  return 0;
+}
+
+int
+sbx_cgroup_set_pids (const char *rel, int64_t pids, sbx_error **err)
+{
+  char v[64];
+  if (pids > 0)
+    snprintf (v, sizeof v, "%lld", (long long) pids);
+  else
+    snprintf (v, sizeof v, "max");
+  _cleanup_free_ char *dir = sbx_cgroup_version () == 2 ? xasprintf (CG_ROOT "%s", rel)
+                                                        : xasprintf (CG_ROOT "/pids%s", rel);
+  return write_value (dir, "pids.max", v, false, err);
 }
 
 static const char *const v1_ctrls[] = { "memory", "pids", "cpu", "cpuacct", "devices" };

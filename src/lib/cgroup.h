@@ -47,8 +47,14 @@ extern const size_t sbx_std_devices_n;
  * hit, and their counters kept, here, where they outlive the runtime's own
  * cgroup (deleted with the container). */
 int sbx_cgroup_create (const char *rel, const sbx_cgroup_limits *limits, sbx_error **err);
-/* REL's CPU limit: CORES (> 0) of CPU time per 100 ms period. */
+/* REL's CPU limit: CORES of CPU time per 100 ms period (0: none). */
 int sbx_cgroup_set_cpu (const char *rel, double cores, sbx_error **err);
+/* REL's memory limit changed from OLD to BYTES (0: none), and memory plus
+ * swap with it where the kernel counts swap (v1). A limit below what REL
+ * uses fails (EBUSY) when the kernel cannot reclaim the difference. */
+int sbx_cgroup_set_memory (const char *rel, uint64_t old, uint64_t bytes, sbx_error **err);
+/* REL's pids.max (0: none). */
+int sbx_cgroup_set_pids (const char *rel, int64_t pids, sbx_error **err);
 /* The files of REL/ctr, in every hierarchy it was made in, that a
  * single-threaded process writes "0" to to move itself there (strv): on v1
  * `tasks`, as moving the calling thread alone takes no global lock (~0.3

@@ -270,6 +270,27 @@ sbx_client_ttl (const sbx_store *st, const char *id, int64_t seconds, int64_t *r
 }
 
 int
+sbx_client_update (const sbx_store *st, const char *id, const sbx_update *u, yajl_val *ret, sbx_error **err)
+{
+  yajl_gen g = req_begin (SBX_OP_UPDATE);
+  if (u->has_cpu)
+    {
+      j_str (g, "cpu");
+      j_double (g, u->cpu);
+    }
+  if (u->has_memory)
+    j_kint (g, "memory", (long long) u->memory);
+  if (u->has_pids)
+    j_kint (g, "pids", u->pids);
+  if (u->has_keep_warm)
+    j_kint (g, "keep_warm", u->keep_warm);
+  if (u->has_timeout)
+    j_kint (g, "timeout", u->timeout);
+  _cleanup_free_ char *req = req_end (g);
+  return client_call (st, id, req, ret, err);
+}
+
+int
 sbx_client_pause (const sbx_store *st, const char *id, bool pause, sbx_error **err)
 {
   _cleanup_free_ char *req = req_simple (pause ? SBX_OP_PAUSE : SBX_OP_RESUME);
@@ -390,6 +411,8 @@ exec_request (const sbx_exec_opts *o)
   j_kint (g, "timeout_ms", o->timeout_ms);
   if (o->end_sandbox)
     j_kbool (g, "end", true);
+  if (o->remove_sandbox)
+    j_kbool (g, "remove", true);
   if (o->tty)
     {
       j_kint (g, "rows", o->rows);

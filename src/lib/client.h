@@ -31,6 +31,9 @@ typedef struct sbx_exec_opts {
    * command has ended, however it ends, without waiting for another request
    * (and also when this caller dies first). Not with detach. */
   bool end_sandbox;
+  /* With end_sandbox (sbx run --rm): the monitor also removes the sandbox
+   * once its teardown is over, after this caller has its status. */
+  bool remove_sandbox;
 } sbx_exec_opts;
 
 /* One function per operation of the control socket (proto-ops.h). Each
@@ -54,6 +57,18 @@ int sbx_client_wait (const sbx_store *st, const char *id, int64_t timeout_ms, sb
 int sbx_client_wait_fd (const sbx_store *st, const char *id, int *ret_fd, sbx_error **err);
 /* The sandbox ends SECONDS from now; *ret_deadline: then, in unix time. */
 int sbx_client_ttl (const sbx_store *st, const char *id, int64_t seconds, int64_t *ret_deadline, sbx_error **err);
+/* sbx update: what a running sandbox's limits and lifetimes become; a
+ * field whose has_* is false is left as it is. */
+typedef struct sbx_update {
+  bool has_cpu, has_memory, has_pids, has_keep_warm, has_timeout;
+  double cpu;      /* cores, 0: none */
+  uint64_t memory; /* bytes, 0: none */
+  int64_t pids;
+  int64_t keep_warm; /* seconds, -1: none */
+  int64_t timeout;   /* seconds from now */
+} sbx_update;
+/* The reply: the values now in force and "deadline" (unix time). */
+int sbx_client_update (const sbx_store *st, const char *id, const sbx_update *u, yajl_val *ret, sbx_error **err);
 /* pause (PAUSE true) or resume. */
 int sbx_client_pause (const sbx_store *st, const char *id, bool pause, sbx_error **err);
 /* runsc checkpoints the sandbox into PATH and ends it; the reply carries

@@ -14,11 +14,14 @@
 #include "client.h"
 #include "util.h"
 
+#include <stdint.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/file.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 
 /* --image: a tag, an id, or a reference a registry could have. */
@@ -30,6 +33,33 @@ validate_image_ref (const char *ref, sbx_error **err)
   _cleanup_imageref_ sbx_imageref *ir = NULL;
   if (sbx_imageref_parse (ref, NULL, &ir, err) < 0)
     return sbx_error_wrap (err, "--image");
+  return 0;
+}
+
+int
+sbx_limits_validate (double cpu, uint64_t memory, int64_t pids, sbx_error **err)
+{
+  if (cpu != 0 && !(cpu >= SBX_CPU_MIN && cpu <= SBX_CPU_MAX))
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "cpu limit %g is not 0 (no limit) or between %g and %d cores",
+                          cpu, SBX_CPU_MIN, SBX_CPU_MAX);
+  if (memory != 0 && (memory < SBX_MEMORY_MIN || memory > SBX_MEMORY_MAX))
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
+                          "memory limit %llu is not 0 (no limit) or between 6Mi and 4Ti", (unsigned long long) memory);
+  if (pids != 0 && (pids < SBX_PIDS_MIN || pids > SBX_PIDS_MAX))
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "process limit %lld is not between %d and %d",
+                          (long long) pids, SBX_PIDS_MIN, SBX_PIDS_MAX);
+  return 0;
+}
+
+int
+sbx_lifetimes_validate (int64_t keep_warm, int64_t timeout, sbx_error **err)
+{
+  if (timeout < 1 || timeout > SBX_TIMEOUT_MAX)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "the timeout must be between 1 and %d seconds",
+                          SBX_TIMEOUT_MAX);
+  if (keep_warm < -1 || keep_warm == 0 || keep_warm > SBX_TIMEOUT_MAX)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "the keep-warm time must be -1 or between 1 and %d seconds",
+                          SBX_TIMEOUT_MAX);
   return 0;
 }
 
@@ -54,24 +84,12 @@ sbx_sandbox_opts_validate (const sbx_sandbox_opts *o, sbx_error **err)
                             o->env[i]);
   if (o->cwd && o->cwd[0] != '/')
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "the working directory `%s` is not an absolute path", o->cwd);
-  if (o->timeout < 1 || o->timeout > SBX_TIMEOUT_MAX)
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "the timeout must be between 1 and %d seconds",
-                          SBX_TIMEOUT_MAX);
-  if (o->keep_warm < -1 || o->keep_warm == 0 || o->keep_warm > SBX_TIMEOUT_MAX)
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "the keep-warm time must be -1 or between 1 and %d seconds",
-                          SBX_TIMEOUT_MAX);
+  if (sbx_lifetimes_validate (o->keep_warm, o->timeout, err) < 0)
+    return -1;
   /* The bounds the options' parsers apply: here too for options that did
    * not come through them (a snapshot's, read back from the store). */
-  if (o->cpu != 0 && !(o->cpu >= SBX_CPU_MIN && o->cpu <= SBX_CPU_MAX))
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "cpu limit %g is not 0 (no limit) or between %g and %d cores",
-                          o->cpu, SBX_CPU_MIN, SBX_CPU_MAX);
-  if (o->memory != 0 && (o->memory < SBX_MEMORY_MIN || o->memory > SBX_MEMORY_MAX))
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
-                          "memory limit %llu is not 0 (no limit) or between 6Mi and 4Ti",
-                          (unsigned long long) o->memory);
-  if (o->pids != 0 && (o->pids < SBX_PIDS_MIN || o->pids > SBX_PIDS_MAX))
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "process limit %lld is not between %d and %d",
-                          (long long) o->pids, SBX_PIDS_MIN, SBX_PIDS_MAX);
+  if (sbx_limits_validate (o->cpu, o->memory, o->pids, err) < 0)
+    return -1;
   if (o->ports && strv_len (o->ports) > SBX_PORTS_MAX)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%zu ports: at most %d ports", strv_len (o->ports),
                           SBX_PORTS_MAX);
@@ -326,29 +344,171 @@ sbx_sandbox_terminate (const sbx_store *st, const char *id, int64_t timeout_ms, 
   return 0;
 }
 
+/* Waits until nobody holds ID's lock exclusively: its monitor has finished
+ * its teardown and written the final state (or removed the sandbox, for
+ * `sbx run --rm`). A lock file that is gone is a sandbox removed. */
+static void
+wait_lock_free (const sbx_store *st, const char *id)
+{
+  _cleanup_free_ char *path = sbx_store_path (st, "sandboxes/%s/lock", id);
+  _cleanup_close_ int fd = open (path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0)
+    return;
+  while (flock (fd, LOCK_SH) < 0 && errno == EINTR)
+    ;
+}
+
+int
+sbx_sandbox_remove_files (const sbx_store *st, const sbx_sandbox *sb, sbx_error **err)
+{
+  /* Not under a file call that has its files mounted (cmd-fs.c). */
+  _cleanup_free_ char *fslock = sbx_store_path (st, "sandboxes/%s/fs.lock", sb->id);
+  _cleanup_close_ int lk = open (fslock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lk >= 0 && flock (lk, LOCK_EX | LOCK_NB) < 0)
+    return sbx_error_set (err, SBX_E_BUSY, 0, "sandbox %s: a file call (sbx fs) is using its files", sb->id);
+  _cleanup_free_ char *dir = sbx_sandbox_dir (st, sb->id);
+  _cleanup_free_ char *tmp = sbx_store_path (st, "sandboxes/.rm-%s", sb->id);
+  if (rename (dir, tmp) < 0)
+    return errno == ENOENT ? 0 : sbx_error_errno (err, errno, "remove sandbox %s", sb->id);
+  if (sb->opts.name)
+    sbx_name_release (st, sb->opts.name, sb->id);
+  return rm_rf (tmp, err);
+}
+
 int
 sbx_sandbox_remove (const sbx_store *st, const char *id, sbx_error **err)
 {
   _cleanup_sandbox_ sbx_sandbox *sb = NULL;
   if (sbx_sandbox_get (st, id, &sb, err) < 0)
     return -1;
+  /* Ending already (sbx run returned, its monitor tears down): wait for
+   * the end rather than refuse; a run --rm's monitor may remove it first. */
+  if (sb->state == SBX_STATE_TERMINATING)
+    {
+      wait_lock_free (st, id);
+      sbx_sandbox_free (steal_pointer (&sb));
+      _cleanup_error_ sbx_error *e = NULL;
+      if (sbx_sandbox_get (st, id, &sb, &e) < 0)
+        {
+          if (e->code == SBX_E_NOT_FOUND)
+            return 0;
+          *err = steal_pointer (&e);
+          return -1;
+        }
+    }
   if (!sbx_state_is_final (sb->state))
     return sbx_error_set (err, SBX_E_BUSY, 0, "sandbox %s is %s: terminate it first (or use --force)", id,
                           sbx_state_name (sb->state));
   if (sbx_sandbox_reap (st, id, err) < 0)
     return -1;
-  /* Not under a file call that has its files mounted (cmd-fs.c). */
-  _cleanup_free_ char *fslock = sbx_store_path (st, "sandboxes/%s/fs.lock", id);
-  _cleanup_close_ int lk = open (fslock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (lk >= 0 && flock (lk, LOCK_EX | LOCK_NB) < 0)
-    return sbx_error_set (err, SBX_E_BUSY, 0, "sandbox %s: a file call (sbx fs) is using its files", id);
-  _cleanup_free_ char *dir = sbx_sandbox_dir (st, id);
-  _cleanup_free_ char *tmp = sbx_store_path (st, "sandboxes/.rm-%s", id);
-  if (rename (dir, tmp) < 0)
-    return errno == ENOENT ? 0 : sbx_error_errno (err, errno, "remove sandbox %s", id);
-  if (sb->opts.name)
-    sbx_name_release (st, sb->opts.name, id);
-  return rm_rf (tmp, err);
+  return sbx_sandbox_remove_files (st, sb, err);
+}
+
+/* --- sandboxes tearing down ---------------------------------------------- */
+
+/* RUN/ending/ID: one file per sandbox whose monitor is tearing it down,
+ * flocked by that monitor until it is done. Made as .ID and renamed once
+ * locked, so that a reader never takes a fresh one for a stale one. */
+static char *
+ending_dir (const sbx_store *st)
+{
+  return xasprintf ("%s/ending", st->run_root);
+}
+
+int
+sbx_teardown_begin (const sbx_store *st, const char *id)
+{
+  _cleanup_free_ char *dir = ending_dir (st);
+  if (mkdir (dir, 0700) < 0 && errno != EEXIST)
+    return -1;
+  _cleanup_free_ char *tmp = xasprintf ("%s/.%s", dir, id);
+  _cleanup_free_ char *path = xasprintf ("%s/%s", dir, id);
+  _cleanup_close_ int fd = open (tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0 || flock (fd, LOCK_EX) < 0 || rename (tmp, path) < 0)
+    {
+      unlink (tmp);
+      return -1;
+    }
+  return steal_fd (&fd);
+}
+
+void
+sbx_teardown_end (const sbx_store *st, const char *id, int fd)
+{
+  if (fd < 0)
+    return;
+  _cleanup_free_ char *path = xasprintf ("%s/ending/%s", st->run_root, id);
+  unlink (path);
+  close (fd);
+}
+
+/* The entries of RUN/ending still held; a stale one (its monitor died) is
+ * removed. Waits for the first WAIT of those held to be let go of (SIZE_MAX:
+ * all of them; 0: none). */
+static size_t
+ending_scan (const sbx_store *st, size_t wait)
+{
+  _cleanup_free_ char *dir = ending_dir (st);
+  _cleanup_closedir_ DIR *d = opendir (dir);
+  if (d == NULL)
+    return 0;
+  size_t held = 0;
+  struct dirent *de;
+  while ((de = readdir (d)))
+    {
+      if (de->d_name[0] == '.')
+        continue;
+      _cleanup_close_ int fd = openat (dirfd (d), de->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+      if (fd < 0)
+        continue;
+      if (flock (fd, LOCK_SH | LOCK_NB) == 0)
+        {
+          unlinkat (dirfd (d), de->d_name, 0);
+          continue;
+        }
+      held++;
+      while (held <= wait && flock (fd, LOCK_SH) < 0 && errno == EINTR)
+        ;
+    }
+  return held;
+}
+
+size_t
+sbx_teardown_count (const sbx_store *st)
+{
+  return ending_scan (st, 0);
+}
+
+void
+sbx_teardown_throttle (const sbx_store *st, size_t max)
+{
+  if (ending_scan (st, 0) < max)
+    return;
+  /* Woken when any of them is over (its monitor unlinks its entry), or
+   * every 100 ms to look again: a dead monitor's entry is not unlinked
+   * until a scan finds it stale. */
+  _cleanup_free_ char *dir = ending_dir (st);
+  _cleanup_close_ int in = inotify_init1 (IN_CLOEXEC | IN_NONBLOCK);
+  if (in >= 0 && inotify_add_watch (in, dir, IN_DELETE | IN_MOVED_FROM) < 0)
+    {
+      close (in);
+      in = -1;
+    }
+  while (ending_scan (st, 0) >= max)
+    {
+      struct pollfd pf = { in, POLLIN, 0 };
+      if (in < 0 || poll (&pf, 1, 100) < 0)
+        usleep (20000);
+      char buf[4096];
+      while (in >= 0 && read (in, buf, sizeof buf) > 0)
+        ;
+    }
+}
+
+void
+sbx_teardown_wait_all (const sbx_store *st)
+{
+  ending_scan (st, SIZE_MAX);
 }
 
 static void
@@ -455,6 +615,9 @@ sbx_gc (const sbx_store *st, sbx_gc_report *ret, sbx_error **err)
 {
   sbx_gc_report rep = { 0 };
   _cleanup_strv_ char **ids = NULL;
+  /* Sandboxes whose monitors are tearing them down (sbx run returned
+   * before that): their end, and a run --rm's removal, come first. */
+  sbx_teardown_wait_all (st);
   if (sbx_sandbox_list (st, &ids, err) < 0)
     return -1;
   for (size_t i = 0; ids[i]; i++)

@@ -4,6 +4,9 @@
 #ifndef SBX_LIFECYCLE_H
 #define SBX_LIFECYCLE_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include "error.h"
 #include "sandbox.h"
 #include "store.h"
@@ -31,8 +34,32 @@ int sbx_sandbox_terminate (const sbx_store *st, const char *id, int64_t timeout_
  * ended (TIMEOUT_MS, -1 forever; TIMEOUT when it has not) and its monitor
  * is gone. */
 int sbx_sandbox_wait (const sbx_store *st, sbx_sandbox **sb, int64_t timeout_ms, sbx_error **err);
-/* Removes a sandbox in a final state (BUSY otherwise) and its files. */
+/* Removes a sandbox in a final state (BUSY otherwise) and its files; one
+ * that is terminating is waited for first (its monitor may remove it: sbx
+ * run --rm, then this is 0). */
 int sbx_sandbox_remove (const sbx_store *st, const char *id, sbx_error **err);
+/* The files of SB, ended, whose lock the caller holds or knows free (the
+ * monitor of sbx run --rm, at the end of its teardown): BUSY while a file
+ * call uses them. */
+int sbx_sandbox_remove_files (const sbx_store *st, const sbx_sandbox *sb, sbx_error **err);
+/* The bounds of create's limits and lifetimes (sbx-limits.h), for every
+ * caller that sets them (create, validate_opts, sbx update's monitor). */
+int sbx_limits_validate (double cpu, uint64_t memory, int64_t pids, sbx_error **err);
+int sbx_lifetimes_validate (int64_t keep_warm, int64_t timeout, sbx_error **err);
+
+/* Sandboxes tearing down: a monitor registers its teardown
+ * (RUN/ending/ID, flocked: an fd, -1 on failure) when the sandbox begins to
+ * end and lets go of it when the teardown is over, so that sbx run, which
+ * returns before that, can bound how many are under way, and gc can wait
+ * for them. */
+int sbx_teardown_begin (const sbx_store *st, const char *id);
+void sbx_teardown_end (const sbx_store *st, const char *id, int fd);
+/* How many of this store's sandboxes are tearing down now. */
+size_t sbx_teardown_count (const sbx_store *st);
+/* Waits while MAX or more are (sbx run, SBX_TEARDOWNS_MAX). */
+void sbx_teardown_throttle (const sbx_store *st, size_t max);
+/* Waits until every teardown under way now is over. */
+void sbx_teardown_wait_all (const sbx_store *st);
 /* Reaps the host resources of ID if its monitor is gone; records it as
  * failed (monitor lost). 1 if it reaped, 0 if the monitor is alive. */
 int sbx_sandbox_reap (const sbx_store *st, const char *id, sbx_error **err);

@@ -169,18 +169,19 @@ merge_env (const sbx_sandbox *sb, char **extra)
 static int
 handle_exec (struct mon *m, struct client *c, yajl_val req, sbx_error **err)
 {
-  static const char *const keys[] = { "op",     "argv",       "env",  "cwd",  "user", "tty", "stdin",
-                                      "detach", "timeout_ms", "rows", "cols", "end",  NULL };
+  static const char *const keys[] = { "op",     "argv",       "env",  "cwd",  "user", "tty",    "stdin",
+                                      "detach", "timeout_ms", "rows", "cols", "end",  "remove", NULL };
   _cleanup_strv_ char **argv = NULL, **env = NULL, **full_env = NULL;
   const char *cwd = NULL, *user = NULL;
-  bool tty = false, in = false, detach = false, end = false;
+  bool tty = false, in = false, detach = false, end = false, remove = false;
   int64_t timeout = 0, rows = 0, cols = 0;
   if (j_check_keys (req, keys, "exec request", err) < 0 || j_get_strv (req, "argv", true, &argv, err) < 0
       || j_get_strv (req, "env", false, &env, err) < 0 || j_get_str (req, "cwd", false, &cwd, err) < 0
       || j_get_str (req, "user", false, &user, err) < 0 || j_get_bool (req, "tty", false, &tty, err) < 0
       || j_get_bool (req, "stdin", false, &in, err) < 0 || j_get_bool (req, "detach", false, &detach, err) < 0
       || j_get_int (req, "timeout_ms", false, &timeout, err) < 0 || j_get_int (req, "rows", false, &rows, err) < 0
-      || j_get_int (req, "cols", false, &cols, err) < 0 || j_get_bool (req, "end", false, &end, err) < 0)
+      || j_get_int (req, "cols", false, &cols, err) < 0 || j_get_bool (req, "end", false, &end, err) < 0
+      || j_get_bool (req, "remove", false, &remove, err) < 0)
     return -1;
   if (argv[0] == NULL)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "exec: empty command");
@@ -201,9 +202,12 @@ handle_exec (struct mon *m, struct client *c, yajl_val req, sbx_error **err)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "exec: a background command (-d) takes no stdin (-i)");
   if (detach && end)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "exec: a background command cannot end the sandbox");
+  if (remove && !end)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "exec: only the command that ends the sandbox removes it");
   c->chan = ++m->next_chan;
   if (end)
     m->end_chan = c->chan;
+  m->remove_at_end = m->remove_at_end || remove;
   c->stdin_window = SBX_PROTO_WINDOW;
   mon_proc_new (m, c->chan, argv, detach, tty);
   mon_to_agent (m, SBX_MSG_EXEC, c->chan, payload, (size_t) n);
@@ -393,6 +397,7 @@ static const struct op {
   [SBX_OP_PROC_LOGS] = { mon_handle_proc, 0 },
   [SBX_OP_PING] = { op_ping, 0 },
   [SBX_OP_UNEXPOSE] = { mon_handle_unexpose, 0 },
+  [SBX_OP_UPDATE] = { mon_handle_update, 0 },
 };
 
 static void

@@ -12,6 +12,7 @@
 #include "cgroup.h"
 #include "conf.h"
 #include "image.h"
+#include "lifecycle.h"
 #include "json.h"
 #include "proto.h"
 #include "proto-ops.h"
@@ -107,8 +108,11 @@ struct mon {
   size_t nprocs;
   uint64_t proc_seq;
   uint32_t next_chan;
-  uint32_t end_chan; /* the exec whose end ends the sandbox (sbx run), 0: none */
-  bool end_orphaned; /* its caller went away and sbx killed it: the end is `killed` */
+  uint32_t end_chan;              /* the exec whose end ends the sandbox (sbx run), 0: none */
+  bool end_orphaned;              /* its caller went away and sbx killed it: the end is `killed` */
+  bool remove_at_end;             /* sbx run --rm: the monitor removes the sandbox after its teardown */
+  int ending_fd;                  /* its entry in RUN/ending while it tears down (sbx_teardown_begin) */
+  unsigned long long host_mem_kb; /* the host's MemTotal, under runsc with a memory limit */
   int active_execs;
   uint64_t last_activity, deadline, shutdown_deadline;
   bool agent_gone, shutting_down;
@@ -232,5 +236,11 @@ bool mon_runtime_detached (const struct mon *m);
 int mon_runtime_go (struct mon *m, sbx_error **err);
 int mon_wait_hello (struct mon *m, sbx_error **err);
 int mon_prepare_runtime (struct mon *m, sbx_error **err);
+/* Under runsc: the meminfo file shown to runsc (show_runsc_memory) says
+ * LIMIT from now on, where create made one. */
+int mon_runsc_meminfo_update (struct mon *m, uint64_t limit, sbx_error **err);
+
+/* monitor-update.c */
+void mon_handle_update (struct mon *m, struct client *c, sbx_op op, yajl_val req);
 
 #endif

@@ -270,23 +270,31 @@ mon_wait_hello (struct mon *m, sbx_error **err)
  * namespace alone, a /proc/meminfo whose MemTotal is the sandbox's limit
  * (where that is below the host's). Nothing else in that namespace reads
  * it; it goes with the namespace. */
+/* BASE (a /proc/meminfo) with MemTotal at KB: *ret_text; *ret_kb: BASE's. */
 static int
-show_runsc_memory (struct mon *m, uint64_t limit, sbx_error **err)
+meminfo_text (const char *base, unsigned long long kb, char **ret_text, unsigned long long *ret_kb, sbx_error **err)
 {
-  _cleanup_free_ char *host = NULL;
-  size_t len;
-  if (read_file ("/proc/meminfo", 1 << 20, &host, &len, err) < 0)
-    return -1;
-  char *line = strncmp (host, "MemTotal:", 9) == 0 ? host : strstr (host, "\nMemTotal:");
+  const char *line = strncmp (base, "MemTotal:", 9) == 0 ? base : strstr (base, "\nMemTotal:");
   if (line == NULL)
     return sbx_error_set (err, SBX_E_INTERNAL, 0, "/proc/meminfo: no MemTotal");
   line += *line == '\n';
-  unsigned long long kb = strtoull (line + 9, NULL, 10);
+  *ret_kb = strtoull (line + 9, NULL, 10);
+  const char *end = strchr (line, '\n');
+  *ret_text = xasprintf ("%.*sMemTotal:       %llu kB%s", (int) (line - base), base, kb, end ? end : "\n");
+  return 0;
+}
+
+static int
+show_runsc_memory (struct mon *m, uint64_t limit, sbx_error **err)
+{
+  _cleanup_free_ char *host = NULL, *text = NULL;
+  unsigned long long kb;
+  if (read_file ("/proc/meminfo", 1 << 20, &host, NULL, err) < 0
+      || meminfo_text (host, (unsigned long long) (limit >> 10), &text, &kb, err) < 0)
+    return -1;
+  m->host_mem_kb = kb;
   if (limit >> 10 >= kb)
     return 0;
-  char *end = strchr (line, '\n');
-  _cleanup_free_ char *text = xasprintf ("%.*sMemTotal:       %llu kB%s", (int) (line - host), host,
-                                         (unsigned long long) (limit >> 10), end ? end : "\n");
   _cleanup_free_ char *path = xasprintf ("%s/meminfo", m->run_dir);
   /* Read by this start's runsc alone and gone with the sandbox: no fsync
    * (a disk flush on the critical path where the run root is on disk). */
@@ -294,6 +302,25 @@ show_runsc_memory (struct mon *m, uint64_t limit, sbx_error **err)
     return -1;
   if (mount (path, "/proc/meminfo", NULL, MS_BIND, NULL) < 0)
     return sbx_error_errno (err, errno, "bind mount over /proc/meminfo");
+  return 0;
+}
+
+int
+mon_runsc_meminfo_update (struct mon *m, uint64_t limit, sbx_error **err)
+{
+  _cleanup_free_ char *path = xasprintf ("%s/meminfo", m->run_dir);
+  _cleanup_free_ char *cur = NULL, *text = NULL;
+  unsigned long long kb;
+  /* None made (no limit below the host's at create): runsc read the host's. */
+  if (!path_exists (path) || m->host_mem_kb == 0)
+    return 0;
+  unsigned long long want = limit == 0 || limit >> 10 >= m->host_mem_kb ? m->host_mem_kb : limit >> 10;
+  if (read_file (path, 1 << 20, &cur, NULL, err) < 0 || meminfo_text (cur, want, &text, &kb, err) < 0)
+    return -1;
+  /* In place: the bind mount over /proc/meminfo is of this inode. */
+  _cleanup_close_ int fd = open (path, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0 || write_all (fd, text, strlen (text)) < 0)
+    return sbx_error_errno (err, errno, "write `%s`", path);
   return 0;
 }
 

@@ -204,6 +204,10 @@ mon_begin_shutdown (struct mon *m, sbx_state final, const char *reason)
   if (m->sb->paused && mon_set_paused (m, false, NULL) < 0)
     mon_log (m, "could not resume the paused sandbox to end it");
   m->shutting_down = true;
+  /* Registered before sbx run's caller can learn the exit status: the
+   * next run counts this teardown. */
+  if (m->ending_fd < 0)
+    m->ending_fd = sbx_teardown_begin (m->st, m->sb->id);
   m->end_state = final;
   m->end_reason = reason;
   m->shutdown_deadline = now_ms_monotonic () + SHUTDOWN_GRACE_MS;
@@ -672,6 +676,8 @@ own_cgroup_leave (struct mon *m)
 static void
 teardown (struct mon *m)
 {
+  if (m->ending_fd < 0)
+    m->ending_fd = sbx_teardown_begin (m->st, m->sb->id);
   own_cgroup_leave (m);
   mon_drain_stderr (m);
   if (m->cgroup_hold >= 0)
@@ -729,6 +735,32 @@ teardown (struct mon *m)
   umount2 (rootfs, MNT_DETACH);
 }
 
+/* sbx run --rm: the sandbox's files go once its final state is written
+ * (its lock is ours, held until the end). The disk's mount goes first: it
+ * is in this namespace alone. */
+static void
+remove_sandbox (struct mon *m)
+{
+  _cleanup_error_ sbx_error *err = NULL;
+  if (m->sb->opts.disk > 0)
+    {
+      _cleanup_free_ char *disk = xasprintf ("%s/disk", m->dir);
+      umount2 (disk, MNT_DETACH);
+    }
+  /* A file call (sbx fs) may hold the files a moment: wait for it (10 s at
+   * most), then leave them to sbx rm or gc. */
+  for (int tries = 0; tries < 100; tries++)
+    {
+      sbx_error_free (err);
+      err = NULL;
+      if (sbx_sandbox_remove_files (m->st, m->sb, &err) == 0 || err->code != SBX_E_BUSY)
+        break;
+      usleep (100000);
+    }
+  if (err)
+    mon_log (m, "--rm: %s", err->msg);
+}
+
 static void
 finish (struct mon *m, sbx_state state, const char *reason, const char *error)
 {
@@ -758,6 +790,10 @@ finish (struct mon *m, sbx_state state, const char *reason, const char *error)
   mon_save_state (m);
   mon_log (m, "%s (%s)%s%s", sbx_state_name (state), reason, error ? ": " : "", error ? error : "");
   sbx_log_finish (&m->slog);
+  if (m->remove_at_end)
+    remove_sandbox (m);
+  sbx_teardown_end (m->st, m->sb->id, m->ending_fd);
+  m->ending_fd = -1;
   /* Everything is gone and recorded: whoever waits on the lock may go on
    * before this process has finished exiting. The lock goes first, so that
    * a client woken by its connection closing finds it free at once. */
@@ -806,7 +842,8 @@ static void __attribute__ ((noreturn)) monitor_main (const sbx_store *st, sbx_sa
                     .go_w = -1,
                     .ready_r = -1,
                     .host_netns = -1,
-                    .block_nsfd = -1 };
+                    .block_nsfd = -1,
+                    .ending_fd = -1 };
   struct mon *m = &mm;
   m->next_chan = sb->chan_base > 0 && sb->chan_base < (1LL << 31) ? (uint32_t) sb->chan_base : 0;
   m->dir = sbx_sandbox_dir (st, sb->id);

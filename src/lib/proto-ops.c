@@ -22,6 +22,7 @@ static const char *const op_names[SBX_OP__MAX] = {
   [SBX_OP_PROC_LOGS] = "proc_logs",
   [SBX_OP_PING] = "ping",
   [SBX_OP_UNEXPOSE] = "unexpose",
+  [SBX_OP_UPDATE] = "update",
 };
 
 const char *

@@ -23,6 +23,7 @@ typedef enum sbx_op {
   SBX_OP_PROC_LOGS,   /* pid, follow -> STDOUT/STDERR frames, then the process */
   SBX_OP_PING,        /* -> {"ok":true} */
   SBX_OP_UNEXPOSE,    /* port -> {"port"}; NOT_FOUND when it is not exposed */
+  SBX_OP_UPDATE,      /* cpu, memory, pids, keep_warm, timeout (each optional) -> the values and "deadline" */
   SBX_OP__MAX
 } sbx_op;
 

@@ -20,6 +20,10 @@
 #define SBX_PIDS_MAX (1 << 22)
 /* --timeout, --keep-warm: seconds. */
 #define SBX_TIMEOUT_MAX 86400
+/* sbx run returns once its command's status is known and its sandbox's
+ * monitor tears it down afterwards: a run waits before it starts while
+ * this many of the store's sandboxes are still tearing down. */
+#define SBX_TEARDOWNS_MAX 4
 /* --port: how many ports a sandbox exposes at create. */
 #define SBX_PORTS_MAX 64
 

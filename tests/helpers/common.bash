@@ -282,6 +282,20 @@ wait_for_state () {
   fail "sandbox $id: expected state $want within ${secs}s, last seen ${s:-?}"
 }
 
+# sbx_wait_teardowns: waits until no sandbox of this test's root is still
+# tearing down (sbx run returns as soon as its command's status is known and
+# the monitor ends the sandbox, and removes it with --rm, afterwards). Each
+# monitor holds a lock on RUN/ending/ID until its teardown is over.
+sbx_wait_teardowns () {
+  local f fd
+  for f in "$SBX_RUN_ROOT"/ending/*; do
+    # Opened without creating it (flock FILE would): one gone is over.
+    { exec {fd}<"$f"; } 2>/dev/null || continue
+    timeout 60 flock -s "$fd" || { exec {fd}<&-; fail "a teardown ($f) is still under way after 60 s"; return; }
+    exec {fd}<&-
+  done
+}
+
 # monitor_pid ID: from the sandbox's state.json.
 monitor_pid () {
   jget 'd["monitor_pid"]' "$(cat "$SBX_ROOT/sandboxes/$1/state.json")"

@@ -221,7 +221,9 @@ many () {
     fi
   done
   [ "$failed" -eq 0 ] || fail "$failed of $n concurrent runs failed"
-  # All of them ended, each with its own id.
+  # All of them ended, each with its own id (once their monitors' teardowns,
+  # which go on after run returns, are over).
+  sbx_wait_teardowns
   run --separate-stderr sbx --json ls
   expect_eq "$(jget 'len(d)')" "$n" "sandboxes"
   expect_eq "$(jget 'len(set(s["id"] for s in d))')" "$n" "distinct ids"

@@ -133,7 +133,9 @@ run_status () {
   expect_status $((128 + 15))
   run sbx run --runtime "$rt" --image payload -- sh -c 'kill -KILL $$'
   expect_status $((128 + 9))
-  # Without --rm the sandbox stays, terminated.
+  # Without --rm the sandbox stays, terminated (once its monitor's teardown,
+  # which goes on after run returns, is over).
+  sbx_wait_teardowns
   run --separate-stderr sbx --json ls
   expect_eq "$(jget 'len(d)')" 5 "sandboxes left by run"
   expect_eq "$(jget 'sorted(set(s["state"] for s in d))')" '["terminated"]' "their states"
@@ -243,6 +245,8 @@ run_rm () {
   require_runtime "$rt"
   run sbx run --rm --runtime "$rt" --image payload --name gone -- sh -c 'echo hi > /root/f; exit 5'
   expect_status 5
+  # Its monitor removes it at the end of the teardown, after run returned.
+  sbx_wait_teardowns
   run --separate-stderr sbx ls -q
   expect_eq "$output" "" "sandboxes after run --rm"
   [ -z "$(ls -A "$SBX_ROOT/sandboxes")" ] || fail "run --rm left $(ls -A "$SBX_ROOT/sandboxes")"

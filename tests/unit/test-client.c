@@ -183,6 +183,23 @@ test_simple_ops (void)
   check_request (t, "ttl", "{\"op\":\"ttl\",\"seconds\":60}");
   tap_ok (r == 0 && deadline == 1900000000, "ttl reads the deadline (%lld)", (long long) deadline);
 
+  /* update sends only what it changes; the reply is the caller's. */
+  sbx_update up = { .has_cpu = true,
+                    .cpu = 1.5,
+                    .has_memory = true,
+                    .memory = 536870912,
+                    .has_timeout = true,
+                    .timeout = 30 };
+  yajl_val uv = NULL;
+  t = serve ("{\"cpu\":1.5,\"memory\":536870912,\"pids\":1024,\"keep_warm\":600,\"timeout\":30,"
+             "\"deadline\":1900000000}");
+  r = sbx_client_update (&store, ID, &up, &uv, &err);
+  check_request (t, "update", "{\"op\":\"update\",\"cpu\":1.5,\"memory\":536870912,\"timeout\":30}");
+  int64_t kw = 0;
+  tap_ok (r == 0 && uv && j_get_int (uv, "keep_warm", true, &kw, NULL) == 0 && kw == 600,
+          "update returns the monitor's reply");
+  yajl_tree_free (uv);
+
   char *allow[] = { (char *) "10.0.0.0/8", (char *) "2001:db8::/32", NULL };
   t = serve ("{\"mode\":\"allow\",\"allow\":[\"10.0.0.0/8\",\"2001:db8::/32\"]}");
   r = sbx_client_net (&store, ID, "allow", allow, &err);
@@ -419,7 +436,7 @@ main (void)
   listen_fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (listen_fd < 0 || bind (listen_fd, (struct sockaddr *) &sa, sizeof sa) < 0 || listen (listen_fd, 4) < 0)
     abort ();
-  tap_plan (48);
+  tap_plan (50);
   test_op_names ();
   test_simple_ops ();
   test_table_ops ();

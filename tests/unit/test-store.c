@@ -3,6 +3,7 @@
  * paths, the layer lock, the write guard (store_reserve), the top layer,
  * and a sandbox record's atomic save, load and listing. No root needed. */
 #include "config.h"
+#include "lifecycle.h"
 #include "sandbox.h"
 #include "sha256.h"
 #include "store.h"
@@ -16,6 +17,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tap.h"
@@ -348,6 +350,61 @@ test_records (void)
   tap_ok (r == 0, "once its sandbox is gone, the name may be taken over (%s)", errmsg (err));
 }
 
+/* The teardowns under way (RUN/ending, lifecycle.c): counted while their
+ * entry is held, stale ones (a dead monitor's) removed, waited for; and the
+ * bounds update shares with create. */
+static void
+test_teardowns (void)
+{
+  _cleanup_free_ char *root = in_base ("root-td"), *run = in_base ("run-td");
+  _cleanup_store_ sbx_store *st = NULL;
+  if (sbx_store_open (root, run, true, &st, NULL) < 0)
+    abort ();
+  tap_ok (sbx_teardown_count (st) == 0, "no teardown under way in a new store");
+  int a = sbx_teardown_begin (st, "sb-aaaaaaaaaaaa"), b = sbx_teardown_begin (st, "sb-bbbbbbbbbbbb");
+  _cleanup_free_ char *pa = xasprintf ("%s/ending/sb-aaaaaaaaaaaa", run);
+  tap_ok (a >= 0 && b >= 0 && sbx_teardown_count (st) == 2 && mode_of (pa) == (S_IFREG | 0600),
+          "two teardowns registered are counted, each a 0600 file");
+  /* A monitor killed mid-teardown leaves its entry unlocked: not counted,
+   * and removed by whoever looks. */
+  _cleanup_free_ char *stale = xasprintf ("%s/ending/sb-cccccccccccc", run);
+  write_file_replace (stale, "", 0, 0600, NULL);
+  tap_ok (sbx_teardown_count (st) == 2 && !path_exists (stale), "a stale entry is not counted and is removed");
+  sbx_teardown_end (st, "sb-aaaaaaaaaaaa", a);
+  tap_ok (sbx_teardown_count (st) == 1 && !path_exists (pa), "an ended teardown is no longer counted");
+  pid_t pid = fork ();
+  if (pid == 0)
+    {
+      usleep (100000);
+      _exit (0);
+    }
+  /* b is held by this process and its child: the child's exit lets it go
+   * once this process has closed its copy. */
+  close (b);
+  uint64_t t0 = now_ms_monotonic ();
+  sbx_teardown_throttle (st, 1);
+  tap_ok (now_ms_monotonic () - t0 >= 50 && sbx_teardown_count (st) == 0,
+          "throttle at 1 waits until the one under way is over");
+  waitpid (pid, NULL, 0);
+  sbx_teardown_wait_all (st);
+  tap_ok (sbx_teardown_count (st) == 0, "wait_all returns at once with none under way");
+  _cleanup_error_ sbx_error *err = NULL;
+  tap_ok (sbx_limits_validate (0.5, 256ULL << 20, 100, &err) == 0 && sbx_limits_validate (0, 0, 0, &err) == 0,
+          "limits within create's bounds, and none, pass");
+  bool refused = sbx_limits_validate (2000, 0, 0, &err) < 0 && err->code == SBX_E_INVALID_ARGUMENT;
+  sbx_error_free (steal_pointer (&err));
+  refused = refused && sbx_limits_validate (0, 1 << 20, 0, &err) < 0;
+  sbx_error_free (steal_pointer (&err));
+  refused = refused && sbx_limits_validate (0, 0, 3, &err) < 0;
+  sbx_error_free (steal_pointer (&err));
+  refused = refused && sbx_lifetimes_validate (0, 60, &err) < 0;
+  sbx_error_free (steal_pointer (&err));
+  refused = refused && sbx_lifetimes_validate (-1, 86401, &err) < 0;
+  sbx_error_free (steal_pointer (&err));
+  tap_ok (refused && sbx_lifetimes_validate (-1, 86400, NULL) == 0,
+          "cpu, memory, pids, keep-warm and timeout out of bounds are refused");
+}
+
 int
 main (void)
 {
@@ -358,7 +415,7 @@ main (void)
   /* A narrow umask (077) must not narrow the top layer's modes: they are
    * the sandbox's /, /etc and /tmp. */
   umask (077);
-  tap_plan (35);
+  tap_plan (43);
   test_layout ();
   test_tag ();
   test_modes_and_refusals ();
@@ -366,6 +423,7 @@ main (void)
   test_begin_write ();
   test_top_layer ();
   test_records ();
+  test_teardowns ();
   rm_rf (base, NULL);
   return tap_done ();
 }
