@@ -45,6 +45,7 @@ enum {
   O_DISK,
   O_SORT,
   O_PULL,
+  O_VOLUME,
 };
 
 #define CREATE_OPTS                                                                                                      \
@@ -84,6 +85,8 @@ enum {
         "when the keep-warm time runs out: terminate (default) or pause",                                                \
         "terminate pause" },                                                                                             \
       { "env", 'e', required_argument, "KEY=VALUE", "set an environment variable for every command (repeatable)" },      \
+      { "volume", O_VOLUME, required_argument, "NAME:/PATH[:ro]",                                                        \
+        "mount volume NAME (made if missing) at PATH, read-only with :ro (repeatable)" },                                \
   {                                                                                                                      \
     "cwd", O_CWD, required_argument, "DIR", "working directory for every command (absolute)"                             \
   }
@@ -168,6 +171,9 @@ create_opt (sbx_sandbox_opts *o, int key, const char *arg, sbx_error **err)
       return 1;
     case O_ALLOW: /* checked with the other options (validate_opts) */
       strv_push (&o->allow, arg);
+      return 1;
+    case O_VOLUME: /* checked with the other options (validate_opts) */
+      strv_push (&o->volumes, arg);
       return 1;
     case O_PORT:
       {
