@@ -60,14 +60,15 @@ static const char *const reserved_dests[] = { "/.sbx", "/proc", "/sys", "/dev" }
 int
 sbx_mount_dest_clean (const char *dest, const char *what, char **ret, sbx_error **err)
 {
+  _cleanup_free_ char *shown = printable_masked (dest, 200, "");
   if (dest == NULL || dest[0] != '/')
-    return sbx_error_set (err, SBX_E_PATH_INVALID, 0, "%s: the destination `%s` is not an absolute path", what,
-                          dest ? dest : "");
+    return sbx_error_set (err, SBX_E_PATH_INVALID, 0, "%s: the destination `%s` is not an absolute path", what, shown);
   if (strlen (dest) >= DEST_MAX)
     return sbx_error_set (err, SBX_E_PATH_INVALID, 0, "%s: the destination is too long", what);
   for (const char *c = dest; *c; c++)
     if ((unsigned char) *c < 0x20 || *c == 0x7f)
-      return sbx_error_set (err, SBX_E_PATH_INVALID, 0, "%s: the destination has a control character", what);
+      return sbx_error_set (err, SBX_E_PATH_INVALID, 0, "%s: the destination `%s` has a control character", what,
+                            shown);
   _cleanup_free_ char *clean = xmalloc0 (strlen (dest) + 2);
   size_t len = 0;
   for (const char *c = dest; *c;)
@@ -77,8 +78,8 @@ sbx_mount_dest_clean (const char *dest, const char *what, char **ret, sbx_error 
       if (n == 0)
         break;
       if ((n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
-        return sbx_error_set (err, SBX_E_PATH_INVALID, 0, "%s: the destination `%s` has a `%.*s` component", what, dest,
-                              (int) n, c);
+        return sbx_error_set (err, SBX_E_PATH_INVALID, 0, "%s: the destination `%s` has a `%.*s` component", what,
+                              shown, (int) n, c);
       clean[len++] = '/';
       memcpy (clean + len, c, n);
       len += n;
@@ -92,7 +93,7 @@ sbx_mount_dest_clean (const char *dest, const char *what, char **ret, sbx_error 
       if (strncmp (clean, reserved_dests[i], l) == 0 && (clean[l] == '\0' || clean[l] == '/'))
         return sbx_error_set (err, SBX_E_PATH_INVALID, 0,
                               "%s: the destination `%s` is over %s, which sbx or the runtime mounts itself", what,
-                              clean, reserved_dests[i]);
+                              shown, reserved_dests[i]);
     }
   *ret = steal_pointer (&clean);
   return 0;
@@ -110,13 +111,17 @@ int
 sbx_volume_spec_parse (const char *s, sbx_volume_spec *ret, sbx_error **err)
 {
   const char *colon = s ? strchr (s, ':') : NULL;
+  _cleanup_free_ char *shown = printable_masked (s, 200, "");
   if (colon == NULL || colon[1] == '\0')
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "--volume: `%s` is not NAME:/path[:ro]", s ? s : "");
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "--volume: `%s` is not NAME:/path[:ro]", shown);
   _cleanup_free_ char *name = xstrndup (s, (size_t) (colon - s));
   if (!sbx_volume_name_is_valid (name))
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
-                          "--volume: invalid volume name `%s`: use [A-Za-z0-9][A-Za-z0-9_.+-]*, at most %d", name,
-                          SBX_NAME_MAX);
+    {
+      _cleanup_free_ char *n = printable_masked (name, 80, "");
+      return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
+                            "--volume: invalid volume name `%s`: use [A-Za-z0-9][A-Za-z0-9_.+-]*, at most %d", n,
+                            SBX_NAME_MAX);
+    }
   _cleanup_free_ char *path = xstrdup (colon + 1);
   bool ro = false;
   size_t l = strlen (path);
@@ -126,8 +131,10 @@ sbx_volume_spec_parse (const char *s, sbx_volume_spec *ret, sbx_error **err)
       path[l - 3] = '\0';
     }
   else if (strrchr (path, ':') != NULL && path[0] == '/' && strchr (strrchr (path, ':'), '/') == NULL)
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "--volume: `%s`: the mode is ro or rw",
-                          strrchr (path, ':') + 1);
+    {
+      _cleanup_free_ char *m = printable_masked (strrchr (path, ':') + 1, 80, "");
+      return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "--volume: `%s`: the mode is ro or rw", m);
+    }
   _cleanup_free_ char *dest = NULL;
   if (sbx_mount_dest_clean (path, "--volume", &dest, err) < 0)
     return -1;
@@ -180,9 +187,11 @@ static int
 check_name (const char *name, sbx_error **err)
 {
   if (!sbx_volume_name_is_valid (name))
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
-                          "invalid volume name `%s`: use [A-Za-z0-9][A-Za-z0-9_.+-]*, at most %d", name ? name : "",
-                          SBX_NAME_MAX);
+    {
+      _cleanup_free_ char *n = printable_masked (name, 80, "");
+      return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
+                            "invalid volume name `%s`: use [A-Za-z0-9][A-Za-z0-9_.+-]*, at most %d", n, SBX_NAME_MAX);
+    }
   return 0;
 }
 
