@@ -502,6 +502,7 @@ sbx_gc (const sbx_store *st, sbx_gc_report *ret, sbx_error **err)
   gc_orphan_cgroups (st, &rep);
   gc_leftovers (st);
   gc_layer_tmp (st);
+  sbx_volumes_gc (st);
   _cleanup_conf_ sbx_conf *conf = NULL;
   if (sbx_conf_load (NULL, &conf, NULL) == 0)
     sbx_disk_gc (st, conf->disk);

@@ -536,6 +536,26 @@ sbx_volume_import (const sbx_store *st, const char *name, int infd, bool *ret_ma
   return 0;
 }
 
+void
+sbx_volumes_gc (const sbx_store *st)
+{
+  _cleanup_free_ char *dir = sbx_store_path (st, "volumes");
+  _cleanup_closedir_ DIR *d = opendir (dir);
+  struct dirent *de;
+  int64_t now = now_unix ();
+  while (d && (de = readdir (d)) != NULL)
+    {
+      bool rm = strncmp (de->d_name, ".rm-", 4) == 0, tmp = strncmp (de->d_name, ".tmp-", 5) == 0;
+      struct stat s;
+      if ((!rm && !tmp) || fstatat (dirfd (d), de->d_name, &s, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR (s.st_mode))
+        continue;
+      /* One being made is left its hour. */
+      if (tmp && now - (int64_t) s.st_mtime < 3600)
+        continue;
+      rm_rf_at (dirfd (d), de->d_name, NULL);
+    }
+}
+
 /* --- create and the monitor ------------------------------------------------ */
 
 void

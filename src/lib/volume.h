@@ -75,6 +75,10 @@ int sbx_volume_export (const sbx_store *st, const char *name, int outfd, sbx_err
  * *RET_MADE: whether it made the volume. */
 int sbx_volume_import (const sbx_store *st, const char *name, int infd, bool *ret_made, sbx_error **err);
 
+/* gc: what a killed create or rm left in ROOT/volumes (a .rm- volume,
+ * and a .tmp- one an hour old); never a volume. */
+void sbx_volumes_gc (const sbx_store *st);
+
 /* For create: every volume of SPECS (made, without a limit, when missing,
  * as podman does for -v NAME:/path), its lock held shared until
  * sbx_volumes_release: rm waits while the sandbox's record is being made. */

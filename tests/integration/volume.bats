@@ -195,7 +195,44 @@ busy_rm () {
   expect_status 0
   run --separate-stderr sbx volume ls -q
   expect_eq "$output" "keep" "volumes after gc"
+  # What a killed create or rm left: a volume renamed away, and one half
+  # made an hour ago, go; one being made now stays.
+  mkdir -p "$SBX_ROOT/volumes/.rm-dead/data" "$SBX_ROOT/volumes/.tmp-old/data" "$SBX_ROOT/volumes/.tmp-new"
+  touch -d '2 hours ago' "$SBX_ROOT/volumes/.tmp-old"
+  run --separate-stderr sbx gc
+  expect_status 0
+  [ ! -e "$SBX_ROOT/volumes/.rm-dead" ] && [ ! -e "$SBX_ROOT/volumes/.tmp-old" ] || fail "gc left debris"
+  [ -d "$SBX_ROOT/volumes/.tmp-new" ] || fail "gc removed a volume being made"
+  [ -f "$SBX_ROOT/volumes/keep/data/f" ] || fail "gc removed a volume"
 }
+
+crash () {
+  local rt=$1 id mon
+  require_runtime "$rt"
+  sbx volume create --size 32Mi sized >/dev/null
+  id=$(sbx create --runtime "$rt" --volume sized:/s)
+  vexec "$id" 'echo before >/s/f && sync'
+  expect_eq "$(vol_loops sized)" 1 "loop devices while it runs"
+  mon=$(monitor_pid "$id")
+  kill -9 "$mon"
+  run --separate-stderr sbx gc
+  expect_status 0
+  run --separate-stderr sbx rm -f "$id"
+  for _ in 1 2 3 4 5 6 7 8 9 10; do
+    [ "$(vol_loops sized)" = 0 ] && break
+    sleep 0.2
+  done
+  expect_eq "$(vol_loops sized)" 0 "loop devices after the monitor was killed"
+  # The volume is whole and usable again.
+  run --separate-stderr sbx run --rm --runtime "$rt" --volume sized:/s -- cat /s/f
+  expect_status 0
+  expect_eq "$output" "before" "the volume after a crash"
+  run --separate-stderr sbx volume rm sized
+  expect_status 0
+}
+
+@test "volume: a killed monitor leaves no mount and no loop device [runc]" { crash runc; }
+@test "volume: a killed monitor leaves no mount and no loop device [runsc]" { crash runsc; }
 
 @test "volume: export and import round trip (files, stdin, stdout, sized)" {
   sbx volume create src >/dev/null
