@@ -476,6 +476,8 @@ print_status_human (const sbx_sandbox *sb, int64_t disk_used)
   char disk[96];
   disk_text (sb, disk_used, disk, sizeof disk);
   printf ("disk:       %s\n", disk);
+  for (size_t i = 0; sb->opts.volumes && sb->opts.volumes[i]; i++)
+    printf ("volume:     %s\n", sb->opts.volumes[i]);
   print_network_human (sb);
   printf ("oom kills:  %lld\n", (long long) sb->oom_kills);
   if (sbx_sandbox_pids_hits_known (sb))

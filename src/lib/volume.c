@@ -209,6 +209,8 @@ sbx_volume_create (const sbx_store *st, const char *name, uint64_t size, sbx_err
   if (size != 0 && (size < SBX_DISK_MIN || size > SBX_DISK_MAX))
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "volume size %llu is not 0 or between 16Mi and 64Ti",
                           (unsigned long long) size);
+  if (sbx_store_begin_write (st, "volume create", err) < 0)
+    return -1;
   _cleanup_free_ char *dir = sbx_store_path (st, "volumes");
   if (mkdir_p (dir, 0700, err) < 0)
     return -1;

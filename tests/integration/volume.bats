@@ -167,6 +167,10 @@ busy_rm () {
   id=$(sbx create --runtime "$rt" --volume v:/v)
   expect_error BUSY volume rm v
   expect_contains "$stderr" "$id"
+  run --separate-stderr sbx status "$id"
+  expect_contains "$output" "volume:     v:/v"
+  run --separate-stderr sbx --json status "$id"
+  expect_eq "$(jget '" ".join(d["options"]["volumes"])')" "v:/v" "options.volumes"
   # Ended but not removed: still its.
   sbx terminate "$id" >/dev/null
   expect_error BUSY volume rm v
