@@ -125,5 +125,6 @@ main (void)
   refused ("da\tta:/x", SBX_E_INVALID_ARGUMENT, "invalid volume name");
   specs ();
   dests ();
+  tap_plan (tap_n);
   return tap_done ();
 }
