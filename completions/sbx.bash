@@ -9,14 +9,14 @@
 
 _sbx_global_opts='--root --run-root --json --version -h --help'
 
-_sbx_commands='create run exec run-code ps proc fs cp ls status wait terminate rm logs pause resume commit snapshot restore snapshots rmsnap net expose unexpose urls ttl update stats images pull import export push build tag rmi login logout info gc version help'
+_sbx_commands='create run exec run-code ps proc fs cp ls status wait terminate rm logs pause resume commit snapshot restore snapshots rmsnap net expose unexpose urls ttl update stats volume images pull import export push build tag rmi login logout info gc version help'
 _sbx_fs_verbs='read write upload download ls stat mkdir rm rmdir find replace watch'
 
 # The options of command $1.
 _sbx_opts() {
 	case $1 in
-	create) echo '--image --pull --name --cpu --memory --pids --disk --runtime --block-network --allow --port --public --keep-warm --timeout --on-idle -e --env --cwd' ;;
-	run) echo '--image --pull --name --cpu --memory --pids --disk --runtime --block-network --allow --port --public --keep-warm --timeout --on-idle -e --env --cwd --rm' ;;
+	create) echo '--image --pull --name --cpu --memory --pids --disk --runtime --block-network --allow --port --public --keep-warm --timeout --on-idle -e --env --volume --cwd' ;;
+	run) echo '--image --pull --name --cpu --memory --pids --disk --runtime --block-network --allow --port --public --keep-warm --timeout --on-idle -e --env --volume --cwd --rm' ;;
 	exec) echo '-i --interactive -t --tty -d --detach -e --env --cwd --user --timeout' ;;
 	run-code) echo '-l --lang -e --env --cwd --timeout' ;;
 	ps) echo '-q --quiet' ;;
@@ -31,6 +31,7 @@ _sbx_opts() {
 	snapshots) echo '-q --quiet' ;;
 	net) echo '--block --allow --open' ;;
 	update) echo '--cpu --memory --pids --keep-warm --timeout' ;;
+	volume) echo '--size -q --quiet' ;;
 	images) echo '-q --quiet' ;;
 	pull) echo '--platform -q --quiet' ;;
 	import) echo '-t --tag' ;;
@@ -46,8 +47,8 @@ _sbx_opts() {
 # The options of command $1 that take a value.
 _sbx_opts_with_arg() {
 	case $1 in
-	create) echo '--image --pull --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --cwd' ;;
-	run) echo '--image --pull --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --cwd' ;;
+	create) echo '--image --pull --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --volume --cwd' ;;
+	run) echo '--image --pull --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --volume --cwd' ;;
 	exec) echo '-e --env --cwd --user --timeout' ;;
 	run-code) echo '-l --lang -e --env --cwd --timeout' ;;
 	proc) echo '--timeout -s --signal' ;;
@@ -58,6 +59,7 @@ _sbx_opts_with_arg() {
 	restore) echo '-n --count' ;;
 	net) echo '--allow' ;;
 	update) echo '--cpu --memory --pids --keep-warm --timeout' ;;
+	volume) echo '--size' ;;
 	pull) echo '--platform' ;;
 	import) echo '-t --tag' ;;
 	export) echo '--compression' ;;
@@ -153,6 +155,9 @@ _sbx_operand() {
 	ttl:1) : ;;
 	update:0) _sbx_words "$(_sbx_ids)" ;;
 	stats:0) _sbx_words "$(_sbx_ids)" ;;
+	volume:0) _sbx_words 'create ls inspect rm export import' ;;
+	volume:1) : ;;
+	volume:2) _sbx_files ;;
 	pull:0) : ;;
 	import:0) _sbx_files ;;
 	export:0) _sbx_words "$(_sbx_images)" ;;

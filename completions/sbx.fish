@@ -8,9 +8,9 @@
 function __sbx_opts_with_arg
     switch $argv[1]
         case create
-            printf '%s\n' --image --pull --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --cwd
+            printf '%s\n' --image --pull --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --volume --cwd
         case run
-            printf '%s\n' --image --pull --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --cwd
+            printf '%s\n' --image --pull --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --volume --cwd
         case exec
             printf '%s\n' -e --env --cwd --user --timeout
         case run-code
@@ -31,6 +31,8 @@ function __sbx_opts_with_arg
             printf '%s\n' --allow
         case update
             printf '%s\n' --cpu --memory --pids --keep-warm --timeout
+        case volume
+            printf '%s\n' --size
         case pull
             printf '%s\n' --platform
         case import
@@ -225,6 +227,7 @@ complete -c sbx -n __sbx_no_command -a urls -d 'List a sandbox\'s exposed ports 
 complete -c sbx -n __sbx_no_command -a ttl -d 'Set a running sandbox\'s hard lifetime to SECONDS from now'
 complete -c sbx -n __sbx_no_command -a update -d 'Change a running sandbox\'s limits and lifetimes at once'
 complete -c sbx -n __sbx_no_command -a stats -d 'Count sandboxes by state; with ID, what that sandbox uses now'
+complete -c sbx -n __sbx_no_command -a volume -d 'Manage named volumes: create NAME, ls, inspect NAME..., rm NAME..., export NAME FILE, import NAME FILE'
 complete -c sbx -n __sbx_no_command -a images -d 'List images'
 complete -c sbx -n __sbx_no_command -a pull -d 'Pull an image from a registry (REF: [REGISTRY/]NAME[:TAG][@DIGEST]) and print its id'
 complete -c sbx -n __sbx_no_command -a import -d 'Import an image: a rootfs tarball (tar, .gz, .xz, .zst), an OCI layout or archive, or a docker save archive'
@@ -257,6 +260,7 @@ complete -c sbx -n '__sbx_opts_for create' -l keep-warm -x -a '-1 60 600 3600' -
 complete -c sbx -n '__sbx_opts_for create' -l timeout -x -d 'Hard lifetime (default 3600, at most 86400)'
 complete -c sbx -n '__sbx_opts_for create' -l on-idle -x -a 'terminate pause' -d 'When the keep-warm time runs out: terminate (default) or pause'
 complete -c sbx -n '__sbx_opts_for create' -s e -l env -x -d 'Set an environment variable for every command (repeatable)'
+complete -c sbx -n '__sbx_opts_for create' -l volume -x -d 'Mount volume NAME (made if missing) at PATH, read-only with :ro (repeatable)'
 complete -c sbx -n '__sbx_opts_for create' -l cwd -x -d 'Working directory for every command (absolute)'
 
 # run
@@ -276,6 +280,7 @@ complete -c sbx -n '__sbx_opts_for run' -l keep-warm -x -a '-1 60 600 3600' -d '
 complete -c sbx -n '__sbx_opts_for run' -l timeout -x -d 'Hard lifetime (default 3600, at most 86400)'
 complete -c sbx -n '__sbx_opts_for run' -l on-idle -x -a 'terminate pause' -d 'When the keep-warm time runs out: terminate (default) or pause'
 complete -c sbx -n '__sbx_opts_for run' -s e -l env -x -d 'Set an environment variable for every command (repeatable)'
+complete -c sbx -n '__sbx_opts_for run' -l volume -x -d 'Mount volume NAME (made if missing) at PATH, read-only with :ro (repeatable)'
 complete -c sbx -n '__sbx_opts_for run' -l cwd -x -d 'Working directory for every command (absolute)'
 complete -c sbx -n '__sbx_opts_for run' -l rm -d 'Remove the sandbox and its files afterwards'
 
@@ -342,6 +347,10 @@ complete -c sbx -n '__sbx_opts_for update' -l memory -x -d 'Memory limit: MiB, o
 complete -c sbx -n '__sbx_opts_for update' -l pids -x -d 'Process limit (runc; fixed at start under runsc)'
 complete -c sbx -n '__sbx_opts_for update' -l keep-warm -x -a '-1 60 600 3600' -d 'Idle lifetime, counted from now (-1: until terminated)'
 complete -c sbx -n '__sbx_opts_for update' -l timeout -x -d 'Hard lifetime: the sandbox ends SECONDS from now (as sbx ttl)'
+
+# volume
+complete -c sbx -n '__sbx_opts_for volume' -l size -x -d 'create: the most its files may take (an ext4 image: ENOSPC inside past it); MiB or with a unit; 0: no limit (default)'
+complete -c sbx -n '__sbx_opts_for volume' -s q -l quiet -d 'ls: print names only'
 
 # images
 complete -c sbx -n '__sbx_opts_for images' -s q -l quiet -d 'Print image ids only (what rmi, tag, export and --image take)'
@@ -413,6 +422,8 @@ complete -c sbx -n '__sbx_operand 0 urls' -a '(__sbx_sandboxes)' -d 'Sandbox'
 complete -c sbx -n '__sbx_operand 0 ttl' -a '(__sbx_sandboxes)' -d 'Sandbox'
 complete -c sbx -n '__sbx_operand 0 update' -a '(__sbx_sandboxes)' -d 'Sandbox'
 complete -c sbx -n '__sbx_operand 0 stats' -a '(__sbx_sandboxes)' -d 'Sandbox'
+complete -c sbx -n '__sbx_operand 0 volume' -a 'create ls inspect rm export import' -d 'Action'
+complete -c sbx -n '__sbx_operand 2 volume' -F -d 'Tar file (- for stdin/stdout)'
 complete -c sbx -n '__sbx_operand 0 import' -F -d 'Tarball, image archive or layout directory'
 complete -c sbx -n '__sbx_operand 0 export' -a '(__sbx_images)' -d 'Image'
 complete -c sbx -n '__sbx_operand 1 export' -F -d 'Archive to write'
@@ -421,6 +432,6 @@ complete -c sbx -n '__sbx_operand 0 build' -x -a '(__fish_complete_directories)'
 complete -c sbx -n '__sbx_operand 0 tag' -a '(__sbx_images)' -d 'Image'
 complete -c sbx -n '__sbx_operand 1 tag' -a '(__sbx_images)' -d 'New tag'
 complete -c sbx -n '__sbx_operand any rmi' -a '(__sbx_images)' -d 'Image'
-complete -c sbx -n '__sbx_operand 0 help' -a 'create run exec run-code ps proc fs cp ls status wait terminate rm logs pause resume commit snapshot restore snapshots rmsnap net expose unexpose urls ttl update stats images pull import export push build tag rmi login logout info gc version help' -d 'Command'
+complete -c sbx -n '__sbx_operand 0 help' -a 'create run exec run-code ps proc fs cp ls status wait terminate rm logs pause resume commit snapshot restore snapshots rmsnap net expose unexpose urls ttl update stats volume images pull import export push build tag rmi login logout info gc version help' -d 'Command'
 complete -c sbx -n __sbx_fs_host_file -F
 complete -c sbx -n __sbx_cp_host -F -a '(__sbx_cp_refs)'

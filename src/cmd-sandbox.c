@@ -45,6 +45,7 @@ enum {
   O_DISK,
   O_SORT,
   O_PULL,
+  O_VOLUME,
 };
 
 #define CREATE_OPTS                                                                                                      \
@@ -84,6 +85,8 @@ enum {
         "when the keep-warm time runs out: terminate (default) or pause",                                                \
         "terminate pause" },                                                                                             \
       { "env", 'e', required_argument, "KEY=VALUE", "set an environment variable for every command (repeatable)" },      \
+      { "volume", O_VOLUME, required_argument, "NAME:/PATH[:ro]",                                                        \
+        "mount volume NAME (made if missing) at PATH, read-only with :ro (repeatable)" },                                \
   {                                                                                                                      \
     "cwd", O_CWD, required_argument, "DIR", "working directory for every command (absolute)"                             \
   }
@@ -179,6 +182,9 @@ create_opt (sbx_sandbox_opts *o, int key, const char *arg, sbx_error **err)
       return 1;
     case O_ALLOW: /* checked with the other options (validate_opts) */
       strv_push (&o->allow, arg);
+      return 1;
+    case O_VOLUME: /* checked with the other options (validate_opts) */
+      strv_push (&o->volumes, arg);
       return 1;
     case O_PORT:
       {
@@ -491,6 +497,8 @@ print_status_human (const sbx_sandbox *sb, int64_t disk_used)
   char disk[96];
   disk_text (sb, disk_used, disk, sizeof disk);
   printf ("disk:       %s\n", disk);
+  for (size_t i = 0; sb->opts.volumes && sb->opts.volumes[i]; i++)
+    printf ("volume:     %s\n", sb->opts.volumes[i]);
   print_network_human (sb);
   printf ("oom kills:  %lld\n", (long long) sb->oom_kills);
   if (sbx_sandbox_pids_hits_known (sb))

@@ -75,6 +75,10 @@ int cmd_unexpose (sbx_cli *, int, char **, sbx_error **);
 int cmd_urls (sbx_cli *, int, char **, sbx_error **);
 extern const cli_opt sbx_net_cli_opts[];
 
+/* cmd-volume.c: named volumes. */
+int cmd_volume (sbx_cli *, int, char **, sbx_error **);
+extern const cli_opt sbx_volume_cli_opts[];
+
 /* cmd-system.c: the host. */
 int cmd_info (sbx_cli *, int, char **, sbx_error **);
 int cmd_gc (sbx_cli *, int, char **, sbx_error **);

@@ -50,12 +50,15 @@ mkfs_path (void)
 /* ROOT/disk/ext4-SIZE.img, formatted once: no journal (the writable layer
  * is volatile, as the overlay on it), no room kept for root or for online
  * growth, inode tables left to be zeroed never (mounted noinit_itable) so
- * that the image stays sparse. Made under a temporary name and renamed. */
+ * that the image stays sparse. Made under a temporary name and renamed.
+ * JOURNAL (a volume's, which outlives every sandbox):
+ * ROOT/disk/ext4-journal-SIZE.img, with a journal, left unzeroed too. */
 static int
-template_path (const sbx_store *st, uint64_t size, char **ret, sbx_error **err)
+template_path (const sbx_store *st, uint64_t size, bool journal, char **ret, sbx_error **err)
 {
   _cleanup_free_ char *dir = sbx_store_path (st, "disk");
-  _cleanup_free_ char *path = xasprintf ("%s/ext4-%llu.img", dir, (unsigned long long) size);
+  _cleanup_free_ char *path = xasprintf ("%s/ext4-%s%llu.img", dir, journal ? "journal-" : "",
+                                         (unsigned long long) size);
   if (access (path, R_OK) == 0)
     {
       *ret = steal_pointer (&path);
@@ -85,13 +88,14 @@ template_path (const sbx_store *st, uint64_t size, char **ret, sbx_error **err)
                    (char *) "-t",
                    (char *) "ext4",
                    (char *) "-O",
-                   (char *) "^has_journal,^resize_inode",
+                   (char *) (journal ? "^resize_inode" : "^has_journal,^resize_inode"),
                    (char *) "-E",
-                   (char *) "lazy_itable_init=1,nodiscard,root_owner=0:0",
+                   (char *) (journal ? "lazy_itable_init=1,lazy_journal_init=1,nodiscard,root_owner=0:0"
+                                     : "lazy_itable_init=1,nodiscard,root_owner=0:0"),
                    (char *) "-m",
                    (char *) "0",
                    (char *) "-L",
-                   (char *) "sbx-disk",
+                   (char *) (journal ? "sbx-volume" : "sbx-disk"),
                    tmp,
                    NULL };
   _cleanup_free_ char *out = NULL, *errs = NULL;
@@ -159,26 +163,34 @@ copy_sparse (int in, int out, off_t size, sbx_error **err)
 int
 sbx_disk_make (const sbx_store *st, const char *id, uint64_t size, sbx_error **err)
 {
+  _cleanup_free_ char *img = sbx_store_path (st, "sandboxes/%s/disk.img", id);
+  if (sbx_disk_make_image (st, img, size, false, err) < 0)
+    return sbx_error_wrap (err, "make the disk of sandbox %s", id);
+  return 0;
+}
+
+int
+sbx_disk_make_image (const sbx_store *st, const char *img, uint64_t size, bool journal, sbx_error **err)
+{
   _cleanup_free_ char *tpl = NULL;
   _cleanup_close_ int in = -1;
   /* Twice: gc may remove the template between the look and the open. */
   for (int i = 0; i < 2 && in < 0; i++)
     {
       free (steal_pointer (&tpl));
-      if (template_path (st, size, &tpl, err) < 0)
+      if (template_path (st, size, journal, &tpl, err) < 0)
         return -1;
       in = open (tpl, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
       if (in < 0 && (errno != ENOENT || i == 1))
         return sbx_error_errno (err, errno, "open `%s`", tpl);
     }
-  _cleanup_free_ char *img = sbx_store_path (st, "sandboxes/%s/disk.img", id);
   _cleanup_close_ int out = open (img, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (out < 0)
     return sbx_error_errno (err, errno, "create `%s`", img);
   if (copy_sparse (in, out, (off_t) size, err) < 0)
     {
       unlink (img);
-      return sbx_error_wrap (err, "make the disk of sandbox %s", id);
+      return -1;
     }
   return 0;
 }
@@ -247,9 +259,10 @@ mount_image (int imgfd, const char *mnt, bool readonly, sbx_error **err)
 
 /* Whether a loop device is bound to the image open on FD: then an ext4 of
  * it is mounted somewhere, or being unmounted (a mounter's flock goes when
- * its process's files close, before its namespace and mounts go). */
+ * its process's files close, before its namespace and mounts go). Its
+ * path (/dev/loopN) in DEV when DEV is not NULL. */
 static bool
-image_attached (int fd)
+image_loop (int fd, char *dev, size_t devlen)
 {
   struct stat img;
   if (fstat (fd, &img) < 0)
@@ -269,9 +282,25 @@ image_attached (int fd)
         path[--len] = '\0';
       struct stat s;
       if (stat (path, &s) == 0 && s.st_dev == img.st_dev && s.st_ino == img.st_ino)
-        return true;
+        {
+          size_t l = strlen (de->d_name);
+          if (dev && l + 6 > devlen)
+            continue;
+          if (dev)
+            {
+              memcpy (dev, "/dev/", 5);
+              memcpy (dev + 5, de->d_name, l + 1);
+            }
+          return true;
+        }
     }
   return false;
+}
+
+static bool
+image_attached (int fd)
+{
+  return image_loop (fd, NULL, 0);
 }
 
 #define LOCK_WAIT_MS 5000
@@ -303,6 +332,44 @@ open_locked (const char *img, bool readonly, bool wait, int *ret, sbx_error **er
     }
   *ret = steal_fd (&fd);
   return 0;
+}
+
+/* The loop device bound to the image open on IMGFD, opened and checked
+ * to be bound to it still (an open fd keeps it from clearing itself), its
+ * path in DEV; -1 when there is none. */
+static int
+loop_find (int imgfd, char *dev, size_t devlen)
+{
+  struct stat img;
+  if (fstat (imgfd, &img) < 0 || !image_loop (imgfd, dev, devlen))
+    return -1;
+  _cleanup_close_ int lfd = open (dev, O_RDWR | O_CLOEXEC);
+  struct loop_info64 info;
+  if (lfd < 0 || ioctl (lfd, LOOP_GET_STATUS64, &info) < 0 || info.lo_device != (uint64_t) img.st_dev
+      || info.lo_inode != (uint64_t) img.st_ino || (info.lo_flags & LO_FLAGS_READ_ONLY))
+    return -1;
+  return steal_fd (&lfd);
+}
+
+int
+sbx_disk_mount_shared (const char *img, const char *mnt, sbx_error **err)
+{
+  /* The lock on an open of its own: the loop device keeps the file it is
+   * given open, and a flock lives as long as its open file does. */
+  _cleanup_close_ int lock = open (img, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (lock < 0)
+    return sbx_error_set (err, errno == ENOENT ? SBX_E_NOT_FOUND : SBX_E_INTERNAL, errno, "open `%s`", img);
+  while (flock (lock, LOCK_EX) < 0)
+    if (errno != EINTR)
+      return sbx_error_errno (err, errno, "lock `%s`", img);
+  _cleanup_close_ int fd = open (img, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0)
+    return sbx_error_errno (err, errno, "open `%s`", img);
+  char dev[64];
+  _cleanup_close_ int lfd = loop_find (fd, dev, sizeof dev);
+  if (lfd < 0 && (lfd = loop_attach (fd, false, dev, sizeof dev, err)) < 0)
+    return -1;
+  return mount_loop (lfd, dev, mnt, false, err);
 }
 
 void
@@ -406,11 +473,34 @@ recv_fd (int sock)
   return fd;
 }
 
-/* In a child with a mount namespace of its own: the image (locked on
- * IMGFD) mounted read-only, its upper directory's fd sent back. The fd
- * outlives the namespace: the mount goes with the last fd. */
+/* What a child with a mount namespace of its own mounts and opens: the
+ * fd of a directory, sent back to the parent. */
+typedef int child_open_fn (void *arg, int *ret_fd, sbx_error **err);
+
+struct upper_arg {
+  const char *img_mnt;
+  int imgfd;
+};
+
+/* The image (locked on IMGFD) mounted read-only, its upper directory. */
 static int
-open_upper_in_child (const char *img_mnt, int imgfd, int *ret, sbx_error **err)
+open_upper_fn (void *arg, int *ret_fd, sbx_error **err)
+{
+  struct upper_arg *a = arg;
+  if (mount_image (a->imgfd, a->img_mnt, true, err) < 0)
+    return -1;
+  _cleanup_free_ char *upper = xasprintf ("%s/upper", a->img_mnt);
+  int fd = open (upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return sbx_error_errno (err, errno, "open `%s`", upper);
+  *ret_fd = fd;
+  return 0;
+}
+
+/* FN in a child with a mount namespace of its own; the fd it opens is sent
+ * back. The fd outlives the namespace: the mount goes with the last fd. */
+static int
+open_in_child (child_open_fn *fn, void *arg, int *ret, sbx_error **err)
 {
   _cleanup_pipe_ int sp[2] = SBX_PIPE_INIT;
   _cleanup_pipe_ int ep[2] = SBX_PIPE_INIT;
@@ -426,17 +516,13 @@ open_upper_in_child (const char *img_mnt, int imgfd, int *ret, sbx_error **err)
       close (sp[0]);
       close (ep[0]);
       sbx_error *e = NULL;
-      int r = 0;
+      int r = 0, fd = -1;
       if (unshare (CLONE_NEWNS) < 0 || mount (NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
         r = sbx_error_errno (&e, errno, "a private mount namespace");
       if (r == 0)
-        r = mount_image (imgfd, img_mnt, true, &e);
-      _cleanup_free_ char *upper = xasprintf ("%s/upper", img_mnt);
-      int fd = r == 0 ? open (upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
-      if (r == 0 && fd < 0)
-        r = sbx_error_errno (&e, errno, "open `%s`", upper);
+        r = fn (arg, &fd, &e);
       if (r == 0 && send_fd (sp[1], fd) < 0)
-        r = sbx_error_errno (&e, errno, "send the upper directory");
+        r = sbx_error_errno (&e, errno, "send the directory");
       if (r < 0)
         {
           _cleanup_free_ char *t = sbx_error_text (e);
@@ -458,6 +544,30 @@ open_upper_in_child (const char *img_mnt, int imgfd, int *ret, sbx_error **err)
     }
   *ret = fd;
   return 0;
+}
+
+struct shared_arg {
+  const char *img, *mnt;
+};
+
+static int
+open_shared_fn (void *arg, int *ret_fd, sbx_error **err)
+{
+  struct shared_arg *a = arg;
+  if (sbx_disk_mount_shared (a->img, a->mnt, err) < 0)
+    return -1;
+  int fd = open (a->mnt, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return sbx_error_errno (err, errno, "open `%s`", a->mnt);
+  *ret_fd = fd;
+  return 0;
+}
+
+int
+sbx_disk_open_shared (const char *img, const char *mnt, int *ret_fd, sbx_error **err)
+{
+  struct shared_arg a = { img, mnt };
+  return open_in_child (open_shared_fn, &a, ret_fd, err);
 }
 
 int
@@ -495,7 +605,8 @@ sbx_disk_open_upper (const sbx_store *st, const sbx_sandbox *sb, int *ret_fd, in
       return 0;
     }
   int fd = -1;
-  if (open_upper_in_child (mnt, lock, &fd, err) < 0)
+  struct upper_arg ua = { mnt, lock };
+  if (open_in_child (open_upper_fn, &ua, &fd, err) < 0)
     return sbx_error_wrap (err, "mount the disk of sandbox %s", sb->id);
   *ret_fd = fd;
   *ret_lock = steal_fd (&lock);

@@ -40,6 +40,22 @@ int sbx_disk_parse (const char *s, uint64_t *ret_bytes);
 
 /* Makes sandbox ID's image of SIZE bytes (its directory exists). */
 int sbx_disk_make (const sbx_store *st, const char *id, uint64_t size, sbx_error **err);
+/* The same at IMG (made O_EXCL); JOURNAL: an ext4 with a journal (a
+ * volume's, which outlives every sandbox). */
+int sbx_disk_make_image (const sbx_store *st, const char *img, uint64_t size, bool journal, sbx_error **err);
+
+/* In the caller's own mount namespace: the image IMG mounted read-write on
+ * MNT, through the loop device already bound to it if there is one (the
+ * same block device mounted twice is one ext4, one superblock: two loop
+ * devices on one image would be two ext4s writing the same blocks), a new
+ * one otherwise; under a flock on the image while it looks. Every mount of
+ * it may be in a different namespace (a volume's, in each monitor's); the
+ * loop device clears itself when the last one goes. */
+int sbx_disk_mount_shared (const char *img, const char *mnt, sbx_error **err);
+/* The same in a short-lived child with a mount namespace of its own: *RET_FD
+ * is the top directory of the mounted image (O_RDONLY | O_DIRECTORY), which
+ * keeps that mount alive after the child is gone. */
+int sbx_disk_open_shared (const char *img, const char *mnt, int *ret_fd, sbx_error **err);
 
 /* In the caller's own mount namespace: mounts sandbox ID's image on
  * ROOT/sandboxes/ID/disk (with upper/ and work/ in it unless READONLY).

@@ -166,6 +166,10 @@ helper_finish (helper *h, helper_result *ret, sbx_error **err)
 
 /* ---- the extraction child ---- */
 
+/* Set in an extraction child of sbx_tar_extract_into: the tar is a plain
+ * tree (a volume's), where a `.wh.` name is a file like any other. */
+static bool plain_tree;
+
 static int extract_here (int tarfd, uint64_t *ret_size, sbx_error **err);
 
 void
@@ -217,7 +221,9 @@ extractor_finish (extractor *x, helper_result *ret, sbx_error **err)
 static void
 extract_chrooted (void *arg, int infd, helper_result *res)
 {
-  int rootfd = *(int *) arg;
+  extractor *x = arg;
+  int rootfd = x->rootfd;
+  plain_tree = x->plain;
   sbx_error *e = NULL;
   if (fchdir (rootfd) < 0 || chroot (".") < 0 || chdir ("/") < 0)
     sbx_error_errno (&e, errno, "enter the rootfs");
@@ -233,7 +239,7 @@ extractor_start (int rootfd, int tarfd, extractor *x, sbx_error **err)
 {
   x->rootfd = rootfd;
   x->tarfd = tarfd;
-  return helper_start (extract_chrooted, &x->rootfd, &x->rootfd, 1, tarfd, &x->h, err);
+  return helper_start (extract_chrooted, x, &x->rootfd, 1, tarfd, &x->h, err);
 }
 
 int
@@ -472,7 +478,7 @@ classify_entry (struct archive_entry *e, char **ret_path, sbx_error **err)
   size_t dirlen;
   _cleanup_free_ char *base = NULL;
   split_path (p, &dirlen, &base);
-  if (strncmp (base, WH_PREFIX, strlen (WH_PREFIX)) == 0)
+  if (!plain_tree && strncmp (base, WH_PREFIX, strlen (WH_PREFIX)) == 0)
     return classify_whiteout (p, dirlen, base, ret_path, err);
   if (check_type (e, err) < 0)
     return -1;
@@ -812,3 +818,18 @@ extract_here (int tarfd, uint64_t *ret_size, sbx_error **err)
   *ret_size = size;
   return 0;
 }
+
+#ifndef SBX_LAYER_FUZZING
+int
+sbx_tar_extract_into (int rootfd, int tarfd, uint64_t *ret_size, sbx_error **err)
+{
+  _cleanup_extractor_ extractor x = EXTRACTOR_INIT;
+  x.plain = true;
+  helper_result res;
+  if (sbx_archive_load (err) < 0 || extractor_start (rootfd, tarfd, &x, err) < 0 || extractor_finish (&x, &res, err) < 0
+      || helper_result_take (&res, err) < 0)
+    return -1;
+  *ret_size = res.size;
+  return 0;
+}
+#endif

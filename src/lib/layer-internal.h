@@ -98,6 +98,7 @@ typedef struct extractor {
   helper h;
   int rootfd; /* borrowed */
   int tarfd;  /* borrowed; -1 when fed */
+  bool plain; /* a plain tree: no whiteouts (sbx_tar_extract_into) */
 } extractor;
 #define EXTRACTOR_INIT                          \
   {                                             \

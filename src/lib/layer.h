@@ -96,6 +96,13 @@ void sbx_workdir_cleanup (sbx_workdir *w);
  * SKIP_SPECIAL (then they are left out). */
 int sbx_tar_from_dir (int dirfd, int outfd, bool upper, bool skip_special, sbx_error **err);
 
+/* Extracts the plain tar read from TARFD (to its end) into the directory
+ * ROOTFD, with every check a layer's extraction makes, in a child chrooted
+ * there (a volume's import): absolute paths, `..`, hard links out of it,
+ * devices, FIFOs and sockets are INVALID_ARGUMENT; `.wh.` names are plain
+ * files. *ret_size: the sum of the regular files' sizes. */
+int sbx_tar_extract_into (int rootfd, int tarfd, uint64_t *ret_size, sbx_error **err);
+
 /* The built-in busybox layer, made from the host's static busybox (/bin/busybox
  * or $SBX_BUSYBOX): the binary, one symlink per applet and a minimal /etc. The
  * tar is deterministic, so the digest changes only with the host's busybox. */

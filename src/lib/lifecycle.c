@@ -13,6 +13,7 @@
 #include "runtime.h"
 #include "client.h"
 #include "util.h"
+#include "volume.h"
 
 #include <stdint.h>
 #include <dirent.h>
@@ -106,6 +107,8 @@ sbx_sandbox_opts_validate (const sbx_sandbox_opts *o, sbx_error **err)
       if (parse_int64 (o->ports[i], 1, 65535, &port) < 0)
         return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "port `%s` is not in 1..65535", o->ports[i]);
     }
+  if (sbx_volume_specs_check (o->volumes, err) < 0)
+    return -1;
   return 0;
 }
 
@@ -232,8 +235,17 @@ create_common (const sbx_store *st, sbx_sandbox_opts *opts, const sbx_image *ima
   sb->restore_from = restore_from ? xstrdup (restore_from) : NULL;
   sb->chan_base = chan_base;
   _cleanup_close_ int lk = -1;
-  if (make_record (st, sb, &lk, err) < 0
-      || (sb->opts.disk > 0 && sbx_disk_make (st, sb->id, (uint64_t) sb->opts.disk, err) < 0))
+  /* Its volumes (made if missing) stay until the record names them. */
+  sbx_volume_holds vh = { NULL };
+  if (sbx_volumes_hold (st, sb->opts.volumes, &vh, err) < 0)
+    {
+      if (sb->opts.name)
+        sbx_name_release (st, sb->opts.name, sb->id);
+      return sbx_error_wrap (err, "create sandbox");
+    }
+  int made = make_record (st, sb, &lk, err);
+  sbx_volumes_release (&vh);
+  if (made < 0 || (sb->opts.disk > 0 && sbx_disk_make (st, sb->id, (uint64_t) sb->opts.disk, err) < 0))
     {
       discard (st, sb->id, sb->opts.name);
       return sbx_error_wrap (err, "create sandbox");
@@ -653,6 +665,7 @@ sbx_gc (const sbx_store *st, sbx_gc_report *ret, sbx_error **err)
   gc_orphan_cgroups (st, &rep);
   gc_leftovers (st);
   gc_layer_tmp (st);
+  sbx_volumes_gc (st);
   _cleanup_conf_ sbx_conf *conf = NULL;
   if (sbx_conf_load (NULL, &conf, NULL) == 0)
     sbx_disk_gc (st, conf->disk);

@@ -588,6 +588,10 @@ setup (struct mon *m, sbx_error **err)
     pthread_join (disk_thread, NULL);
   if (r == 0)
     r = mon_mount_root (m, err);
+  sbx_spec_bind *binds = NULL;
+  size_t n_binds = 0;
+  if (r == 0 && (r = mon_mount_volumes (m, &binds, &n_binds, err)) < 0)
+    step = "mount volumes";
   sbx_disk_att_clear (&m->disk_pre);
   if (threaded)
     pthread_join (net_thread, NULL);
@@ -602,15 +606,22 @@ setup (struct mon *m, sbx_error **err)
     }
   if (plan.err)
     {
+      mon_spec_binds_free (binds, n_binds);
       *err = plan.err;
       return sbx_error_wrap (err, "network");
     }
   if (mon_net_finish (m, err) < 0)
-    return -1;
+    {
+      mon_spec_binds_free (binds, n_binds);
+      return -1;
+    }
   _cleanup_free_ char *merged = xasprintf ("%s/rootfs", m->dir);
   m->root_fd = open (merged, O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (m->root_fd < 0)
-    return sbx_error_errno (err, errno, "open the merged root");
+    {
+      mon_spec_binds_free (binds, n_binds);
+      return sbx_error_errno (err, errno, "open the merged root");
+    }
   _cleanup_free_ char *bundle = xasprintf ("%s/bundle", m->dir);
   _cleanup_free_ char *ctr_cgroup = xasprintf ("%s/ctr", m->cgroup);
   /* The namespace by the monitor's own fd of it: its bind mount was made
@@ -622,8 +633,12 @@ setup (struct mon *m, sbx_error **err)
                          .cgroup_path = ctr_cgroup,
                          .runtime = m->rt->name,
                          .netns_path = netns,
-                         .resolv_conf = resolv };
-  if (sbx_spec_write (&sp, bundle, err) < 0)
+                         .resolv_conf = resolv,
+                         .binds = binds,
+                         .n_binds = n_binds };
+  r = sbx_spec_write (&sp, bundle, err);
+  mon_spec_binds_free (binds, n_binds);
+  if (r < 0)
     return sbx_error_wrap (err, "write bundle");
   mon_log (m, "root mounted, bundle written: starting %s", m->rt->name);
   r = mon_runtime_go (m, err);
@@ -725,6 +740,7 @@ teardown (struct mon *m)
     }
   strv_free (m->sb->urls);
   m->sb->urls = NULL;
+  mon_umount_volumes (m);
   rm_rf (m->run_dir, NULL);
   /* The overlay lives in our private mount namespace and would go with us;
    * unmounting it now lets the final state mean "nothing is left". */

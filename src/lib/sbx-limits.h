@@ -26,6 +26,8 @@
 #define SBX_TEARDOWNS_MAX 4
 /* --port: how many ports a sandbox exposes at create. */
 #define SBX_PORTS_MAX 64
+/* --volume: how many volumes a sandbox mounts. */
+#define SBX_VOLUMES_MAX 32
 
 /* A snapshot's metadata (snapshot.json): read no further. */
 #define SBX_SNAPSHOT_JSON_MAX (1 << 20)

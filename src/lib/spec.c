@@ -123,6 +123,18 @@ gen_mount (yajl_gen g, const char *dest, const char *type, const char *src, cons
   j_endmap (g);
 }
 
+/* The extra bind mounts, each on a mount the monitor prepared (its own
+ * flags already nosuid, nodev and, read-only, ro): the same for both
+ * runtimes. */
+static void
+gen_binds (yajl_gen g, const sbx_spec_params *p)
+{
+  static const char *const rw[] = { "bind", "rw", "nosuid", "nodev", NULL };
+  static const char *const ro[] = { "bind", "ro", "nosuid", "nodev", NULL };
+  for (size_t i = 0; i < p->n_binds; i++)
+    gen_mount (g, p->binds[i].dest, "bind", p->binds[i].source, p->binds[i].readonly ? ro : rw);
+}
+
 static void
 gen_mounts (yajl_gen g, const sbx_spec_params *p)
 {
@@ -160,6 +172,7 @@ gen_mounts (yajl_gen g, const sbx_spec_params *p)
       static const char *const ro[] = { "bind", "ro", "nosuid", "nodev", "noexec", NULL };
       gen_mount (g, "/etc/resolv.conf", "bind", p->resolv_conf, ro);
     }
+  gen_binds (g, p);
   j_endarr (g);
 }
 

@@ -9,13 +9,23 @@
 
 #define SBX_INIT_IN_SANDBOX "/.sbx/init"
 
+/* A bind mount the monitor prepared at SOURCE (a path of its own, in its
+ * mount namespace), shown in the sandbox at DEST. */
+typedef struct sbx_spec_bind {
+  char *source;
+  char *dest;
+  bool readonly;
+} sbx_spec_bind;
+
 typedef struct sbx_spec_params {
   const sbx_sandbox *sb;
-  const char *rootfs;      /* host path of the merged root */
-  const char *cgroup_path; /* OCI cgroupsPath */
-  const char *runtime;     /* "runc" or "runsc" */
-  const char *netns_path;  /* the network namespace to join (runc); NULL: a new one */
-  const char *resolv_conf; /* bound read-only on /etc/resolv.conf; NULL: the image's */
+  const char *rootfs;         /* host path of the merged root */
+  const char *cgroup_path;    /* OCI cgroupsPath */
+  const char *runtime;        /* "runc" or "runsc" */
+  const char *netns_path;     /* the network namespace to join (runc); NULL: a new one */
+  const char *resolv_conf;    /* bound read-only on /etc/resolv.conf; NULL: the image's */
+  const sbx_spec_bind *binds; /* the extra bind mounts (volumes), after sbx's own */
+  size_t n_binds;
 } sbx_spec_params;
 
 /* The default capability set: the container ecosystem's, nothing more. */

@@ -204,7 +204,7 @@ test_common (const char *rt, yajl_val doc)
 int
 main (void)
 {
-  tap_plan (2 * 13 + 13);
+  tap_plan (2 * 13 + 14);
 
   sbx_sandbox sb = { .id = (char *) "sb-0123456789ab" };
   yajl_val runsc = spec_for (&sb, "runsc", NULL, NULL);
@@ -253,6 +253,29 @@ main (void)
   tap_ok (strcmp (str_of (at (runc, "linux", "sysctl", "net.ipv4.ping_group_range", NULL)), "0 2147483647") == 0,
           "runc: ping without CAP_NET_RAW (net.ipv4.ping_group_range)");
   tap_ok (at (runsc, "linux", "sysctl", NULL) == NULL, "runsc: no sysctl (gVisor takes none)");
+
+  /* The extra bind mounts (volumes), after sbx's own, as given. */
+  sbx_spec_bind binds[] = { { (char *) "/run/sbx/sandboxes/x/volumes/0", (char *) "/data", false },
+                            { (char *) "/run/sbx/sandboxes/x/volumes/1", (char *) "/ro", true } };
+  sbx_spec_params bp = { .sb = &sb,
+                         .rootfs = "/r",
+                         .cgroup_path = "/c",
+                         .runtime = "runc",
+                         .binds = binds,
+                         .n_binds = 2 };
+  _cleanup_free_ char *bjson = NULL;
+  size_t blen = 0;
+  char ebuf[256];
+  yajl_val bdoc = sbx_spec_generate (&bp, &bjson, &blen, NULL) == 0 ? yajl_tree_parse (bjson, ebuf, sizeof ebuf) : NULL;
+  yajl_val b0 = bdoc ? mount_at (bdoc, "/data") : NULL, b1 = bdoc ? mount_at (bdoc, "/ro") : NULL;
+  tap_ok (b0 && b1 && strcmp (str_of (at (b0, "type", NULL)), "bind") == 0
+              && strcmp (str_of (at (b0, "source", NULL)), "/run/sbx/sandboxes/x/volumes/0") == 0
+              && has_string (at (b0, "options", NULL), "rw") && has_string (at (b0, "options", NULL), "nosuid")
+              && has_string (at (b0, "options", NULL), "nodev") && has_string (at (b1, "options", NULL), "ro")
+              && !has_string (at (b1, "options", NULL), "rw"),
+          "extra bind mounts: bind, nosuid, nodev, rw or ro as given");
+  if (bdoc)
+    yajl_tree_free (bdoc);
 
   yajl_tree_free (runsc);
   yajl_tree_free (runc);
