@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "client.h"
 #include "disk.h"
+#include "hostmount.h"
 #include "image.h"
 #include "json.h"
 #include "lifecycle.h"
@@ -45,6 +46,7 @@ enum {
   O_DISK,
   O_SORT,
   O_PULL,
+  O_MOUNT,
 };
 
 #define CREATE_OPTS                                                                                                      \
@@ -84,6 +86,12 @@ enum {
         "when the keep-warm time runs out: terminate (default) or pause",                                                \
         "terminate pause" },                                                                                             \
       { "env", 'e', required_argument, "KEY=VALUE", "set an environment variable for every command (repeatable)" },      \
+      { "mount",                                                                                                         \
+        O_MOUNT,                                                                                                         \
+        required_argument,                                                                                               \
+        "HOST:DEST[:ro|:rw]",                                                                                            \
+        "bind host directory HOST at DEST, read-only unless :rw (repeatable; what is refused: sbx-create(1))",           \
+        "@dir" },                                                                                                        \
   {                                                                                                                      \
     "cwd", O_CWD, required_argument, "DIR", "working directory for every command (absolute)"                             \
   }
@@ -144,6 +152,23 @@ set_str (char **dst, const char *v)
   *dst = xstrdup (v);
 }
 
+/* --mount HOST:DEST[:ro|:rw]: HOST made absolute from the caller's
+ * directory; the record keeps "HOST:DEST:ro|rw". */
+static int
+mount_opt (sbx_sandbox_opts *o, const char *arg, sbx_error **err)
+{
+  _cleanup_free_ char *cwd = getcwd (NULL, 0);
+  sbx_hostmount m;
+  if (strv_len (o->mounts) >= SBX_MOUNTS_MAX)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "--mount: at most %d host directories", SBX_MOUNTS_MAX);
+  if (sbx_hostmount_parse (arg, cwd, &m, err) < 0)
+    return -1;
+  _cleanup_free_ char *s = sbx_hostmount_format (&m);
+  sbx_hostmount_clear (&m);
+  strv_push (&o->mounts, s);
+  return 0;
+}
+
 /* Applies one create option; 1 if KEY was one, 0 if not, -1 on error. */
 static int
 create_opt (sbx_sandbox_opts *o, int key, const char *arg, sbx_error **err)
@@ -183,6 +208,8 @@ create_opt (sbx_sandbox_opts *o, int key, const char *arg, sbx_error **err)
     case O_PUBLIC:
       o->public_ports = true;
       return 1;
+    case O_MOUNT:
+      return mount_opt (o, arg, err) < 0 ? -1 : 1;
     case 'e':
       if (!env_entry_is_valid (arg))
         return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "--env: `%s` is not KEY=VALUE with a valid KEY", arg);
@@ -274,7 +301,8 @@ static int
 obtain_image (sbx_store *st, const struct create_args *a, sbx_image **ret, sbx_error **err)
 {
   _cleanup_conf_ sbx_conf *conf = NULL;
-  if (sbx_sandbox_opts_validate (&a->o, err) < 0 || sbx_conf_load (NULL, &conf, err) < 0)
+  if (sbx_sandbox_opts_validate (&a->o, err) < 0 || sbx_conf_load (NULL, &conf, err) < 0
+      || sbx_sandbox_opts_check_host (st, &a->o, conf, err) < 0)
     return -1;
   _cleanup_progress_ sbx_pull_opts po = { .platform = NULL };
   cli_progress_attach (&po, false);

@@ -136,6 +136,10 @@ struct mon {
   sbx_proxy *proxy;
   struct relay **relays;
   size_t nrelays;
+  /* Host directories (--mount), bound under run_dir/mounts (hostmount.h),
+   * as the spec binds them. */
+  sbx_spec_bind *binds;
+  size_t nbinds;
 };
 
 /* One process as JSON: as `sbx ps` and `sbx proc` show it (PROC_VIEW), or

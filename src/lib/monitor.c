@@ -21,6 +21,7 @@
 #include "monitor.h"
 #include "caps.h"
 #include "disk.h"
+#include "hostmount.h"
 #include "net.h"
 #include "proxy.h"
 #include "resolver.h"
@@ -584,6 +585,11 @@ setup (struct mon *m, sbx_error **err)
     pthread_join (disk_thread, NULL);
   if (r == 0)
     r = mon_mount_root (m, err);
+  /* From fds opened and checked here, in this namespace: what the user
+   * named is bound, whatever a path became since create checked it. */
+  if (r == 0
+      && (r = sbx_hostmounts_bind (m->sb->opts.mounts, m->conf, m->st, m->run_dir, &m->binds, &m->nbinds, err)) < 0)
+    step = "host directories";
   sbx_disk_att_clear (&m->disk_pre);
   if (threaded)
     pthread_join (net_thread, NULL);
@@ -618,7 +624,9 @@ setup (struct mon *m, sbx_error **err)
                          .cgroup_path = ctr_cgroup,
                          .runtime = m->rt->name,
                          .netns_path = netns,
-                         .resolv_conf = resolv };
+                         .resolv_conf = resolv,
+                         .binds = m->binds,
+                         .nbinds = m->nbinds };
   if (sbx_spec_write (&sp, bundle, err) < 0)
     return sbx_error_wrap (err, "write bundle");
   mon_log (m, "root mounted, bundle written: starting %s", m->rt->name);
@@ -719,7 +727,16 @@ teardown (struct mon *m)
     }
   strv_free (m->sb->urls);
   m->sb->urls = NULL;
-  rm_rf (m->run_dir, NULL);
+  /* The host directories first: removing the run directory must never
+   * reach into one (a bind on the same filesystem looks like a directory). */
+  bool unbound = sbx_hostmounts_unbind (m->run_dir, m->nbinds) == 0;
+  sbx_spec_binds_free (m->binds, m->nbinds);
+  m->binds = NULL;
+  m->nbinds = 0;
+  if (unbound)
+    rm_rf (m->run_dir, NULL);
+  else
+    mon_log (m, "a host directory could not be unmounted: %s is left for its namespace to take", m->run_dir);
   /* The overlay lives in our private mount namespace and would go with us;
    * unmounting it now lets the final state mean "nothing is left". */
   _cleanup_free_ char *rootfs = xasprintf ("%s/rootfs", m->dir);
