@@ -564,6 +564,8 @@ set_registry_stall_timeout (parser *p, const char *key, const char *v, sbx_error
 static int
 add_mount_paths (parser *p, const char *key, const char *v, char ***list, sbx_error **err)
 {
+  if (v[strspn (v, " \t,")] == '\0')
+    return perr (p, key, err, "expected one or more absolute paths, such as `/srv/secret /home/alice/.ssh`");
   for (const char *s = v; *s;)
     {
       size_t n = strcspn (s, " \t,");
