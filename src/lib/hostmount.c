@@ -277,7 +277,7 @@ sbx_hostmount_policy (const char *path, const sbx_conf *conf, const char *root, 
                      strcmp (path, deny_below[i]) == 0 ? "" : "inside ", deny_below[i]);
   for (size_t i = 0; deny_itself[i]; i++)
     if (strcmp (path, deny_itself[i]) == 0)
-      return refuse (err, path, "is never mounted (only what sbx.conf(5) allows below it)");
+      return refuse (err, path, "is never mounted itself (below it, what is not sbx's or an engine's may be)");
   if (root && state_check (path, root, "sbx's store (ROOT)", err) < 0)
     return -1;
   if (run && state_check (path, run, "sbx's runtime directory (RUN)", err) < 0)
@@ -594,8 +594,13 @@ open_checked (const char *spec, const sbx_conf *conf, const sbx_store *st, sbx_h
 {
   if (sbx_hostmount_parse (spec, NULL, m, err) < 0)
     return -1;
+  /* The path as written first, so that a refused one is refused whether
+   * it exists or not; then what was opened, which is what counts. */
+  _cleanup_free_ char *root = NULL, *run = NULL;
+  store_real (st, &root, &run);
   _cleanup_close_ int fd = -1;
-  if (sbx_hostmount_open (m->source, &fd, err) < 0 || sbx_hostmount_check (fd, conf, st, err) < 0)
+  if (sbx_hostmount_policy (m->source, conf, root, run, err) < 0 || sbx_hostmount_open (m->source, &fd, err) < 0
+      || sbx_hostmount_check (fd, conf, st, err) < 0)
     {
       sbx_hostmount_clear (m);
       return -1;
