@@ -50,7 +50,10 @@ static const char *const state_dirs[] = {
   "/var/run/sbx",        NULL,
 };
 
-/* The names of engines' API sockets, refused anywhere in the scanned tree. */
+/* The names of engines' API sockets, refused anywhere in the scanned tree,
+ * whatever the entry is (a directory of the name aside): a regular file or
+ * a symlink there marks a place where an engine puts its socket, and may be
+ * one by the time the sandbox runs. */
 static const char *const engine_sockets[] = {
   "docker.sock", "dockerd.sock", "docker-containerd.sock", "containerd.sock", "containerd.sock.ttrpc",
   "podman.sock", "crio.sock",    "cri-dockerd.sock",       "dockershim.sock", "buildkitd.sock",
@@ -435,8 +438,8 @@ is_engine_socket (const char *name)
 
 #define PLACE_DIR_ENTRIES_MAX 4096
 
-/* Whether REL (components, `*` any one name) names a socket below DIR,
- * without following a symlink. */
+/* Whether REL (components, `*` any one name) names an entry that is not a
+ * directory below DIR, without following a symlink. */
 static bool
 place_has_socket (int dir, const char *rel)
 {
@@ -444,7 +447,7 @@ place_has_socket (int dir, const char *rel)
   if (rel[cl] == '\0')
     {
       struct stat st;
-      return fstatat (dir, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISSOCK (st.st_mode);
+      return fstatat (dir, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR (st.st_mode);
     }
   const char *rest = rel + cl + 1;
   if (cl == 1 && rel[0] == '*')
@@ -480,7 +483,7 @@ struct scan {
   char found[PATH_MAX];
 };
 
-/* A socket of an engine's name within DEPTH levels of DIR (owned), not
+/* An entry of an engine's socket's name within DEPTH levels of DIR (owned), not
  * crossing into other filesystems (a bind that is not recursive does not
  * show them). Stops at SBX_HOSTMOUNT_SCAN_ENTRIES entries. */
 static bool
@@ -498,11 +501,12 @@ scan_dir (int dir, const char *rel, int depth, struct scan *sc)
       sc->entries++;
       if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0)
         continue;
-      bool maybe_sock = de->d_type == DT_SOCK || de->d_type == DT_UNKNOWN;
       bool maybe_dir = de->d_type == DT_DIR || de->d_type == DT_UNKNOWN;
       struct stat st;
-      if (maybe_sock && is_engine_socket (de->d_name) && fstatat (dirfd (d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0
-          && S_ISSOCK (st.st_mode))
+      if (is_engine_socket (de->d_name)
+          && (de->d_type != DT_UNKNOWN
+                  ? de->d_type != DT_DIR
+                  : fstatat (dirfd (d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR (st.st_mode)))
         {
           snprintf (sc->found, sizeof sc->found, "%s%s", rel, de->d_name);
           return true;

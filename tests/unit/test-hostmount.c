@@ -381,21 +381,25 @@ test_check (void)
   mkdirs ("chk/known/run/user/1000/podman");
   make_socket ("chk/known/run/user/1000/podman/podman.sock");
   expect_check ("chk/known", NULL, "(`run/user/*/podman/podman.sock`)", "podman.sock at a known place, 5 down");
-  /* Another socket, or a plain file of the name, is no engine's. */
-  mkdirs ("chk/other");
+  /* A socket of another name is no engine's. */
+  mkdirs ("chk/other/sub");
   make_socket ("chk/other/app.sock");
-  _cleanup_free_ char *fake = tpath ("chk/other/docker.sock");
+  make_socket ("chk/other/sub/containerd.sock.bak");
+  expect_check ("chk/other", NULL, NULL, "sockets of other names");
+  /* An entry of the name that is not a socket: a regular file, a symlink
+   * (not followed), refused alike; a directory of the name is not. */
+  mkdirs ("chk/file/x");
+  _cleanup_free_ char *fake = tpath ("chk/file/x/docker.sock");
   if (write_file_atomic (fake, "", 0, 0644, NULL) < 0)
     abort ();
-  expect_check ("chk/other", NULL, NULL, "a socket of another name and a regular file named docker.sock");
-  /* A symlink named docker.sock to a real one is not followed (inside a
-   * sandbox it would resolve in the sandbox's own root). */
-  mkdirs ("chk/symlinked");
-  _cleanup_free_ char *sl = tpath ("chk/symlinked/docker.sock");
-  _cleanup_free_ char *target = tpath ("chk/top/podman.sock");
-  if (symlink (target, sl) < 0)
+  expect_check ("chk/file", NULL, "(`*/docker.sock`)", "a regular file named docker.sock");
+  mkdirs ("chk/symlinked/x/y");
+  _cleanup_free_ char *sl = tpath ("chk/symlinked/x/y/podman.sock");
+  if (symlink ("/nonexistent/podman.sock", sl) < 0)
     abort ();
-  expect_check ("chk/symlinked", NULL, NULL, "a symlink named docker.sock");
+  expect_check ("chk/symlinked", NULL, "(`x/y/podman.sock`)", "a symlink named podman.sock");
+  mkdirs ("chk/dirname/docker.sock");
+  expect_check ("chk/dirname", NULL, NULL, "a directory named docker.sock");
 
   /* mount_deny by path, and by inode: a directory reached by another name. */
   _cleanup_free_ char *denied = tpath ("chk/plain/a");
