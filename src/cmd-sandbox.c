@@ -498,6 +498,15 @@ print_status_human (const sbx_sandbox *sb, int64_t disk_used)
   char disk[96];
   disk_text (sb, disk_used, disk, sizeof disk);
   printf ("disk:       %s\n", disk);
+  for (size_t i = 0; sb->opts.mounts && sb->opts.mounts[i]; i++)
+    {
+      sbx_hostmount m;
+      if (sbx_hostmount_parse (sb->opts.mounts[i], NULL, &m, NULL) < 0)
+        continue;
+      _cleanup_free_ char *src = printable_escaped (m.source, 256), *dst = printable_escaped (m.dest, 256);
+      printf ("mount:      %s on %s (%s)\n", src, dst, m.readonly ? "read-only" : "read-write");
+      sbx_hostmount_clear (&m);
+    }
   print_network_human (sb);
   printf ("oom kills:  %lld\n", (long long) sb->oom_kills);
   if (sbx_sandbox_pids_hits_known (sb))

@@ -59,6 +59,8 @@ visible_ro () {
   expect_contains "$output" "Read-only file system"
   run --separate-stderr sbx --json status "$id"
   expect_eq "$(jget 'd["options"]["mounts"]')" "[\"$h:/data:ro\"]" "options.mounts"
+  run --separate-stderr sbx status "$id"
+  expect_contains "$output" "mount:      $h on /data (read-only)"
   sbx terminate "$id" >/dev/null
 }
 
