@@ -60,9 +60,11 @@ int sbx_hostmount_open (const char *path, int *ret_fd, sbx_error **err);
 
 /* Everything checked of FD (from sbx_hostmount_open): the policy on
  * its real path; the same refused directories recognised by inode, among FD
- * and its parents (a bind mount of /etc elsewhere is /etc); and no socket of
- * a container engine in it (docker, containerd, podman, cri-o, buildkit) at
- * their known places or within SBX_HOSTMOUNT_SCAN_DEPTH levels. */
+ * and its parents (a bind mount of /etc elsewhere is /etc); and no entry
+ * named like a container engine's socket in it (docker, containerd,
+ * podman, cri-o, buildkit; a socket, file or symlink, not a directory) at
+ * their known places or within SBX_HOSTMOUNT_SCAN_DEPTH levels (the first
+ * SBX_HOSTMOUNT_SCAN_ENTRIES entries). ST NULL: no store of its own. */
 int sbx_hostmount_check (int fd, const sbx_conf *conf, const sbx_store *st, sbx_error **err);
 
 /* Opens and checks every entry of LIST (the record's form), then closes:
