@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "client.h"
 #include "disk.h"
+#include "hostmount.h"
 #include "image.h"
 #include "json.h"
 #include "lifecycle.h"
@@ -46,6 +47,7 @@ enum {
   O_SORT,
   O_PULL,
   O_VOLUME,
+  O_MOUNT,
 };
 
 #define CREATE_OPTS                                                                                                      \
@@ -87,6 +89,12 @@ enum {
       { "env", 'e', required_argument, "KEY=VALUE", "set an environment variable for every command (repeatable)" },      \
       { "volume", O_VOLUME, required_argument, "NAME:/PATH[:ro]",                                                        \
         "mount volume NAME (made if missing) at PATH, read-only with :ro (repeatable)" },                                \
+      { "mount",                                                                                                         \
+        O_MOUNT,                                                                                                         \
+        required_argument,                                                                                               \
+        "HOST:DEST[:ro|:rw]",                                                                                            \
+        "bind host directory HOST at DEST, read-only unless :rw (repeatable; what is refused: sbx-create(1))",           \
+        "@dir" },                                                                                                        \
   {                                                                                                                      \
     "cwd", O_CWD, required_argument, "DIR", "working directory for every command (absolute)"                             \
   }
@@ -158,6 +166,23 @@ set_str (char **dst, const char *v)
   *dst = xstrdup (v);
 }
 
+/* --mount HOST:DEST[:ro|:rw]: HOST made absolute from the caller's
+ * directory; the record keeps "HOST:DEST:ro|rw". */
+static int
+mount_opt (sbx_sandbox_opts *o, const char *arg, sbx_error **err)
+{
+  _cleanup_free_ char *cwd = getcwd (NULL, 0);
+  sbx_hostmount m;
+  if (strv_len (o->mounts) >= SBX_MOUNTS_MAX)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "--mount: at most %d host directories", SBX_MOUNTS_MAX);
+  if (sbx_hostmount_parse (arg, cwd, &m, err) < 0)
+    return -1;
+  _cleanup_free_ char *s = sbx_hostmount_format (&m);
+  sbx_hostmount_clear (&m);
+  strv_push (&o->mounts, s);
+  return 0;
+}
+
 /* Applies one create option; 1 if KEY was one, 0 if not, -1 on error. */
 static int
 create_opt (sbx_sandbox_opts *o, int key, const char *arg, sbx_error **err)
@@ -200,6 +225,8 @@ create_opt (sbx_sandbox_opts *o, int key, const char *arg, sbx_error **err)
     case O_PUBLIC:
       o->public_ports = true;
       return 1;
+    case O_MOUNT:
+      return mount_opt (o, arg, err) < 0 ? -1 : 1;
     case 'e':
       if (!env_entry_is_valid (arg))
         return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "--env: `%s` is not KEY=VALUE with a valid KEY", arg);
@@ -291,7 +318,8 @@ static int
 obtain_image (sbx_store *st, const struct create_args *a, sbx_image **ret, sbx_error **err)
 {
   _cleanup_conf_ sbx_conf *conf = NULL;
-  if (sbx_sandbox_opts_validate (&a->o, err) < 0 || sbx_conf_load (NULL, &conf, err) < 0)
+  if (sbx_sandbox_opts_validate (&a->o, err) < 0 || sbx_conf_load (NULL, &conf, err) < 0
+      || sbx_sandbox_opts_check_host (st, &a->o, conf, err) < 0)
     return -1;
   _cleanup_progress_ sbx_pull_opts po = { .platform = NULL };
   cli_progress_attach (&po, false);
@@ -499,6 +527,15 @@ print_status_human (const sbx_sandbox *sb, int64_t disk_used)
   printf ("disk:       %s\n", disk);
   for (size_t i = 0; sb->opts.volumes && sb->opts.volumes[i]; i++)
     printf ("volume:     %s\n", sb->opts.volumes[i]);
+  for (size_t i = 0; sb->opts.mounts && sb->opts.mounts[i]; i++)
+    {
+      sbx_hostmount m;
+      if (sbx_hostmount_parse (sb->opts.mounts[i], NULL, &m, NULL) < 0)
+        continue;
+      _cleanup_free_ char *src = printable_escaped (m.source, 256), *dst = printable_escaped (m.dest, 256);
+      printf ("mount:      %s on %s (%s)\n", src, dst, m.readonly ? "read-only" : "read-write");
+      sbx_hostmount_clear (&m);
+    }
   print_network_human (sb);
   printf ("oom kills:  %lld\n", (long long) sb->oom_kills);
   if (sbx_sandbox_pids_hits_known (sb))

@@ -3,6 +3,7 @@
  * per key, and the checks that make each value safe to build rules from. */
 #include "config.h"
 #include "conf.h"
+#include "hostmount.h"
 #include "sandbox.h"
 #include "util.h"
 
@@ -88,6 +89,8 @@ typedef enum conf_key {
   KEY_REGISTRY_INSECURE,
   KEY_REGISTRY_CERTS_DIR,
   KEY_REGISTRY_STALL_TIMEOUT,
+  KEY_MOUNT_DENY,
+  KEY_MOUNT_ALLOW,
   KEY__MAX
 } conf_key;
 
@@ -554,6 +557,53 @@ set_registry_stall_timeout (parser *p, const char *key, const char *v, sbx_error
   return 0;
 }
 
+/* ---- host directories ---- */
+
+/* One or more absolute paths, separated by blanks or commas, each made
+ * normal (no `.`, `//`, trailing `/`; a `..` is refused) and listed once. */
+static int
+add_mount_paths (parser *p, const char *key, const char *v, char ***list, sbx_error **err)
+{
+  if (v[strspn (v, " \t,")] == '\0')
+    return perr (p, key, err, "expected one or more absolute paths, such as `/srv/secret /home/alice/.ssh`");
+  for (const char *s = v; *s;)
+    {
+      size_t n = strcspn (s, " \t,");
+      if (n == 0)
+        {
+          s++;
+          continue;
+        }
+      _cleanup_free_ char *raw = xstrndup (s, n);
+      _cleanup_free_ char *q = printable_escaped (raw, 64);
+      _cleanup_free_ char *path = NULL;
+      _cleanup_error_ sbx_error *e = NULL;
+      if (sbx_hostpath_normalize (raw, &path, &e) < 0)
+        return perr (p, key, err, "`%s`: %s", q,
+                     raw[0] == '/' ? "not a normal absolute path (no `..`)" : "not an absolute path");
+      if (strv_len (*list) == SBX_CONF_MOUNT_PATHS_MAX)
+        return perr (p, key, err, "more than %d paths", SBX_CONF_MOUNT_PATHS_MAX);
+      for (size_t i = 0; *list && (*list)[i]; i++)
+        if (strcmp ((*list)[i], path) == 0)
+          return perr (p, key, err, "`%s` is listed twice", q);
+      strv_push (list, path);
+      s += n;
+    }
+  return 0;
+}
+
+static int
+add_mount_deny (parser *p, const char *key, const char *v, sbx_error **err)
+{
+  return add_mount_paths (p, key, v, &p->conf->mount_deny, err);
+}
+
+static int
+add_mount_allow (parser *p, const char *key, const char *v, sbx_error **err)
+{
+  return add_mount_paths (p, key, v, &p->conf->mount_allow, err);
+}
+
 typedef int (*key_setter) (parser *p, const char *key, const char *value, sbx_error **err);
 
 static const struct {
@@ -579,6 +629,8 @@ static const struct {
   [KEY_REGISTRY_INSECURE] = { "registry_insecure", add_registry_insecure, true },
   [KEY_REGISTRY_CERTS_DIR] = { "registry_certs_dir", set_registry_certs_dir, false },
   [KEY_REGISTRY_STALL_TIMEOUT] = { "registry_stall_timeout", set_registry_stall_timeout, false },
+  [KEY_MOUNT_DENY] = { "mount_deny", add_mount_deny, true },
+  [KEY_MOUNT_ALLOW] = { "mount_allow", add_mount_allow, true },
 };
 
 /* One line of N bytes (no newline, no NUL): `key = value`, a comment or blank. */
@@ -724,6 +776,8 @@ sbx_conf_free (sbx_conf *c)
       strv_free (c->registries[i].mirrors);
     }
   free (c->registries);
+  strv_free (c->mount_deny);
+  strv_free (c->mount_allow);
   free (c);
 }
 

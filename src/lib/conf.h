@@ -30,6 +30,7 @@
 #define SBX_CONF_HOST_MAX 253
 #define SBX_RESOLV_MAX 8
 #define SBX_CONF_HEAD_TIMEOUT_MAX 300 /* seconds, expose_head_timeout */
+#define SBX_CONF_MOUNT_PATHS_MAX 256  /* mount_deny, mount_allow: paths in each */
 
 /* The limits of a sandbox created without --memory or --cpu, unless the
  * file says otherwise (default_memory, default_cpu): what a hosted sandbox
@@ -84,6 +85,11 @@ typedef struct sbx_conf {
   unsigned registry_stall_timeout; /* seconds without a byte before a transfer is TIMEOUT; 0: the default */
   sbx_conf_registry *registries;
   size_t nregistries;
+  /* Host directories (--mount, hostmount.h): absolute normal paths, each
+   * refusing (deny) or, when the list is not empty, allowing only (allow)
+   * itself and what is below it; deny wins. NULL: none. */
+  char **mount_deny;
+  char **mount_allow;
 } sbx_conf;
 
 /* The entry for registry HOST, or NULL. */

@@ -3,6 +3,7 @@
 #include "lifecycle.h"
 #include "conf.h"
 #include "disk.h"
+#include "hostmount.h"
 #include "net.h"
 #include "cgroup.h"
 #include "image.h"
@@ -109,7 +110,18 @@ sbx_sandbox_opts_validate (const sbx_sandbox_opts *o, sbx_error **err)
     }
   if (sbx_volume_specs_check (o->volumes, err) < 0)
     return -1;
-  return 0;
+  return sbx_hostmounts_validate (o->mounts, err);
+}
+
+int
+sbx_sandbox_opts_check_host (const sbx_store *st, const sbx_sandbox_opts *o, const sbx_conf *conf, sbx_error **err)
+{
+  if (o->mounts == NULL || o->mounts[0] == NULL)
+    return 0;
+  _cleanup_conf_ sbx_conf *own = NULL;
+  if (conf == NULL && sbx_conf_load (NULL, &own, err) < 0)
+    return -1;
+  return sbx_hostmounts_check (o->mounts, conf ? conf : own, st, err);
 }
 
 static void
@@ -206,7 +218,7 @@ create_common (const sbx_store *st, sbx_sandbox_opts *opts, const sbx_image *ima
                int64_t chan_base, sbx_sandbox **ret, sbx_error **err)
 {
   if (apply_default_limits (opts, restore_from != NULL, err) < 0 || sbx_sandbox_opts_validate (opts, err) < 0
-      || sbx_store_begin_write (st, "create", err) < 0)
+      || sbx_sandbox_opts_check_host (st, opts, NULL, err) < 0 || sbx_store_begin_write (st, "create", err) < 0)
     return -1;
   /* Its layers stay referenced from here on: by this resolution until the
    * record names them (the record is saved before the lock goes). */

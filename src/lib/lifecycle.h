@@ -18,6 +18,13 @@ int sbx_sandbox_create (const sbx_store *st, sbx_sandbox_opts *opts, sbx_sandbox
  * naming the option): for a caller with work to do first (pulling the
  * image), so that bad input is refused before it. */
 int sbx_sandbox_opts_validate (const sbx_sandbox_opts *opts, sbx_error **err);
+/* What create checks of OPTS on the host before anything is made: each
+ * host directory (--mount) opened and checked as hostmount.h says
+ * (POLICY_REFUSED, NOT_FOUND, PATH_INVALID). CONF NULL: sbx.conf is read.
+ * The monitor checks again the fds it binds. */
+struct sbx_conf;
+int sbx_sandbox_opts_check_host (const sbx_store *st, const sbx_sandbox_opts *opts, const struct sbx_conf *conf,
+                                 sbx_error **err);
 /* The same from IMAGE (layers and config; its id may be NULL: an image
  * being built) rather than OPTS->image_ref. */
 struct sbx_image;

@@ -140,6 +140,10 @@ struct mon {
   sbx_proxy *proxy;
   struct relay **relays;
   size_t nrelays;
+  /* Host directories (--mount), bound under run_dir/mounts (hostmount.h),
+   * as the spec binds them. */
+  sbx_spec_bind *binds;
+  size_t nbinds;
 };
 
 /* One process as JSON: as `sbx ps` and `sbx proc` show it (PROC_VIEW), or
@@ -232,11 +236,10 @@ int mon_net_finish (struct mon *m, sbx_error **err);
 int mon_private_mount_ns (sbx_error **err);
 int mon_mount_root (struct mon *m, sbx_error **err);
 /* The sandbox's volumes, each mounted at RUN/sandboxes/ID/volumes/I in the
- * monitor's namespace, as the spec's extra bind mounts (*RET, *RET_N). */
-int mon_mount_volumes (struct mon *m, sbx_spec_bind **ret, size_t *ret_n, sbx_error **err);
-void mon_spec_binds_free (sbx_spec_bind *b, size_t n);
-/* Unmounts them (teardown), before RUN/sandboxes/ID goes. */
-void mon_umount_volumes (struct mon *m);
+ * monitor's namespace, appended to M's extra bind mounts (m->binds). */
+int mon_mount_volumes (struct mon *m, sbx_error **err);
+/* Unmounts them (teardown), before RUN/sandboxes/ID goes; -1 if one stays. */
+int mon_umount_volumes (struct mon *m);
 void *mon_disk_attach (void *arg);
 bool mon_runtime_detached (const struct mon *m);
 int mon_runtime_go (struct mon *m, sbx_error **err);

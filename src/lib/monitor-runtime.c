@@ -50,32 +50,21 @@ mon_mount_root (struct mon *m, sbx_error **err)
   return sbx_sandbox_mount_root_att (m->st, m->sb, false, &m->disk_pre, err);
 }
 
-void
-mon_spec_binds_free (sbx_spec_bind *b, size_t n)
-{
-  for (size_t i = 0; b && i < n; i++)
-    {
-      free (b[i].source);
-      free (b[i].dest);
-    }
-  free (b);
-}
-
 /* The runtime's process, forked into this namespace already, sees them:
  * runc binds them, runsc's gofer serves them (shared file access). */
 int
-mon_mount_volumes (struct mon *m, sbx_spec_bind **ret, size_t *ret_n, sbx_error **err)
+mon_mount_volumes (struct mon *m, sbx_error **err)
 {
   char **specs = m->sb->opts.volumes;
   size_t n = specs ? strv_len (specs) : 0;
-  *ret = NULL;
-  *ret_n = 0;
   if (n == 0)
     return 0;
   _cleanup_free_ char *dir = xasprintf ("%s/volumes", m->run_dir);
   if (mkdir (dir, 0700) < 0 && errno != EEXIST)
     return sbx_error_errno (err, errno, "mkdir `%s`", dir);
-  sbx_spec_bind *b = xmalloc0 (n * sizeof *b);
+  /* After the host directories in the same list (monitor.c), which owns
+   * it and frees it at teardown. */
+  m->binds = xrealloc (m->binds, (m->nbinds + n) * sizeof *m->binds);
   for (size_t i = 0; i < n; i++)
     {
       sbx_volume_spec v = { NULL };
@@ -83,27 +72,29 @@ mon_mount_volumes (struct mon *m, sbx_spec_bind **ret, size_t *ret_n, sbx_error 
       if (sbx_volume_spec_parse (specs[i], &v, err) < 0 || sbx_volume_mount (m->st, &v, mnt, err) < 0)
         {
           sbx_volume_spec_clear (&v);
-          mon_spec_binds_free (b, i);
           return sbx_error_wrap (err, "--volume %s", specs[i]);
         }
-      b[i] = (sbx_spec_bind){ .source = steal_pointer (&mnt), .dest = steal_pointer (&v.dest), .readonly = v.readonly };
+      m->binds[m->nbinds++]
+          = (sbx_spec_bind){ .source = steal_pointer (&mnt), .destination = steal_pointer (&v.dest), .readonly = v.readonly };
       sbx_volume_spec_clear (&v);
     }
   mon_log (m, "%zu volume%s mounted", n, n > 1 ? "s" : "");
-  *ret = b;
-  *ret_n = n;
   return 0;
 }
 
-void
+/* 0 when every volume's mount is gone (or was never made). */
+int
 mon_umount_volumes (struct mon *m)
 {
   size_t n = m->sb->opts.volumes ? strv_len (m->sb->opts.volumes) : 0;
+  int ret = 0;
   for (size_t i = 0; i < n; i++)
     {
       _cleanup_free_ char *mnt = xasprintf ("%s/volumes/%zu", m->run_dir, i);
-      umount2 (mnt, MNT_DETACH);
+      if (umount2 (mnt, MNT_DETACH | UMOUNT_NOFOLLOW) < 0 && errno != EINVAL && errno != ENOENT)
+        ret = -1;
     }
+  return ret;
 }
 
 /* Binding the disk's loop device waits for an RCU grace period of the

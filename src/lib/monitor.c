@@ -21,6 +21,7 @@
 #include "monitor.h"
 #include "caps.h"
 #include "disk.h"
+#include "hostmount.h"
 #include "net.h"
 #include "proxy.h"
 #include "resolver.h"
@@ -588,9 +589,13 @@ setup (struct mon *m, sbx_error **err)
     pthread_join (disk_thread, NULL);
   if (r == 0)
     r = mon_mount_root (m, err);
-  sbx_spec_bind *binds = NULL;
-  size_t n_binds = 0;
-  if (r == 0 && (r = mon_mount_volumes (m, &binds, &n_binds, err)) < 0)
+  /* From fds opened and checked here, in this namespace: what the user
+   * named is bound, whatever a path became since create checked it. Then
+   * the volumes, after them in the same list. */
+  if (r == 0
+      && (r = sbx_hostmounts_bind (m->sb->opts.mounts, m->conf, m->st, m->run_dir, &m->binds, &m->nbinds, err)) < 0)
+    step = "host directories";
+  if (r == 0 && (r = mon_mount_volumes (m, err)) < 0)
     step = "mount volumes";
   sbx_disk_att_clear (&m->disk_pre);
   if (threaded)
@@ -606,22 +611,15 @@ setup (struct mon *m, sbx_error **err)
     }
   if (plan.err)
     {
-      mon_spec_binds_free (binds, n_binds);
       *err = plan.err;
       return sbx_error_wrap (err, "network");
     }
   if (mon_net_finish (m, err) < 0)
-    {
-      mon_spec_binds_free (binds, n_binds);
-      return -1;
-    }
+    return -1;
   _cleanup_free_ char *merged = xasprintf ("%s/rootfs", m->dir);
   m->root_fd = open (merged, O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (m->root_fd < 0)
-    {
-      mon_spec_binds_free (binds, n_binds);
-      return sbx_error_errno (err, errno, "open the merged root");
-    }
+    return sbx_error_errno (err, errno, "open the merged root");
   _cleanup_free_ char *bundle = xasprintf ("%s/bundle", m->dir);
   _cleanup_free_ char *ctr_cgroup = xasprintf ("%s/ctr", m->cgroup);
   /* The namespace by the monitor's own fd of it: its bind mount was made
@@ -634,11 +632,9 @@ setup (struct mon *m, sbx_error **err)
                          .runtime = m->rt->name,
                          .netns_path = netns,
                          .resolv_conf = resolv,
-                         .binds = binds,
-                         .n_binds = n_binds };
-  r = sbx_spec_write (&sp, bundle, err);
-  mon_spec_binds_free (binds, n_binds);
-  if (r < 0)
+                         .binds = m->binds,
+                         .nbinds = m->nbinds };
+  if (sbx_spec_write (&sp, bundle, err) < 0)
     return sbx_error_wrap (err, "write bundle");
   mon_log (m, "root mounted, bundle written: starting %s", m->rt->name);
   r = mon_runtime_go (m, err);
@@ -740,8 +736,21 @@ teardown (struct mon *m)
     }
   strv_free (m->sb->urls);
   m->sb->urls = NULL;
-  mon_umount_volumes (m);
-  rm_rf (m->run_dir, NULL);
+  /* The host directories and volumes first: removing the run directory
+   * must never reach into one (a bind on the same filesystem looks like a
+   * directory). */
+  size_t nmounts = m->sb->opts.mounts ? strv_len (m->sb->opts.mounts) : 0;
+  bool unbound = sbx_hostmounts_unbind (m->run_dir, nmounts) == 0;
+  if (mon_umount_volumes (m) < 0)
+    unbound = false;
+  sbx_spec_binds_free (m->binds, m->nbinds);
+  m->binds = NULL;
+  m->nbinds = 0;
+  if (unbound)
+    rm_rf (m->run_dir, NULL);
+  else
+    mon_log (m, "a host directory or volume could not be unmounted: %s is left for its namespace to take",
+             m->run_dir);
   /* The overlay lives in our private mount namespace and would go with us;
    * unmounting it now lets the final state mean "nothing is left". */
   _cleanup_free_ char *rootfs = xasprintf ("%s/rootfs", m->dir);

@@ -28,6 +28,8 @@
 #define SBX_PORTS_MAX 64
 /* --volume: how many volumes a sandbox mounts. */
 #define SBX_VOLUMES_MAX 32
+/* --mount: how many host directories a sandbox binds. */
+#define SBX_MOUNTS_MAX 32
 
 /* A snapshot's metadata (snapshot.json): read no further. */
 #define SBX_SNAPSHOT_JSON_MAX (1 << 20)

@@ -123,16 +123,27 @@ gen_mount (yajl_gen g, const char *dest, const char *type, const char *src, cons
   j_endmap (g);
 }
 
-/* The extra bind mounts, each on a mount the monitor prepared (its own
- * flags already nosuid, nodev and, read-only, ro): the same for both
- * runtimes. */
+void
+sbx_spec_binds_free (sbx_spec_bind *binds, size_t n)
+{
+  for (size_t i = 0; binds && i < n; i++)
+    {
+      free (binds[i].source);
+      free (binds[i].destination);
+    }
+  free (binds);
+}
+
+/* The extra binds (sbx_spec_bind): "bind", not "rbind", so that nothing
+ * mounted below a source comes along; read-only is also on the source's
+ * own mount (hostmount.c), this says it again to the runtime. */
 static void
 gen_binds (yajl_gen g, const sbx_spec_params *p)
 {
-  static const char *const rw[] = { "bind", "rw", "nosuid", "nodev", NULL };
   static const char *const ro[] = { "bind", "ro", "nosuid", "nodev", NULL };
-  for (size_t i = 0; i < p->n_binds; i++)
-    gen_mount (g, p->binds[i].dest, "bind", p->binds[i].source, p->binds[i].readonly ? ro : rw);
+  static const char *const rw[] = { "bind", "rw", "nosuid", "nodev", NULL };
+  for (size_t i = 0; i < p->nbinds; i++)
+    gen_mount (g, p->binds[i].destination, "bind", p->binds[i].source, p->binds[i].readonly ? ro : rw);
 }
 
 static void

@@ -3,19 +3,26 @@
 #ifndef SBX_SPEC_H
 #define SBX_SPEC_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 #include "error.h"
 #include "sandbox.h"
 #include "store.h"
 
 #define SBX_INIT_IN_SANDBOX "/.sbx/init"
 
-/* A bind mount the monitor prepared at SOURCE (a path of its own, in its
- * mount namespace), shown in the sandbox at DEST. */
+/* A bind mount the spec adds after its own (host directories, volumes):
+ * SOURCE, a host path of sbx's own (the runtime opens it by path), on
+ * DESTINATION in the sandbox; nosuid, nodev, not recursive, read-only when
+ * READONLY. */
 typedef struct sbx_spec_bind {
   char *source;
-  char *dest;
+  char *destination;
   bool readonly;
 } sbx_spec_bind;
+
+void sbx_spec_binds_free (sbx_spec_bind *binds, size_t n);
 
 typedef struct sbx_spec_params {
   const sbx_sandbox *sb;
@@ -24,8 +31,8 @@ typedef struct sbx_spec_params {
   const char *runtime;        /* "runc" or "runsc" */
   const char *netns_path;     /* the network namespace to join (runc); NULL: a new one */
   const char *resolv_conf;    /* bound read-only on /etc/resolv.conf; NULL: the image's */
-  const sbx_spec_bind *binds; /* the extra bind mounts (volumes), after sbx's own */
-  size_t n_binds;
+  const sbx_spec_bind *binds; /* extra bind mounts, in order, after sbx's own */
+  size_t nbinds;
 } sbx_spec_params;
 
 /* The default capability set: the container ecosystem's, nothing more. */

@@ -183,6 +183,25 @@ check_registries (const sbx_conf *c)
     }
 }
 
+/* mount_deny, mount_allow: absolute, normal (no `.`, `..`, `//`, trailing
+ * `/`), each once, within their bound. */
+static void
+check_mount_paths (char *const *list)
+{
+  size_t n = strv_len (list);
+  CHECK (n <= SBX_CONF_MOUNT_PATHS_MAX);
+  for (size_t i = 0; i < n; i++)
+    {
+      const char *p = list[i];
+      size_t l = strlen (p);
+      CHECK (p[0] == '/' && (l == 1 || p[l - 1] != '/') && strstr (p, "//") == NULL);
+      CHECK (strstr (p, "/./") == NULL && strstr (p, "/../") == NULL && strcspn (p, " \t,") == l);
+      CHECK (!(l >= 2 && strcmp (p + l - 2, "/.") == 0) && !(l >= 3 && strcmp (p + l - 3, "/..") == 0));
+      for (size_t j = 0; j < i; j++)
+        CHECK (strcmp (p, list[j]) != 0);
+    }
+}
+
 /* C written back out as a file. */
 static char *
 conf_text (const sbx_conf *c, size_t *ret_len)
@@ -223,6 +242,10 @@ conf_text (const sbx_conf *c, size_t *ret_len)
       for (size_t j = 0; c->registries[i].mirrors && c->registries[i].mirrors[j]; j++)
         fprintf (f, "registry_mirror = %s %s\n", c->registries[i].host, c->registries[i].mirrors[j]);
     }
+  for (size_t i = 0; c->mount_deny && c->mount_deny[i]; i++)
+    fprintf (f, "mount_deny = %s\n", c->mount_deny[i]);
+  for (size_t i = 0; c->mount_allow && c->mount_allow[i]; i++)
+    fprintf (f, "mount_allow = %s\n", c->mount_allow[i]);
   CHECK (fclose (f) == 0);
   *ret_len = len;
   return buf;
@@ -258,6 +281,12 @@ check_round_trip (const sbx_conf *c)
       for (size_t j = 0; r->mirrors && r->mirrors[j]; j++)
         CHECK (strcmp (r->mirrors[j], c->registries[i].mirrors[j]) == 0);
     }
+  CHECK (strv_len (c->mount_deny) == strv_len (d->mount_deny)
+         && strv_len (c->mount_allow) == strv_len (d->mount_allow));
+  for (size_t i = 0; c->mount_deny && c->mount_deny[i]; i++)
+    CHECK (strcmp (c->mount_deny[i], d->mount_deny[i]) == 0);
+  for (size_t i = 0; c->mount_allow && c->mount_allow[i]; i++)
+    CHECK (strcmp (c->mount_allow[i], d->mount_allow[i]) == 0);
   sbx_conf_free (d);
   free (text);
 }
@@ -291,6 +320,8 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     {
       check_conf (c);
       check_registries (c);
+      check_mount_paths (c->mount_deny);
+      check_mount_paths (c->mount_allow);
       check_round_trip (c);
       accepted++;
       sbx_conf_free (c);
@@ -323,6 +354,8 @@ static const char *const seeds[] = {
   "registry_certs_dir = /etc/sbx/certs.d\nregistry_stall_timeout = 30\n",
   "registry_insecure = [::1]:5000\nregistry_mirror =\tlocalhost:5000\tlocalhost:5001\n"
   "unqualified_registry = localhost:5000\nregistry_stall_timeout = 3600\n",
+  "mount_deny = /srv/secret /home/*/.ssh\nmount_allow = /home,/srv/./projects/\nmount_deny = /data//x\n",
+  "mount_allow = /\nmount_deny = /srv\n",
 };
 
 static const char *const tokens[] = { "=",
@@ -368,7 +401,12 @@ static const char *const tokens[] = { "=",
                                       ":65535",
                                       ":0",
                                       "/..",
-                                      "https://" };
+                                      "https://",
+                                      "mount_deny = /a\n",
+                                      "mount_allow = /b/c\n",
+                                      ",",
+                                      "/./",
+                                      "//" };
 
 int
 main (void)

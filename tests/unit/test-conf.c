@@ -114,6 +114,62 @@ test_sizes (void)
     }
 }
 
+static bool
+strv_is (char *const *v, const char *const *want)
+{
+  size_t i = 0;
+  for (; want[i]; i++)
+    if (v == NULL || v[i] == NULL || strcmp (v[i], want[i]) != 0)
+      return false;
+  return v == NULL ? i == 0 : v[i] == NULL;
+}
+
+/* mount_deny, mount_allow: lists of absolute paths, made normal, each once. */
+static void
+test_mount_paths (void)
+{
+  _cleanup_error_ sbx_error *err = NULL;
+  _cleanup_conf_ sbx_conf *c = parse ("pool4 = 10.9.0.0/16\n", &err);
+  tap_ok (c && c->mount_deny == NULL && c->mount_allow == NULL, "mount_deny, mount_allow: none by default");
+  sbx_conf_free (steal_pointer (&c));
+  c = parse ("mount_deny = /srv/secret\nmount_deny = /data//keys/ /home/alice/.ssh,/opt/./x\n"
+             "mount_allow = /home\t/srv\nmount_allow = /\n",
+             &err);
+  static const char *const deny[] = { "/srv/secret", "/data/keys", "/home/alice/.ssh", "/opt/x", NULL };
+  static const char *const allow[] = { "/home", "/srv", "/", NULL };
+  tap_ok (c && strv_is (c->mount_deny, deny) && strv_is (c->mount_allow, allow),
+          "repeatable, several paths a line (blanks or commas), each made normal (%s)", errmsg (err));
+  sbx_conf_free (steal_pointer (&c));
+  static const char *const bad[][2] = {
+    { "mount_deny = srv\n", "t.conf:1: mount_deny: `srv`: not an absolute path" },
+    { "mount_allow = /srv/../etc\n", "t.conf:1: mount_allow: `/srv/../etc`: not a normal absolute path (no `..`)" },
+    { "mount_deny = /a /b\nmount_deny = /b/\n", "t.conf:2: mount_deny: `/b/` is listed twice" },
+    { "mount_deny = ,\n", "t.conf:1: mount_deny: expected one or more absolute paths" },
+    { "mount_allow = /ok ./rel\n", "t.conf:1: mount_allow: `./rel`: not an absolute path" },
+  };
+  for (size_t i = 0; i < ARRAY_SIZE (bad); i++)
+    {
+      sbx_error_free (err);
+      err = NULL;
+      sbx_conf *b = parse (bad[i][0], &err);
+      tap_ok (b == NULL && err && err->code == SBX_E_INVALID_ARGUMENT && strstr (err->msg, bad[i][1]),
+              "refused: %s (%s)", bad[i][1], errmsg (err));
+      sbx_conf_free (b);
+    }
+  _cleanup_free_ char *many = xstrdup ("mount_deny =");
+  for (int i = 0; i <= SBX_CONF_MOUNT_PATHS_MAX; i++)
+    {
+      char *m = xasprintf ("%s /p%d", many, i);
+      free (many);
+      many = m;
+    }
+  sbx_error_free (err);
+  err = NULL;
+  c = parse (many, &err);
+  tap_ok (c == NULL && err && strstr (err->msg, "more than 256 paths"), "at most %d paths (%s)",
+          SBX_CONF_MOUNT_PATHS_MAX, errmsg (err));
+}
+
 /* The registry keys: unqualified_registry, registry_mirror,
  * registry_insecure, registry_certs_dir, registry_stall_timeout. */
 static void
@@ -790,6 +846,7 @@ main (void)
   test_values ();
   test_limits ();
   test_registries ();
+  test_mount_paths ();
   test_errors ();
   test_load ();
   test_resolv ();

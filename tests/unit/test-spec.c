@@ -204,7 +204,7 @@ test_common (const char *rt, yajl_val doc)
 int
 main (void)
 {
-  tap_plan (2 * 13 + 14);
+  tap_plan (2 * 13 + 15);
 
   sbx_sandbox sb = { .id = (char *) "sb-0123456789ab" };
   yajl_val runsc = spec_for (&sb, "runsc", NULL, NULL);
@@ -254,31 +254,37 @@ main (void)
           "runc: ping without CAP_NET_RAW (net.ipv4.ping_group_range)");
   tap_ok (at (runsc, "linux", "sysctl", NULL) == NULL, "runsc: no sysctl (gVisor takes none)");
 
-  /* The extra bind mounts (volumes), after sbx's own, as given. */
-  sbx_spec_bind binds[] = { { (char *) "/run/sbx/sandboxes/x/volumes/0", (char *) "/data", false },
-                            { (char *) "/run/sbx/sandboxes/x/volumes/1", (char *) "/ro", true } };
+  yajl_tree_free (runsc);
+  yajl_tree_free (runc);
+
+  /* Extra binds (host directories, volumes): after sbx's own, in order,
+   * "bind" (not rbind), nosuid, nodev, ro or rw. */
+  sbx_spec_bind binds[] = { { (char *) "/run/sbx/sandboxes/x/mounts/0", (char *) "/data", true },
+                            { (char *) "/run/sbx/sandboxes/x/mounts/1", (char *) "/tmp/out", false } };
   sbx_spec_params bp = { .sb = &sb,
                          .rootfs = "/r",
                          .cgroup_path = "/c",
-                         .runtime = "runc",
+                         .runtime = "runsc",
                          .binds = binds,
-                         .n_binds = 2 };
+                         .nbinds = 2 };
   _cleanup_free_ char *bjson = NULL;
-  size_t blen = 0;
+  size_t blen;
   char ebuf[256];
   yajl_val bdoc = sbx_spec_generate (&bp, &bjson, &blen, NULL) == 0 ? yajl_tree_parse (bjson, ebuf, sizeof ebuf) : NULL;
-  yajl_val b0 = bdoc ? mount_at (bdoc, "/data") : NULL, b1 = bdoc ? mount_at (bdoc, "/ro") : NULL;
-  tap_ok (b0 && b1 && strcmp (str_of (at (b0, "type", NULL)), "bind") == 0
-              && strcmp (str_of (at (b0, "source", NULL)), "/run/sbx/sandboxes/x/volumes/0") == 0
-              && has_string (at (b0, "options", NULL), "rw") && has_string (at (b0, "options", NULL), "nosuid")
-              && has_string (at (b0, "options", NULL), "nodev") && has_string (at (b1, "options", NULL), "ro")
-              && !has_string (at (b1, "options", NULL), "rw"),
-          "extra bind mounts: bind, nosuid, nodev, rw or ro as given");
-  if (bdoc)
-    yajl_tree_free (bdoc);
-
-  yajl_tree_free (runsc);
-  yajl_tree_free (runc);
+  yajl_val b0 = bdoc ? mount_at (bdoc, "/data") : NULL, b1 = bdoc ? mount_at (bdoc, "/tmp/out") : NULL;
+  yajl_val ms = bdoc ? at (bdoc, "mounts", NULL) : NULL;
+  tap_ok (b0 && b1 && ms && ms->u.array.values[ms->u.array.len - 2] == b0
+              && ms->u.array.values[ms->u.array.len - 1] == b1
+              && at (ms->u.array.values[ms->u.array.len - 3], "destination", NULL) != NULL
+              && strcmp (str_of (at (ms->u.array.values[ms->u.array.len - 3], "destination", NULL)), "/tmp") == 0,
+          "extra binds come last, in their order, after sbx's own (/tmp under runsc)");
+  tap_ok (b0 && b1 && strcmp (str_of (at (b0, "source", NULL)), "/run/sbx/sandboxes/x/mounts/0") == 0
+              && strcmp (str_of (at (b0, "type", NULL)), "bind") == 0 && has_string (at (b0, "options", NULL), "bind")
+              && !has_string (at (b0, "options", NULL), "rbind") && has_string (at (b0, "options", NULL), "ro")
+              && has_string (at (b0, "options", NULL), "nosuid") && has_string (at (b0, "options", NULL), "nodev")
+              && has_string (at (b1, "options", NULL), "rw") && !has_string (at (b1, "options", NULL), "ro"),
+          "an extra bind: type bind, not recursive, nosuid, nodev, ro or rw as asked");
+  yajl_tree_free (bdoc);
 
   /* sbx_spec_write: the bundle's config.json, private, the same document. */
   char tmpl[] = "/tmp/sbx-test-spec-XXXXXX";
