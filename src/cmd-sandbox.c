@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "client.h"
+#include "copyin.h"
 #include "disk.h"
 #include "image.h"
 #include "json.h"
@@ -45,6 +46,7 @@ enum {
   O_DISK,
   O_SORT,
   O_PULL,
+  O_COPY_IN,
 };
 
 #define CREATE_OPTS                                                                                                      \
@@ -84,6 +86,13 @@ enum {
         "when the keep-warm time runs out: terminate (default) or pause",                                                \
         "terminate pause" },                                                                                             \
       { "env", 'e', required_argument, "KEY=VALUE", "set an environment variable for every command (repeatable)" },      \
+      { "copy-in",                                                                                                       \
+        O_COPY_IN,                                                                                                       \
+        required_argument,                                                                                               \
+        "HOSTDIR[:/DEST]",                                                                                               \
+        "copy a host directory's tree into the sandbox before its first command (default DEST /workspace; "              \
+        "honours HOSTDIR/.sbxignore; repeatable)",                                                                       \
+        "@dir" },                                                                                                        \
   {                                                                                                                      \
     "cwd", O_CWD, required_argument, "DIR", "working directory for every command (absolute)"                             \
   }
@@ -183,6 +192,15 @@ create_opt (sbx_sandbox_opts *o, int key, const char *arg, sbx_error **err)
     case O_PUBLIC:
       o->public_ports = true;
       return 1;
+    case O_COPY_IN: /* the host directory checked with the other options (validate_opts) */
+      {
+        if (strv_len (o->copy_in) >= SBX_COPY_IN_MAX)
+          return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "--copy-in: at most %d trees", SBX_COPY_IN_MAX);
+        _cleanup_free_ char *cwd = getcwd (NULL, 0);
+        _cleanup_free_ char *abs = sbx_copyin_absolute (arg, cwd);
+        strv_push (&o->copy_in, abs);
+        return 1;
+      }
     case 'e':
       if (!env_entry_is_valid (arg))
         return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "--env: `%s` is not KEY=VALUE with a valid KEY", arg);

@@ -22,6 +22,8 @@
 #define SBX_TIMEOUT_MAX 86400
 /* --port: how many ports a sandbox exposes at create. */
 #define SBX_PORTS_MAX 64
+/* --copy-in: how many trees one sandbox takes. */
+#define SBX_COPY_IN_MAX 16
 
 /* A snapshot's metadata (snapshot.json): read no further. */
 #define SBX_SNAPSHOT_JSON_MAX (1 << 20)
