@@ -8,9 +8,9 @@
 function __sbx_opts_with_arg
     switch $argv[1]
         case create
-            printf '%s\n' --image --pull --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --cwd
+            printf '%s\n' --image --pull --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --copy-in --cwd
         case run
-            printf '%s\n' --image --pull --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --cwd
+            printf '%s\n' --image --pull --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --copy-in --cwd
         case exec
             printf '%s\n' -e --env --cwd --user --timeout
         case run-code
@@ -254,6 +254,7 @@ complete -c sbx -n '__sbx_opts_for create' -l keep-warm -x -a '-1 60 600 3600' -
 complete -c sbx -n '__sbx_opts_for create' -l timeout -x -d 'Hard lifetime (default 3600, at most 86400)'
 complete -c sbx -n '__sbx_opts_for create' -l on-idle -x -a 'terminate pause' -d 'When the keep-warm time runs out: terminate (default) or pause'
 complete -c sbx -n '__sbx_opts_for create' -s e -l env -x -d 'Set an environment variable for every command (repeatable)'
+complete -c sbx -n '__sbx_opts_for create' -l copy-in -x -a '(__fish_complete_directories)' -d 'Copy a host directory\'s tree into the sandbox before its first command (default DEST /workspace; honours HOSTDIR/.sbxignore; repeatable)'
 complete -c sbx -n '__sbx_opts_for create' -l cwd -x -d 'Working directory for every command (absolute)'
 
 # run
@@ -273,6 +274,7 @@ complete -c sbx -n '__sbx_opts_for run' -l keep-warm -x -a '-1 60 600 3600' -d '
 complete -c sbx -n '__sbx_opts_for run' -l timeout -x -d 'Hard lifetime (default 3600, at most 86400)'
 complete -c sbx -n '__sbx_opts_for run' -l on-idle -x -a 'terminate pause' -d 'When the keep-warm time runs out: terminate (default) or pause'
 complete -c sbx -n '__sbx_opts_for run' -s e -l env -x -d 'Set an environment variable for every command (repeatable)'
+complete -c sbx -n '__sbx_opts_for run' -l copy-in -x -a '(__fish_complete_directories)' -d 'Copy a host directory\'s tree into the sandbox before its first command (default DEST /workspace; honours HOSTDIR/.sbxignore; repeatable)'
 complete -c sbx -n '__sbx_opts_for run' -l cwd -x -d 'Working directory for every command (absolute)'
 complete -c sbx -n '__sbx_opts_for run' -l rm -d 'Remove the sandbox and its files afterwards'
 
