@@ -201,12 +201,12 @@ workspace_case () {
   run --separate-stderr sbx export --compression none ws-untouched "$BATS_TEST_TMPDIR/ws.tar"
   expect_status 0
   mkdir -p "$BATS_TEST_TMPDIR/ws"
-  tar -C "$BATS_TEST_TMPDIR/ws" -xf "$BATS_TEST_TMPDIR/ws.tar"
+  tar --warning=no-unknown-keyword -C "$BATS_TEST_TMPDIR/ws" -xf "$BATS_TEST_TMPDIR/ws.tar"
   # The image's layers (as the export has them) name no workspace entry but
   # the base's: the commit added none.
   local found=0 blob
   for blob in "$BATS_TEST_TMPDIR"/ws/blobs/sha256/*; do
-    if tar -tf "$blob" 2>/dev/null | grep -q '^\(\./\)\?workspace/\?$'; then
+    if tar --warning=no-unknown-keyword -tf "$blob" 2>/dev/null | grep -q '^\(\./\)\?workspace/\?$'; then
       found=$((found + 1))
     fi
   done
