@@ -321,14 +321,13 @@ entry_type (int src, const struct dirent *ent)
 static int
 copy_tree (struct walk *w, int src, int dst, int depth, sbx_error **err)
 {
-  DIR *d = fdopendir (src);
+  _cleanup_closedir_ DIR *d = fdopendir (src);
   if (d == NULL)
     {
       int e = errno;
       close (src);
       return host_error (w, e, "read", err);
     }
-  _cleanup_closedir_ DIR *dguard = d;
   size_t base = strlen (w->rel);
   struct dirent *ent;
   errno = 0;
