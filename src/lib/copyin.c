@@ -30,8 +30,9 @@ struct walk {
   const char *dest;
   sbx_ignore *ig;
   sbx_copyin_stats *stats;
-  int method; /* 0 copy_file_range, 1 sendfile, 2 read/write */
-  char *buf;  /* read/write's buffer, made on first use */
+  struct stat root_st; /* the sandbox's root: a host tree holding it is not entered there */
+  int method;          /* 0 copy_file_range, 1 sendfile, 2 read/write */
+  char *buf;           /* read/write's buffer, made on first use */
   char rel[PATH_MAX];
 };
 
@@ -286,6 +287,12 @@ copy_subdir (struct walk *w, int src, int dst, const char *name, int depth, sbx_
   struct stat st;
   if (fstat (in, &st) < 0)
     return host_error (w, errno, "stat", err);
+  /* A HOSTDIR above sbx's store would reach the root being written. */
+  if (st.st_dev == w->root_st.st_dev && st.st_ino == w->root_st.st_ino)
+    {
+      w->stats->skipped++;
+      return 0;
+    }
   int r = mkdirat (dst, name, 0700);
   if (r < 0 && errno == EEXIST && replace_existing (dst, name, true) == 0)
     r = mkdirat (dst, name, 0700);
@@ -396,6 +403,8 @@ sbx_copyin (int root, const char *spec, sbx_copyin_stats *stats, sbx_error **err
   if (sbx_copyin_parse (spec, &host, &dest, err) < 0 || open_host (spec, host, &top, err) < 0)
     return -1;
   struct walk w = { .host = host, .dest = dest, .stats = stats };
+  if (fstat (root, &w.root_st) < 0)
+    return sbx_error_errno (err, errno, "stat the sandbox's root");
   _cleanup_ignore_ sbx_ignore *ig = NULL;
   if (load_ignore (&w, top, err) < 0)
     return -1;
