@@ -15,8 +15,8 @@ _sbx_fs_verbs='read write upload download ls stat mkdir rm rmdir find replace wa
 # The options of command $1.
 _sbx_opts() {
 	case $1 in
-	create) echo '--image --pull --name --cpu --memory --pids --disk --runtime --block-network --allow --port --public --keep-warm --timeout --on-idle -e --env --volume --mount --cwd' ;;
-	run) echo '--image --pull --name --cpu --memory --pids --disk --runtime --block-network --allow --port --public --keep-warm --timeout --on-idle -e --env --volume --mount --cwd --rm' ;;
+	create) echo '--image --pull --name --cpu --memory --pids --disk --runtime --block-network --allow --port --public --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --cwd' ;;
+	run) echo '--image --pull --name --cpu --memory --pids --disk --runtime --block-network --allow --port --public --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --cwd --rm' ;;
 	exec) echo '-i --interactive -t --tty -d --detach -e --env --cwd --user --timeout' ;;
 	run-code) echo '-l --lang -e --env --cwd --timeout' ;;
 	ps) echo '-q --quiet' ;;
@@ -47,8 +47,8 @@ _sbx_opts() {
 # The options of command $1 that take a value.
 _sbx_opts_with_arg() {
 	case $1 in
-	create) echo '--image --pull --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --volume --mount --cwd' ;;
-	run) echo '--image --pull --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --volume --mount --cwd' ;;
+	create) echo '--image --pull --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --cwd' ;;
+	run) echo '--image --pull --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --cwd' ;;
 	exec) echo '-e --env --cwd --user --timeout' ;;
 	run-code) echo '-l --lang -e --env --cwd --timeout' ;;
 	proc) echo '--timeout -s --signal' ;;
@@ -94,12 +94,14 @@ _sbx_value() {
 	create:--keep-warm) _sbx_words '-1 60 600 3600' ;;
 	create:--on-idle) _sbx_words 'terminate pause' ;;
 	create:--mount) _sbx_dirs ;;
+	create:--copy-in) _sbx_dirs ;;
 	run:--image) _sbx_words "$(_sbx_images)" ;;
 	run:--pull) _sbx_words 'missing always never' ;;
 	run:--runtime) _sbx_words 'runsc runc' ;;
 	run:--keep-warm) _sbx_words '-1 60 600 3600' ;;
 	run:--on-idle) _sbx_words 'terminate pause' ;;
 	run:--mount) _sbx_dirs ;;
+	run:--copy-in) _sbx_dirs ;;
 	run-code:-l | run-code:--lang) _sbx_words 'python sh bash node' ;;
 	proc:-s | proc:--signal) _sbx_words 'HUP INT QUIT KILL USR1 USR2 ALRM TERM CONT STOP' ;;
 	fs:--limit) _sbx_words '200 1000 10000' ;;

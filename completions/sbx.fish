@@ -8,9 +8,9 @@
 function __sbx_opts_with_arg
     switch $argv[1]
         case create
-            printf '%s\n' --image --pull --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --volume --mount --cwd
+            printf '%s\n' --image --pull --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --cwd
         case run
-            printf '%s\n' --image --pull --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --volume --mount --cwd
+            printf '%s\n' --image --pull --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --cwd
         case exec
             printf '%s\n' -e --env --cwd --user --timeout
         case run-code
@@ -262,6 +262,7 @@ complete -c sbx -n '__sbx_opts_for create' -l on-idle -x -a 'terminate pause' -d
 complete -c sbx -n '__sbx_opts_for create' -s e -l env -x -d 'Set an environment variable for every command (repeatable)'
 complete -c sbx -n '__sbx_opts_for create' -l volume -x -d 'Mount volume NAME (made if missing) at PATH, read-only with :ro (repeatable)'
 complete -c sbx -n '__sbx_opts_for create' -l mount -x -a '(__fish_complete_directories)' -d 'Bind host directory HOST at DEST, read-only unless :rw (repeatable; what is refused: sbx-create(1))'
+complete -c sbx -n '__sbx_opts_for create' -l copy-in -x -a '(__fish_complete_directories)' -d 'Copy a host directory\'s tree into the sandbox before its first command (default DEST /workspace; honours HOSTDIR/.sbxignore; repeatable)'
 complete -c sbx -n '__sbx_opts_for create' -l cwd -x -d 'Working directory for every command (absolute)'
 
 # run
@@ -283,6 +284,7 @@ complete -c sbx -n '__sbx_opts_for run' -l on-idle -x -a 'terminate pause' -d 'W
 complete -c sbx -n '__sbx_opts_for run' -s e -l env -x -d 'Set an environment variable for every command (repeatable)'
 complete -c sbx -n '__sbx_opts_for run' -l volume -x -d 'Mount volume NAME (made if missing) at PATH, read-only with :ro (repeatable)'
 complete -c sbx -n '__sbx_opts_for run' -l mount -x -a '(__fish_complete_directories)' -d 'Bind host directory HOST at DEST, read-only unless :rw (repeatable; what is refused: sbx-create(1))'
+complete -c sbx -n '__sbx_opts_for run' -l copy-in -x -a '(__fish_complete_directories)' -d 'Copy a host directory\'s tree into the sandbox before its first command (default DEST /workspace; honours HOSTDIR/.sbxignore; repeatable)'
 complete -c sbx -n '__sbx_opts_for run' -l cwd -x -d 'Working directory for every command (absolute)'
 complete -c sbx -n '__sbx_opts_for run' -l rm -d 'Remove the sandbox and its files afterwards'
 

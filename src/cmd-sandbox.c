@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "client.h"
+#include "copyin.h"
 #include "disk.h"
 #include "hostmount.h"
 #include "image.h"
@@ -48,6 +49,7 @@ enum {
   O_PULL,
   O_VOLUME,
   O_MOUNT,
+  O_COPY_IN,
 };
 
 #define CREATE_OPTS                                                                                                      \
@@ -94,6 +96,13 @@ enum {
         required_argument,                                                                                               \
         "HOST:DEST[:ro|:rw]",                                                                                            \
         "bind host directory HOST at DEST, read-only unless :rw (repeatable; what is refused: sbx-create(1))",           \
+        "@dir" },                                                                                                        \
+      { "copy-in",                                                                                                       \
+        O_COPY_IN,                                                                                                       \
+        required_argument,                                                                                               \
+        "HOSTDIR[:/DEST]",                                                                                               \
+        "copy a host directory's tree into the sandbox before its first command (default DEST /workspace; "              \
+        "honours HOSTDIR/.sbxignore; repeatable)",                                                                       \
         "@dir" },                                                                                                        \
   {                                                                                                                      \
     "cwd", O_CWD, required_argument, "DIR", "working directory for every command (absolute)"                             \
@@ -227,6 +236,15 @@ create_opt (sbx_sandbox_opts *o, int key, const char *arg, sbx_error **err)
       return 1;
     case O_MOUNT:
       return mount_opt (o, arg, err) < 0 ? -1 : 1;
+    case O_COPY_IN: /* the host directory checked with the other options (validate_opts) */
+      {
+        if (strv_len (o->copy_in) >= SBX_COPY_IN_MAX)
+          return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "--copy-in: at most %d trees", SBX_COPY_IN_MAX);
+        _cleanup_free_ char *cwd = getcwd (NULL, 0);
+        _cleanup_free_ char *abs = sbx_copyin_absolute (arg, cwd);
+        strv_push (&o->copy_in, abs);
+        return 1;
+      }
     case 'e':
       if (!env_entry_is_valid (arg))
         return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "--env: `%s` is not KEY=VALUE with a valid KEY", arg);

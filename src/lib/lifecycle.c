@@ -2,6 +2,7 @@
 #include "config.h"
 #include "lifecycle.h"
 #include "conf.h"
+#include "copyin.h"
 #include "disk.h"
 #include "hostmount.h"
 #include "net.h"
@@ -102,6 +103,11 @@ sbx_sandbox_opts_validate (const sbx_sandbox_opts *o, sbx_error **err)
   size_t n;
   if (sbx_net_parse_allow (o->allow, &cidrs, &n, err) < 0)
     return -1;
+  if (o->copy_in && strv_len (o->copy_in) > SBX_COPY_IN_MAX)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "--copy-in: at most %d trees", SBX_COPY_IN_MAX);
+  for (size_t i = 0; o->copy_in && o->copy_in[i]; i++)
+    if (sbx_copyin_check (o->copy_in[i], err) < 0)
+      return -1;
   for (size_t i = 0; o->ports && o->ports[i]; i++)
     {
       int64_t port;
@@ -217,6 +223,13 @@ static int
 create_common (const sbx_store *st, sbx_sandbox_opts *opts, const sbx_image *image, const char *restore_from,
                int64_t chan_base, sbx_sandbox **ret, sbx_error **err)
 {
+  /* A restore's files hold what was copied in: nothing is copied again,
+   * nor is the host directory looked for. */
+  if (restore_from)
+    {
+      strv_free (opts->copy_in);
+      opts->copy_in = NULL;
+    }
   if (apply_default_limits (opts, restore_from != NULL, err) < 0 || sbx_sandbox_opts_validate (opts, err) < 0
       || sbx_sandbox_opts_check_host (st, opts, NULL, err) < 0 || sbx_store_begin_write (st, "create", err) < 0)
     return -1;

@@ -189,7 +189,7 @@ handle_exec (struct mon *m, struct client *c, yajl_val req, sbx_error **err)
     if (!env_entry_is_valid (env[i]))
       return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid environment entry `%s`", env[i]);
   if (cwd == NULL)
-    cwd = m->sb->opts.cwd ? m->sb->opts.cwd : m->sb->image_workdir;
+    cwd = m->workdir;
   full_env = merge_env (m->sb, env);
   uint32_t flags = (tty ? SBX_EXEC_F_TTY : 0) | (in ? SBX_EXEC_F_STDIN : 0) | (detach ? SBX_EXEC_F_DETACH : 0);
   _cleanup_free_ unsigned char *payload = xmalloc (SBX_PROTO_MAX_PAYLOAD);

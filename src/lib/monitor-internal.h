@@ -122,6 +122,7 @@ struct mon {
   uint64_t agent_gone_at;
   int lock_fd;
   int root_fd;            /* O_PATH of the merged root, handed to `sbx fs` calls */
+  const char *workdir;    /* a command's cwd when it names none (choose_workdir, monitor.c) */
   int cgroup_hold;        /* shared lock on the parent cgroup, until the runtime has made ours */
   int stderr_r, stderr_w; /* the runtime's and the init's stderr: a pipe into the log */
   int agent_end;          /* the init's end of the agent's socketpair, until the runtime has it */

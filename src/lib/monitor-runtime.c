@@ -74,8 +74,9 @@ mon_mount_volumes (struct mon *m, sbx_error **err)
           sbx_volume_spec_clear (&v);
           return sbx_error_wrap (err, "--volume %s", specs[i]);
         }
-      m->binds[m->nbinds++]
-          = (sbx_spec_bind){ .source = steal_pointer (&mnt), .destination = steal_pointer (&v.dest), .readonly = v.readonly };
+      m->binds[m->nbinds++] = (sbx_spec_bind){ .source = steal_pointer (&mnt),
+                                               .destination = steal_pointer (&v.dest),
+                                               .readonly = v.readonly };
       sbx_volume_spec_clear (&v);
     }
   mon_log (m, "%zu volume%s mounted", n, n > 1 ? "s" : "");

@@ -20,6 +20,7 @@
 #include "monitor-internal.h"
 #include "monitor.h"
 #include "caps.h"
+#include "copyin.h"
 #include "disk.h"
 #include "hostmount.h"
 #include "net.h"
@@ -551,6 +552,48 @@ run_loop (struct mon *m)
   free (pf);
 }
 
+/* --copy-in: each tree into the mounted root before the runtime starts,
+ * so that the first command (the initial one included) finds it whole. Not
+ * on a restore: the snapshot's files hold it already. */
+static int
+copy_in (struct mon *m, sbx_error **err)
+{
+  char **specs = m->sb->restore_from ? NULL : m->sb->opts.copy_in;
+  for (size_t i = 0; specs && specs[i]; i++)
+    {
+      sbx_copyin_stats cs = { 0 };
+      uint64_t t0 = now_ms_monotonic ();
+      if (sbx_copyin (m->root_fd, specs[i], &cs, err) < 0)
+        return sbx_error_wrap (err, "copy-in `%s`", specs[i]);
+      mon_log (m,
+               "copy-in %s: %llu files, %llu directories, %llu symlinks, %llu bytes in %llu ms; %llu left out by "
+               ".sbxignore, %llu skipped (device nodes, fifos, sockets)",
+               specs[i], (unsigned long long) cs.files, (unsigned long long) cs.dirs, (unsigned long long) cs.links,
+               (unsigned long long) cs.bytes, (unsigned long long) (now_ms_monotonic () - t0),
+               (unsigned long long) cs.ignored, (unsigned long long) cs.skipped);
+    }
+  return 0;
+}
+
+/* A command's cwd when it names none: --cwd, else the image's WORKDIR (as
+ * podman; an image's / is no WORKDIR), else /workspace where it is a
+ * directory (sbx's bottom layer's, or the image's own; a file or symlink
+ * the image put there is not used), else /. */
+static void
+choose_workdir (struct mon *m)
+{
+  const char *img = m->sb->image_workdir;
+  struct stat st;
+  if (m->sb->opts.cwd)
+    m->workdir = m->sb->opts.cwd;
+  else if (img && img[0] && strcmp (img, "/") != 0)
+    m->workdir = img;
+  else if (fstatat (m->root_fd, SBX_STORE_WORKSPACE, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR (st.st_mode))
+    m->workdir = "/" SBX_STORE_WORKSPACE;
+  else
+    m->workdir = "/";
+}
+
 static int
 setup (struct mon *m, sbx_error **err)
 {
@@ -620,6 +663,9 @@ setup (struct mon *m, sbx_error **err)
   m->root_fd = open (merged, O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (m->root_fd < 0)
     return sbx_error_errno (err, errno, "open the merged root");
+  if (copy_in (m, err) < 0)
+    return -1;
+  choose_workdir (m);
   _cleanup_free_ char *bundle = xasprintf ("%s/bundle", m->dir);
   _cleanup_free_ char *ctr_cgroup = xasprintf ("%s/ctr", m->cgroup);
   /* The namespace by the monitor's own fd of it: its bind mount was made
@@ -749,8 +795,7 @@ teardown (struct mon *m)
   if (unbound)
     rm_rf (m->run_dir, NULL);
   else
-    mon_log (m, "a host directory or volume could not be unmounted: %s is left for its namespace to take",
-             m->run_dir);
+    mon_log (m, "a host directory or volume could not be unmounted: %s is left for its namespace to take", m->run_dir);
   /* The overlay lives in our private mount namespace and would go with us;
    * unmounting it now lets the final state mean "nothing is left". */
   _cleanup_free_ char *rootfs = xasprintf ("%s/rootfs", m->dir);

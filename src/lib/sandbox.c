@@ -499,6 +499,8 @@ sbx_sandbox_mount_root_att (const sbx_store *st, const sbx_sandbox *sb, bool rea
   /* Relative lowerdirs keep the option string short for deep images. */
   if (chdir (st->root) < 0)
     return sbx_error_errno (err, errno, "chdir `%s`", st->root);
+  if (sbx_store_base_layer (st, err) < 0)
+    return -1;
   size_t nl = strv_len (sb->layers);
   _cleanup_free_ char *upper_rel = sbx_sandbox_upper_rel (sb);
   _cleanup_free_ char *disk_rel = xasprintf ("sandboxes/%s/%s", sb->id, sb->opts.disk > 0 ? "disk/" : "");
@@ -513,6 +515,10 @@ sbx_sandbox_mount_root_att (const sbx_store *st, const sbx_sandbox *sb, bool rea
       free (opts);
       opts = o;
     }
+  /* sbx's bottom layer (/workspace) below the image's (store.h). */
+  char *with_base = xasprintf ("%s:top/base", opts);
+  free (opts);
+  opts = with_base;
   if (!readonly)
     {
       char *o = xasprintf ("%s,upperdir=%s,workdir=%swork", opts, upper_rel, disk_rel);

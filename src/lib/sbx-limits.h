@@ -30,6 +30,8 @@
 #define SBX_VOLUMES_MAX 32
 /* --mount: how many host directories a sandbox binds. */
 #define SBX_MOUNTS_MAX 32
+/* --copy-in: how many trees one sandbox takes. */
+#define SBX_COPY_IN_MAX 16
 
 /* A snapshot's metadata (snapshot.json): read no further. */
 #define SBX_SNAPSHOT_JSON_MAX (1 << 20)

@@ -226,6 +226,24 @@ sbx_store_top_layer (const sbx_store *st, const char *init_path, char **ret_path
 }
 
 int
+sbx_store_base_layer (const sbx_store *st, sbx_error **err)
+{
+  static const char *const dirs[] = { "top/base", "top/base/" SBX_STORE_WORKSPACE };
+  for (size_t i = 0; i < ARRAY_SIZE (dirs); i++)
+    {
+      _cleanup_free_ char *p = sbx_store_path (st, "%s", dirs[i]);
+      if (mkdir (p, 0755) == 0)
+        {
+          if (chmod (p, 0755) < 0)
+            return sbx_error_errno (err, errno, "chmod `%s`", p);
+        }
+      else if (errno != EEXIST)
+        return sbx_error_errno (err, errno, "mkdir `%s`", p);
+    }
+  return 0;
+}
+
+int
 sbx_store_layers_lock (const sbx_store *st, int op, sbx_error **err)
 {
   _cleanup_free_ char *path = sbx_store_path (st, "layers.lock");

@@ -58,4 +58,13 @@ int sbx_store_begin_write (const sbx_store *st, const char *op, sbx_error **err)
  * dev, proc, sys, etc/hosts, etc/resolv.conf and .sbx/init. Made on demand. */
 int sbx_store_top_layer (const sbx_store *st, const char *init_path, char **ret_path, sbx_error **err);
 
+/* ROOT/top/base: sbx's bottom layer, below the image's: an empty
+ * /workspace (0755), so that every image has one unless it has its own (of
+ * any type: the image's entry, above it, hides it), with the image's own
+ * owner and mode. Being a layer, it is never in a sandbox's upper dir: a
+ * commit or an export of a sandbox that did not touch it does not gain it.
+ * Made when missing, by every mount of a sandbox's root. */
+#define SBX_STORE_WORKSPACE "workspace"
+int sbx_store_base_layer (const sbx_store *st, sbx_error **err);
+
 #endif

@@ -214,10 +214,11 @@ env_cwd () {
     -- sh -c 'echo "$FOO|$SPACED|$(pwd)"'
   expect_status 0
   expect_eq "$output" "bar|a b  c|/tmp" "run --env --cwd"
-  # The image's PATH is there; the default cwd is the image's (/).
+  # The image's PATH is there; the default cwd is /workspace (the image
+  # has no WORKDIR of its own).
   run --separate-stderr sbx run --runtime "$rt" --image payload -- sh -c 'echo "$PATH|$(pwd)"'
   expect_contains "$output" "/bin"
-  expect_contains "$output" "|/"
+  expect_contains "$output" "|/workspace"
   # exec's own --env and --cwd win over the sandbox's.
   local id
   id=$(sbx create --runtime "$rt" --image payload --env FOO=sandbox --env KEEP=yes --cwd /tmp)

@@ -28,10 +28,9 @@ CODES = {
     "TIMEOUT": sbx.TimeoutError,
 }
 
-FUTURE = ("secrets", "allow_secrets", "volumes", "gpu", "docker_enabled", "sync_local_dir", "command", "namespace",
-          "priority")
+FUTURE = ("secrets", "allow_secrets", "volumes", "gpu", "docker_enabled", "command", "namespace", "priority")
 VALUES = {"secrets": {"K": "v"}, "allow_secrets": True, "volumes": {"/host": "/mnt"}, "gpu": "any",
-          "docker_enabled": True, "sync_local_dir": "/tmp", "command": ["sleep", "1"], "namespace": "ns",
+          "docker_enabled": True, "command": ["sleep", "1"], "namespace": "ns",
           "priority": 1}
 
 
@@ -84,7 +83,8 @@ def test_workspace_token_rules():
     assert "secrets" in str(e.value) and "workspace_token" in str(e.value)
 
 
-@pytest.mark.parametrize("bad", [{"cpu": "lots"}, {"memory": "1Qb"}, {"memory": -1}, {"cpu": True}])
+@pytest.mark.parametrize("bad", [{"cpu": "lots"}, {"memory": "1Qb"}, {"memory": -1}, {"cpu": True},
+                                 {"sync_local_dir": 3}, {"sync_local_dir": [""]}])
 def test_bad_values(bad):
     with pytest.raises(sbx.InvalidArgumentError):
         Sandbox(image="busybox", **bad)

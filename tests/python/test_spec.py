@@ -92,6 +92,26 @@ def test_fs_methods(box, tmp_path):
         fs.read_text("relative/path")
 
 
+def test_sync_local_dir_and_workspace(runtime, tmp_path):
+    # sync_local_dir is sbx create --copy-in; /workspace is sbx's own, the default cwd.
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "main.py").write_text("print(42)\n")
+    (tmp_path / "src" / "skip.log").write_text("x")
+    (tmp_path / "src" / ".sbxignore").write_text("*.log\n")
+    (tmp_path / "more").mkdir()
+    (tmp_path / "more" / "data.txt").write_text("d")
+    with Sandbox.create("busybox", runtime=runtime,
+                        sync_local_dir=[tmp_path / "src", f"{tmp_path / 'more'}:/data"]) as sb:
+        assert sb.fs.read_text("/workspace/main.py") == "print(42)\n"
+        assert sb.fs.read_text("/data/data.txt") == "d"
+        with pytest.raises(sbx.NotFoundError):
+            sb.fs.stat_file("/workspace/skip.log")
+        assert sb.run("pwd").stdout.strip() == "/workspace"
+    with Sandbox.create("busybox", runtime=runtime, workspace="/work/space") as sb:
+        assert sb.fs.stat_file("/work/space")["type"] == "dir"
+        assert sb.fs.stat_file("/workspace")["type"] == "dir"
+
+
 def test_network_methods(box):
     perms = box.network_permissions()
     assert perms["block_network"] is False

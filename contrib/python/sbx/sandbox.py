@@ -26,23 +26,40 @@ FUTURE_OPTIONS: dict[str, str] = {
     "volumes": "--volume",
     "gpu": "--gpu",
     "docker_enabled": "--docker",
-    "sync_local_dir": "--sync-local-dir",
     "command": "--command",
     "namespace": "--namespace",
     "priority": "--priority",
     "pull": "--pull",
 }
 
-#: The directory every sandbox the SDK creates has (made when missing), as hosted sandboxes have one;
-#: ``workspace=None`` leaves the image as it is.
+#: The directory every sandbox has, as hosted sandboxes have one: sbx makes it (``sbx-create(1)``,
+#: WORKSPACE) and starts commands there; another ``workspace`` path is made by the SDK after create.
 WORKSPACE = "/workspace"
 
 _KNOWN = {"workspace", "image", "cpu", "memory", "runtime", "block_network", "allow_list", "ports", "authorized",
           "keep_warm_seconds", "timeout", "env", "name", "wait", "workdir", "workspace_token", "pids", "disk",
-          "on_idle"}
+          "on_idle", "sync_local_dir"}
 
 _MILLI = r"^([0-9]+)m$"
 _MEM = r"^[0-9]+(\.[0-9]+)?([KMGT]i?|[kmgt]i?)?[bB]?$"
+
+
+def _local_dirs(v: Any) -> list[str]:
+    """``sync_local_dir``: a directory (``True``: the current one), or a list of them, each copied into
+    ``/workspace`` (or to ``"DIR:/dest"``) before the sandbox's first command (``sbx create --copy-in``)."""
+    import os
+
+    if v in (None, False):
+        return []
+    if v is True:
+        return ["."]
+    items = v if isinstance(v, (list, tuple)) else [v]
+    out = []
+    for item in items:
+        if isinstance(item, bool) or not isinstance(item, (str, os.PathLike)) or not os.fspath(item):
+            raise InvalidArgumentError(f"sync_local_dir: {item!r} is not a directory path")
+        out.append(os.fspath(item))
+    return out
 
 
 def _cpu(v: Union[int, float, str]) -> str:
@@ -140,10 +157,14 @@ class Sandbox:
     ``--public``), ``keep_warm_seconds``, ``timeout`` (hard lifetime, s),
     ``env``, ``name``, ``workdir``, ``pids``, ``disk``, ``on_idle``, ``wait``
     (False: return while the sandbox is still being created), ``workspace``
-    (a directory made in the sandbox after create, when missing, default
-    ``/workspace`` as hosted sandboxes have; None: none). Options that
+    (``/workspace``, the default, is every sandbox's own, made by sbx and
+    the commands' default cwd; another path is made after create; None:
+    nothing more), ``sync_local_dir`` (a local directory, ``True`` for the
+    current one, or a list, copied into ``/workspace`` (or ``"DIR:/dest"``)
+    before anything runs: ``sbx create --copy-in``, ``.sbxignore``
+    honoured). Options that
     sbx does not have yet (``secrets``, ``allow_secrets``, ``volumes``,
-    ``gpu``, ``docker_enabled``, ``sync_local_dir``, ``command``,
+    ``gpu``, ``docker_enabled``, ``command``,
     ``namespace``, ``priority``, and ``pull``, the registry policy
     ``"missing"``/``"always"``/``"never"``) raise :class:`InvalidArgumentError` naming
     them, unless ``sbx create --help`` lists them. ``workspace_token=False``
@@ -207,6 +228,8 @@ class Sandbox:
         a += _env_args(o.get("env"))
         if o.get("workdir"):
             a += ["--cwd", str(o["workdir"])]
+        for d in _local_dirs(o.get("sync_local_dir")):
+            a += ["--copy-in", d]
         for k, opt in FUTURE_OPTIONS.items():
             v = o.get(k)
             if v in (None, False) or v == [] or v == {}:
@@ -352,8 +375,9 @@ class SandboxInstance:
         self._make_workspace()
 
     def _make_workspace(self) -> None:
+        # /workspace is sbx's own (every sandbox has it): only another path is made here.
         ws = self.spec.options.get("workspace", WORKSPACE) if self.spec is not None else None
-        if ws and self._id is not None:
+        if ws and str(ws).rstrip("/") != WORKSPACE and self._id is not None:
             try:
                 self.fs.create_directory(str(ws))
             except Exception:
