@@ -73,6 +73,11 @@ int cmd_unexpose (sbx_cli *, int, char **, sbx_error **);
 int cmd_urls (sbx_cli *, int, char **, sbx_error **);
 extern const cli_opt sbx_net_cli_opts[];
 
+/* cmd-secret.c: secrets and the audit log. */
+int cmd_secret (sbx_cli *, int, char **, sbx_error **);
+int cmd_audit (sbx_cli *, int, char **, sbx_error **);
+extern const cli_opt sbx_secret_cli_opts[], sbx_audit_cli_opts[];
+
 /* cmd-system.c: the host. */
 int cmd_info (sbx_cli *, int, char **, sbx_error **);
 int cmd_gc (sbx_cli *, int, char **, sbx_error **);
