@@ -12,6 +12,7 @@
 #include "lifecycle.h"
 #include "pull.h"
 #include "sandbox.h"
+#include "secret.h"
 #include "stats.h"
 #include "util.h"
 
@@ -45,6 +46,9 @@ enum {
   O_DISK,
   O_SORT,
   O_PULL,
+  O_SECRET,
+  O_SECRET_FILE,
+  O_ALLOW_SECRETS,
 };
 
 #define CREATE_OPTS                                                                                                      \
@@ -84,6 +88,13 @@ enum {
         "when the keep-warm time runs out: terminate (default) or pause",                                                \
         "terminate pause" },                                                                                             \
       { "env", 'e', required_argument, "KEY=VALUE", "set an environment variable for every command (repeatable)" },      \
+      { "secret", O_SECRET, required_argument, "NAME[=VAR]",                                                             \
+        "pass secret NAME as environment variable VAR (default NAME) of every command (repeatable; needs "               \
+        "--allow-secrets)" },                                                                                            \
+      { "secret-file", O_SECRET_FILE, required_argument, "NAME",                                                         \
+        "pass secret NAME as the file /run/secrets/NAME, on a tmpfs (repeatable; needs --allow-secrets)" },              \
+      { "allow-secrets", O_ALLOW_SECRETS, no_argument, NULL,                                                             \
+        "acknowledge that the sandbox's code can read the secrets it is given" },                                        \
   {                                                                                                                      \
     "cwd", O_CWD, required_argument, "DIR", "working directory for every command (absolute)"                             \
   }
@@ -183,6 +194,15 @@ create_opt (sbx_sandbox_opts *o, int key, const char *arg, sbx_error **err)
     case O_PUBLIC:
       o->public_ports = true;
       return 1;
+    case O_SECRET: /* checked with the other options (sbx_secret_opts_validate) */
+      strv_push (&o->secrets, arg);
+      return 1;
+    case O_SECRET_FILE:
+      strv_push (&o->secret_files, arg);
+      return 1;
+    case O_ALLOW_SECRETS:
+      o->allow_secrets = true;
+      return 1;
     case 'e':
       if (!env_entry_is_valid (arg))
         return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "--env: `%s` is not KEY=VALUE with a valid KEY", arg);
@@ -268,6 +288,21 @@ create_cb (void *data, int key, const char *arg, sbx_error **err)
   return create_opt (&a->o, key, arg, err) < 0 ? -1 : 0;
 }
 
+/* --allow-secrets is an acknowledgement: said out loud on stderr, so that
+ * it shows in a log of the command too. */
+static void
+warn_secrets (const sbx_sandbox_opts *o)
+{
+  if (!o->allow_secrets || !sbx_secret_opts_any (o))
+    return;
+  _cleanup_strv_ char **names = sbx_secret_opts_names (o);
+  size_t n = strv_len (names);
+  fprintf (stderr,
+           "sbx: warning: --allow-secrets: the sandbox's code can read the value%s of the %zu secret%s it is given, "
+           "and send %s wherever its network reaches\n",
+           n == 1 ? "" : "s", n, n == 1 ? "" : "s", n == 1 ? "it" : "them");
+}
+
 /* --image REF, before anything is made: a local name as it is, a registry
  * reference from the store or pulled as --pull says (progress on stderr). */
 static int
@@ -291,6 +326,10 @@ cmd_create (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   int first, ret = cli_simple_parse (cli, "create", argc, argv, 0, 0, &first, create_cb, &a, err);
   if (ret == 0 && sbx_caps_require ("create", err) < 0)
     ret = -1;
+  if (ret == 0 && sbx_sandbox_opts_validate (&a.o, err) < 0)
+    ret = -1;
+  if (ret == 0)
+    warn_secrets (&a.o);
   sbx_store *st;
   if (ret == 0 && cli_store (cli, &st, err) < 0)
     ret = -1;
@@ -356,6 +395,10 @@ cmd_run (sbx_cli *cli, int argc, char **argv, sbx_error **err)
                          "or sbx run --image IMAGE)");
   if (ret == 0 && sbx_caps_require ("run", err) < 0)
     ret = -1;
+  if (ret == 0 && sbx_sandbox_opts_validate (&a.o, err) < 0)
+    ret = -1;
+  if (ret == 0)
+    warn_secrets (&a.o);
   sbx_store *st;
   if (ret == 0 && cli_store (cli, &st, err) < 0)
     ret = -1;
