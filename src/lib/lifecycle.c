@@ -417,6 +417,7 @@ gc_orphan_cgroups (const sbx_store *st, sbx_gc_report *rep)
 static void
 gc_leftovers (const sbx_store *st)
 {
+  sbx_secret_gc (st);
   _cleanup_free_ char *sdir = sbx_store_path (st, "sandboxes");
   _cleanup_closedir_ DIR *d = opendir (sdir);
   if (d == NULL)

@@ -18,6 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
+/* A temp file of a create is renamed within milliseconds: one this old was
+ * left by a create that was killed. */
+#define SECRET_TMP_AGE 600
 #define SECRET_NAME_RULE "[A-Za-z0-9][A-Za-z0-9_.+-]*, at most 64 characters"
 
 void
@@ -246,6 +249,31 @@ sbx_secret_read (const sbx_store *st, const char *name, char **ret_value, size_t
   *ret_value = data;
   *ret_len = len;
   return 0;
+}
+
+void
+sbx_secret_gc (const sbx_store *st)
+{
+  _cleanup_close_ int dfd = -1;
+  if (secrets_dir (st, false, true, &dfd, NULL) < 0 || dfd < 0)
+    return;
+  int dup_fd = fcntl (dfd, F_DUPFD_CLOEXEC, 3);
+  _cleanup_closedir_ DIR *d = dup_fd >= 0 ? fdopendir (dup_fd) : NULL;
+  if (d == NULL)
+    {
+      if (dup_fd >= 0)
+        close (dup_fd);
+      return;
+    }
+  struct dirent *de;
+  int64_t now = now_unix ();
+  while ((de = readdir (d)) != NULL)
+    {
+      struct stat sb;
+      if (strncmp (de->d_name, ".tmp-", 5) == 0 && fstatat (dfd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) == 0
+          && S_ISREG (sb.st_mode) && now - (int64_t) sb.st_mtime > SECRET_TMP_AGE)
+        unlinkat (dfd, de->d_name, 0);
+    }
 }
 
 /* --- references in a sandbox's options ----------------------------------- */

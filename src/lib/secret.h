@@ -39,6 +39,8 @@ int sbx_secret_remove (const sbx_store *st, const char *name, sbx_error **err);
  * The caller wipes and frees it (sbx_secret_value_free). */
 int sbx_secret_read (const sbx_store *st, const char *name, char **ret_value, size_t *ret_len, sbx_error **err);
 void sbx_secret_value_free (char *value, size_t len);
+/* Removes the temp files killed creates left (sbx gc). */
+void sbx_secret_gc (const sbx_store *st);
 /* NOT_FOUND unless NAME is a stored secret. */
 int sbx_secret_check (const sbx_store *st, const char *name, sbx_error **err);
 

@@ -99,6 +99,18 @@ db-pass" "ls -q"
   expect_eq "$(ls -A "$SBX_ROOT/secrets")" tok "the store's files"
 }
 
+@test "secret: sbx gc removes the temp file of a killed create, not one being written" {
+  printf 'v' | sbx secret create kept >/dev/null
+  printf 'half' >"$SBX_ROOT/secrets/.tmp-0123456789abcdef"
+  touch -d '1 hour ago' "$SBX_ROOT/secrets/.tmp-0123456789abcdef"
+  printf 'half' >"$SBX_ROOT/secrets/.tmp-fedcba9876543210"
+  expect_eq "$(sbx secret ls -q)" kept "temp files are not listed"
+  sbx gc >/dev/null
+  expect_eq "$(ls -A "$SBX_ROOT/secrets" | LC_ALL=C sort)" ".tmp-fedcba9876543210
+kept" "after gc"
+  rm -f "$SBX_ROOT/secrets/.tmp-fedcba9876543210"
+}
+
 @test "secret: bad names, empty, long and NUL values, values on the command line, a missing one are refused" {
   local f=$BATS_TEST_TMPDIR/v name
   printf 'x' >"$f"
