@@ -460,6 +460,23 @@ print_network_human (const sbx_sandbox *sb)
     printf ("port:       %s%s\n", sb->urls[i], sb->opts.public_ports ? " (public)" : "");
 }
 
+/* The secrets by name (their values are nowhere in a record). */
+static void
+print_secrets_human (const sbx_sandbox *sb)
+{
+  if (!sbx_secret_opts_any (&sb->opts))
+    return;
+  printf ("secrets:   ");
+  for (size_t i = 0; sb->opts.secrets && sb->opts.secrets[i]; i++)
+    {
+      const char *s = sb->opts.secrets[i], *eq = strchr (s, '=');
+      printf ("%s %.*s (env %s)", i ? "," : "", (int) (eq ? eq - s : (long) strlen (s)), s, eq ? eq + 1 : s);
+    }
+  for (size_t i = 0; sb->opts.secret_files && sb->opts.secret_files[i]; i++)
+    printf ("%s %s (file)", i || (sb->opts.secrets && sb->opts.secrets[0]) ? "," : "", sb->opts.secret_files[i]);
+  printf ("\n");
+}
+
 /* "10.0 GiB (12.3 MiB used)", or "unlimited (...)". */
 static void
 disk_text (const sbx_sandbox *sb, int64_t used, char *buf, size_t len)
@@ -514,6 +531,7 @@ print_status_human (const sbx_sandbox *sb, int64_t disk_used)
   disk_text (sb, disk_used, disk, sizeof disk);
   printf ("disk:       %s\n", disk);
   print_network_human (sb);
+  print_secrets_human (sb);
   printf ("oom kills:  %lld\n", (long long) sb->oom_kills);
   if (sbx_sandbox_pids_hits_known (sb))
     printf ("pid limit:  %lld hits\n", (long long) sb->pids_limit_hits);
