@@ -9,14 +9,14 @@
 
 _sbx_global_opts='--root --run-root --json --version -h --help'
 
-_sbx_commands='create run exec run-code ps proc fs cp ls status wait terminate rm logs pause resume commit snapshot restore snapshots rmsnap net expose unexpose urls ttl update stats volume images pull import export push build tag rmi login logout info gc version help'
+_sbx_commands='create run exec run-code ps proc fs cp ls status wait terminate rm logs pause resume commit snapshot restore snapshots rmsnap net expose unexpose urls ttl update stats volume images pull import export push build tag rmi login logout secret audit info gc version help'
 _sbx_fs_verbs='read write upload download ls stat mkdir rm rmdir find replace watch'
 
 # The options of command $1.
 _sbx_opts() {
 	case $1 in
-	create) echo '--image --pull --name --cpu --memory --pids --disk --runtime --block-network --allow --port --public --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --cwd' ;;
-	run) echo '--image --pull --name --cpu --memory --pids --disk --runtime --block-network --allow --port --public --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --cwd --rm' ;;
+	create) echo '--image --pull --name --cpu --memory --pids --disk --runtime --block-network --allow --port --public --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --allow-secrets --cwd' ;;
+	run) echo '--image --pull --name --cpu --memory --pids --disk --runtime --block-network --allow --port --public --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --allow-secrets --cwd --rm' ;;
 	exec) echo '-i --interactive -t --tty -d --detach -e --env --cwd --user --timeout' ;;
 	run-code) echo '-l --lang -e --env --cwd --timeout' ;;
 	ps) echo '-q --quiet' ;;
@@ -41,14 +41,16 @@ _sbx_opts() {
 	rmi) echo '-f --force' ;;
 	login) echo '-u --username --password-stdin' ;;
 	logout) echo '-a --all' ;;
+	secret) echo '--from-file --replace -q --quiet' ;;
+	audit) echo '--since' ;;
 	esac
 }
 
 # The options of command $1 that take a value.
 _sbx_opts_with_arg() {
 	case $1 in
-	create) echo '--image --pull --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --cwd' ;;
-	run) echo '--image --pull --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --cwd' ;;
+	create) echo '--image --pull --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --cwd' ;;
+	run) echo '--image --pull --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --cwd' ;;
 	exec) echo '-e --env --cwd --user --timeout' ;;
 	run-code) echo '-l --lang -e --env --cwd --timeout' ;;
 	proc) echo '--timeout -s --signal' ;;
@@ -65,6 +67,8 @@ _sbx_opts_with_arg() {
 	export) echo '--compression' ;;
 	build) echo '-f --file -t --tag --runtime' ;;
 	login) echo '-u --username' ;;
+	secret) echo '--from-file' ;;
+	audit) echo '--since' ;;
 	esac
 }
 
@@ -115,6 +119,7 @@ _sbx_value() {
 	build:-f | build:--file) _sbx_files ;;
 	build:-t | build:--tag) _sbx_words "$(_sbx_images)" ;;
 	build:--runtime) _sbx_words 'runsc runc' ;;
+	secret:--from-file) _sbx_files ;;
 	esac
 }
 
@@ -174,6 +179,8 @@ _sbx_operand() {
 	rmi:*) _sbx_words "$(_sbx_images)" ;;
 	login:0) : ;;
 	logout:0) : ;;
+	secret:0) _sbx_words 'create ls rm' ;;
+	secret:1) : ;;
 	help:0) _sbx_words "$_sbx_commands" ;;
 	esac
 }

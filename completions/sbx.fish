@@ -8,9 +8,9 @@
 function __sbx_opts_with_arg
     switch $argv[1]
         case create
-            printf '%s\n' --image --pull --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --cwd
+            printf '%s\n' --image --pull --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --cwd
         case run
-            printf '%s\n' --image --pull --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --cwd
+            printf '%s\n' --image --pull --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --cwd
         case exec
             printf '%s\n' -e --env --cwd --user --timeout
         case run-code
@@ -43,6 +43,10 @@ function __sbx_opts_with_arg
             printf '%s\n' -f --file -t --tag --runtime
         case login
             printf '%s\n' -u --username
+        case secret
+            printf '%s\n' --from-file
+        case audit
+            printf '%s\n' --since
     end
 end
 
@@ -238,6 +242,8 @@ complete -c sbx -n __sbx_no_command -a tag -d 'Give an image another name (a tag
 complete -c sbx -n __sbx_no_command -a rmi -d 'Remove images (or one of several tags); refused while a sandbox uses one'
 complete -c sbx -n __sbx_no_command -a login -d 'Log in to REGISTRY: check a user name and password with it, then store them'
 complete -c sbx -n __sbx_no_command -a logout -d 'Remove stored credentials for REGISTRY, or for all registries'
+complete -c sbx -n __sbx_no_command -a secret -d 'Store secrets for --secret and --secret-file (create reads the value from stdin or --from-file), list or remove them'
+complete -c sbx -n __sbx_no_command -a audit -d 'Print the audit log: which sandboxes were given which secrets, when, by whom'
 complete -c sbx -n __sbx_no_command -a info -d 'Report what this host supports'
 complete -c sbx -n __sbx_no_command -a gc -d 'Reap lost sandboxes; remove ended ones and orphaned host resources'
 complete -c sbx -n __sbx_no_command -a version -d 'Print the version'
@@ -263,6 +269,9 @@ complete -c sbx -n '__sbx_opts_for create' -s e -l env -x -d 'Set an environment
 complete -c sbx -n '__sbx_opts_for create' -l volume -x -d 'Mount volume NAME (made if missing) at PATH, read-only with :ro (repeatable)'
 complete -c sbx -n '__sbx_opts_for create' -l mount -x -a '(__fish_complete_directories)' -d 'Bind host directory HOST at DEST, read-only unless :rw (repeatable; what is refused: sbx-create(1))'
 complete -c sbx -n '__sbx_opts_for create' -l copy-in -x -a '(__fish_complete_directories)' -d 'Copy a host directory\'s tree into the sandbox before its first command (default DEST /workspace; honours HOSTDIR/.sbxignore; repeatable)'
+complete -c sbx -n '__sbx_opts_for create' -l secret -x -d 'Pass secret NAME as environment variable VAR (default NAME) of every command (repeatable; needs --allow-secrets)'
+complete -c sbx -n '__sbx_opts_for create' -l secret-file -x -d 'Pass secret NAME as the file /run/secrets/NAME, on a tmpfs (repeatable; needs --allow-secrets)'
+complete -c sbx -n '__sbx_opts_for create' -l allow-secrets -d 'Acknowledge that the sandbox\'s code can read the secrets it is given'
 complete -c sbx -n '__sbx_opts_for create' -l cwd -x -d 'Working directory for every command (absolute)'
 
 # run
@@ -285,6 +294,9 @@ complete -c sbx -n '__sbx_opts_for run' -s e -l env -x -d 'Set an environment va
 complete -c sbx -n '__sbx_opts_for run' -l volume -x -d 'Mount volume NAME (made if missing) at PATH, read-only with :ro (repeatable)'
 complete -c sbx -n '__sbx_opts_for run' -l mount -x -a '(__fish_complete_directories)' -d 'Bind host directory HOST at DEST, read-only unless :rw (repeatable; what is refused: sbx-create(1))'
 complete -c sbx -n '__sbx_opts_for run' -l copy-in -x -a '(__fish_complete_directories)' -d 'Copy a host directory\'s tree into the sandbox before its first command (default DEST /workspace; honours HOSTDIR/.sbxignore; repeatable)'
+complete -c sbx -n '__sbx_opts_for run' -l secret -x -d 'Pass secret NAME as environment variable VAR (default NAME) of every command (repeatable; needs --allow-secrets)'
+complete -c sbx -n '__sbx_opts_for run' -l secret-file -x -d 'Pass secret NAME as the file /run/secrets/NAME, on a tmpfs (repeatable; needs --allow-secrets)'
+complete -c sbx -n '__sbx_opts_for run' -l allow-secrets -d 'Acknowledge that the sandbox\'s code can read the secrets it is given'
 complete -c sbx -n '__sbx_opts_for run' -l cwd -x -d 'Working directory for every command (absolute)'
 complete -c sbx -n '__sbx_opts_for run' -l rm -d 'Remove the sandbox and its files afterwards'
 
@@ -388,6 +400,14 @@ complete -c sbx -n '__sbx_opts_for login' -l password-stdin -d 'Read the passwor
 # logout
 complete -c sbx -n '__sbx_opts_for logout' -s a -l all -d 'Remove every registry\'s credentials from sbx\'s auth file'
 
+# secret
+complete -c sbx -n '__sbx_opts_for secret' -l from-file -r -F -d 'create: read the value from PATH (default: stdin)'
+complete -c sbx -n '__sbx_opts_for secret' -l replace -d 'create: replace the value of an existing secret'
+complete -c sbx -n '__sbx_opts_for secret' -s q -l quiet -d 'ls: print names only'
+
+# audit
+complete -c sbx -n '__sbx_opts_for audit' -l since -x -d 'Only records from WHEN on: RFC 3339 UTC time, unix seconds, or a duration ago (30s, 10m, 2h, 7d)'
+
 # Operands
 complete -c sbx -n '__sbx_operand 0 exec' -a '(__sbx_sandboxes)' -d 'Sandbox'
 complete -c sbx -n '__sbx_operand 0 run-code' -a '(__sbx_sandboxes)' -d 'Sandbox'
@@ -436,6 +456,7 @@ complete -c sbx -n '__sbx_operand 0 build' -x -a '(__fish_complete_directories)'
 complete -c sbx -n '__sbx_operand 0 tag' -a '(__sbx_images)' -d 'Image'
 complete -c sbx -n '__sbx_operand 1 tag' -a '(__sbx_images)' -d 'New tag'
 complete -c sbx -n '__sbx_operand any rmi' -a '(__sbx_images)' -d 'Image'
-complete -c sbx -n '__sbx_operand 0 help' -a 'create run exec run-code ps proc fs cp ls status wait terminate rm logs pause resume commit snapshot restore snapshots rmsnap net expose unexpose urls ttl update stats volume images pull import export push build tag rmi login logout info gc version help' -d 'Command'
+complete -c sbx -n '__sbx_operand 0 secret' -a 'create ls rm' -d 'Action'
+complete -c sbx -n '__sbx_operand 0 help' -a 'create run exec run-code ps proc fs cp ls status wait terminate rm logs pause resume commit snapshot restore snapshots rmsnap net expose unexpose urls ttl update stats volume images pull import export push build tag rmi login logout secret audit info gc version help' -d 'Command'
 complete -c sbx -n __sbx_fs_host_file -F
 complete -c sbx -n __sbx_cp_host -F -a '(__sbx_cp_refs)'

@@ -92,6 +92,8 @@ static const command_operands operand_table[] = {
   { "rmi", { { "image", "@image" } }, .repeat = true },
   { "login", { { "registry (HOST[:PORT])", NULL } } },
   { "logout", { { "registry (HOST[:PORT])", NULL } } },
+  { "secret", { { "action", "create ls rm" }, { "secret name", NULL } } },
+  { "audit", { { NULL } } },
   { "info", { { NULL } } },
   { "gc", { { NULL } } },
   { "version", { { NULL } } },

@@ -14,6 +14,7 @@
 #include "lifecycle.h"
 #include "pull.h"
 #include "sandbox.h"
+#include "secret.h"
 #include "stats.h"
 #include "util.h"
 
@@ -50,6 +51,9 @@ enum {
   O_VOLUME,
   O_MOUNT,
   O_COPY_IN,
+  O_SECRET,
+  O_SECRET_FILE,
+  O_ALLOW_SECRETS,
 };
 
 #define CREATE_OPTS                                                                                                      \
@@ -104,6 +108,13 @@ enum {
         "copy a host directory's tree into the sandbox before its first command (default DEST /workspace; "              \
         "honours HOSTDIR/.sbxignore; repeatable)",                                                                       \
         "@dir" },                                                                                                        \
+      { "secret", O_SECRET, required_argument, "NAME[=VAR]",                                                             \
+        "pass secret NAME as environment variable VAR (default NAME) of every command (repeatable; needs "               \
+        "--allow-secrets)" },                                                                                            \
+      { "secret-file", O_SECRET_FILE, required_argument, "NAME",                                                         \
+        "pass secret NAME as the file /run/secrets/NAME, on a tmpfs (repeatable; needs --allow-secrets)" },              \
+      { "allow-secrets", O_ALLOW_SECRETS, no_argument, NULL,                                                             \
+        "acknowledge that the sandbox's code can read the secrets it is given" },                                        \
   {                                                                                                                      \
     "cwd", O_CWD, required_argument, "DIR", "working directory for every command (absolute)"                             \
   }
@@ -245,6 +256,15 @@ create_opt (sbx_sandbox_opts *o, int key, const char *arg, sbx_error **err)
         strv_push (&o->copy_in, abs);
         return 1;
       }
+    case O_SECRET: /* checked with the other options (sbx_secret_opts_validate) */
+      strv_push (&o->secrets, arg);
+      return 1;
+    case O_SECRET_FILE:
+      strv_push (&o->secret_files, arg);
+      return 1;
+    case O_ALLOW_SECRETS:
+      o->allow_secrets = true;
+      return 1;
     case 'e':
       if (!env_entry_is_valid (arg))
         return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "--env: `%s` is not KEY=VALUE with a valid KEY", arg);
@@ -330,6 +350,21 @@ create_cb (void *data, int key, const char *arg, sbx_error **err)
   return create_opt (&a->o, key, arg, err) < 0 ? -1 : 0;
 }
 
+/* --allow-secrets is an acknowledgement: said out loud on stderr, so that
+ * it shows in a log of the command too. */
+static void
+warn_secrets (const sbx_sandbox_opts *o)
+{
+  if (!o->allow_secrets || !sbx_secret_opts_any (o))
+    return;
+  _cleanup_strv_ char **names = sbx_secret_opts_names (o);
+  size_t n = strv_len (names);
+  fprintf (stderr,
+           "sbx: warning: --allow-secrets: the sandbox's code can read the value%s of the %zu secret%s it is given, "
+           "and send %s wherever its network reaches\n",
+           n == 1 ? "" : "s", n, n == 1 ? "" : "s", n == 1 ? "it" : "them");
+}
+
 /* --image REF, before anything is made: a local name as it is, a registry
  * reference from the store or pulled as --pull says (progress on stderr). */
 static int
@@ -354,6 +389,10 @@ cmd_create (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   int first, ret = cli_simple_parse (cli, "create", argc, argv, 0, 0, &first, create_cb, &a, err);
   if (ret == 0 && sbx_caps_require ("create", err) < 0)
     ret = -1;
+  if (ret == 0 && sbx_sandbox_opts_validate (&a.o, err) < 0)
+    ret = -1;
+  if (ret == 0)
+    warn_secrets (&a.o);
   sbx_store *st;
   if (ret == 0 && cli_store (cli, &st, err) < 0)
     ret = -1;
@@ -419,6 +458,10 @@ cmd_run (sbx_cli *cli, int argc, char **argv, sbx_error **err)
                          "or sbx run --image IMAGE)");
   if (ret == 0 && sbx_caps_require ("run", err) < 0)
     ret = -1;
+  if (ret == 0 && sbx_sandbox_opts_validate (&a.o, err) < 0)
+    ret = -1;
+  if (ret == 0)
+    warn_secrets (&a.o);
   sbx_store *st;
   if (ret == 0 && cli_store (cli, &st, err) < 0)
     ret = -1;
@@ -490,6 +533,23 @@ print_network_human (const sbx_sandbox *sb)
     printf ("port:       %s%s\n", sb->urls[i], sb->opts.public_ports ? " (public)" : "");
 }
 
+/* The secrets by name (their values are nowhere in a record). */
+static void
+print_secrets_human (const sbx_sandbox *sb)
+{
+  if (!sbx_secret_opts_any (&sb->opts))
+    return;
+  printf ("secrets:   ");
+  for (size_t i = 0; sb->opts.secrets && sb->opts.secrets[i]; i++)
+    {
+      const char *s = sb->opts.secrets[i], *eq = strchr (s, '=');
+      printf ("%s %.*s (env %s)", i ? "," : "", (int) (eq ? eq - s : (long) strlen (s)), s, eq ? eq + 1 : s);
+    }
+  for (size_t i = 0; sb->opts.secret_files && sb->opts.secret_files[i]; i++)
+    printf ("%s %s (file)", i || (sb->opts.secrets && sb->opts.secrets[0]) ? "," : "", sb->opts.secret_files[i]);
+  printf ("\n");
+}
+
 /* "10.0 GiB (12.3 MiB used)", or "unlimited (...)". */
 static void
 disk_text (const sbx_sandbox *sb, int64_t used, char *buf, size_t len)
@@ -555,6 +615,7 @@ print_status_human (const sbx_sandbox *sb, int64_t disk_used)
       sbx_hostmount_clear (&m);
     }
   print_network_human (sb);
+  print_secrets_human (sb);
   printf ("oom kills:  %lld\n", (long long) sb->oom_kills);
   if (sbx_sandbox_pids_hits_known (sb))
     printf ("pid limit:  %lld hits\n", (long long) sb->pids_limit_hits);

@@ -78,6 +78,10 @@ extern const cli_opt sbx_net_cli_opts[];
 /* cmd-volume.c: named volumes. */
 int cmd_volume (sbx_cli *, int, char **, sbx_error **);
 extern const cli_opt sbx_volume_cli_opts[];
+/* cmd-secret.c: secrets and the audit log. */
+int cmd_secret (sbx_cli *, int, char **, sbx_error **);
+int cmd_audit (sbx_cli *, int, char **, sbx_error **);
+extern const cli_opt sbx_secret_cli_opts[], sbx_audit_cli_opts[];
 
 /* cmd-system.c: the host. */
 int cmd_info (sbx_cli *, int, char **, sbx_error **);

@@ -79,6 +79,12 @@ const sbx_command sbx_commands[] = {
     sbx_login_opts },
   { "logout", cmd_logout, "REGISTRY | --all", "Remove stored credentials for REGISTRY, or for all registries.",
     sbx_logout_opts },
+  { "secret", cmd_secret, "create NAME | ls | rm NAME...",
+    "Store secrets for --secret and --secret-file (create reads the value from stdin or --from-file), list or "
+    "remove them.",
+    sbx_secret_cli_opts },
+  { "audit", cmd_audit, NULL, "Print the audit log: which sandboxes were given which secrets, when, by whom.",
+    sbx_audit_cli_opts },
   { "info", cmd_info, NULL, "Report what this host supports.", sbx_none_opts },
   { "gc", cmd_gc, NULL, "Reap lost sandboxes; remove ended ones and orphaned host resources.", sbx_none_opts },
   { "version", cmd_version, NULL, "Print the version.", sbx_none_opts },

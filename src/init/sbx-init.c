@@ -21,6 +21,7 @@
 #include "proto.h"
 
 #include <linux/filter.h>
+#include <linux/magic.h>
 #include <linux/seccomp.h>
 
 #include "seccomp-bpf.h"
@@ -43,6 +44,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -126,6 +128,10 @@ struct agent {
   struct pollfd pfd[POLL_MAX];
   struct poll_ref ref[POLL_MAX];
   struct sbx_exec_req req;
+  /* SECRET frames: "VAR=value" entries added to every command's
+   * environment, over an entry of the same VAR (the secret wins). */
+  char *secret_env[SBX_SECRETS_MAX];
+  size_t nsecret_env, nsecret_files;
 };
 
 /* What a child reports through its error pipe when it cannot exec: which
@@ -753,6 +759,36 @@ exec_search (char *const *argv, char *const *envp)
   return eacces ? EACCES : ENOENT;
 }
 
+/* ENVP with the secrets' entries: those of ENVP whose key a secret has
+ * are left out, the secrets appended. In the child, before its exec. */
+static char **
+env_with_secrets (const struct agent *a, char *const *envp)
+{
+  size_t n = 0, k = 0;
+  char **out;
+
+  while (envp[n] != NULL)
+    n++;
+  out = malloc ((n + a->nsecret_env + 1) * sizeof *out);
+  if (out == NULL)
+    return NULL;
+  for (size_t i = 0; i < n; i++)
+    {
+      bool shadowed = false;
+      for (size_t j = 0; j < a->nsecret_env && !shadowed; j++)
+        {
+          size_t kl = (size_t) (strchr (a->secret_env[j], '=') - a->secret_env[j]);
+          shadowed = strncmp (envp[i], a->secret_env[j], kl + 1) == 0;
+        }
+      if (!shadowed)
+        out[k++] = envp[i];
+    }
+  for (size_t j = 0; j < a->nsecret_env; j++)
+    out[k++] = a->secret_env[j];
+  out[k] = NULL;
+  return out;
+}
+
 static char env_path[] = "PATH=" DEFAULT_PATH;
 static char env_home[] = "HOME=/root";
 static char env_term[] = "TERM=xterm";
@@ -781,6 +817,8 @@ child_exec (struct agent *a, const struct sbx_exec_req *req, const struct exec_u
         default_env[2] = env_term;
       envp = default_env;
     }
+  if (a->nsecret_env > 0 && (envp = env_with_secrets (a, envp)) == NULL)
+    child_fail (f->status_w, STEP_SETUP, ENOMEM, "set up the environment: %s", strerror (ENOMEM));
   child_fail_exec (f->status_w, req->argv[0], exec_search (req->argv, envp));
 }
 
@@ -1173,6 +1211,112 @@ handle_chan_frame (struct agent *a, const struct sbx_frame_hdr *h, const unsigne
     }
 }
 
+/* Secrets */
+
+static void
+secret_env_set (struct agent *a, const struct sbx_secret_msg *m)
+{
+  size_t kl = strlen (m->name);
+  char *e = malloc (kl + 1 + m->value_len + 1);
+
+  if (e == NULL)
+    {
+      log_msg (a, "secret for %s: out of memory", m->name);
+      agent_exit (a, 1);
+    }
+  memcpy (e, m->name, kl);
+  e[kl] = '=';
+  memcpy (e + kl + 1, m->value, m->value_len);
+  e[kl + 1 + m->value_len] = '\0';
+  for (size_t j = 0; j < a->nsecret_env; j++)
+    if (strncmp (a->secret_env[j], e, kl + 1) == 0)
+      {
+        explicit_bzero (a->secret_env[j], strlen (a->secret_env[j]));
+        free (a->secret_env[j]);
+        a->secret_env[j] = e;
+        return;
+      }
+  if (a->nsecret_env + a->nsecret_files >= SBX_SECRETS_MAX)
+    {
+      free (e);
+      log_msg (a, "more than %d secrets", SBX_SECRETS_MAX);
+      agent_exit (a, 1);
+    }
+  a->secret_env[a->nsecret_env++] = e;
+}
+
+/* /run/secrets/NAME, mode 0400, replaced whole (a temp file renamed over
+ * it), on the tmpfs the spec mounts there and nowhere else: a directory
+ * that is not a tmpfs would put the value into the writable layer. */
+static int
+secret_file_write (const struct sbx_secret_msg *m)
+{
+  char tmp[SBX_SECRET_NAME_MAX + 8];
+  struct statfs sfs;
+  size_t off = 0;
+  int dfd, fd, ret = 0;
+
+  dfd = open ("/run/secrets", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0)
+    return -errno;
+  if (fstatfs (dfd, &sfs) < 0 || sfs.f_type != TMPFS_MAGIC)
+    {
+      close (dfd);
+      return -EXDEV;
+    }
+  snprintf (tmp, sizeof tmp, ".%s.tmp", m->name);
+  unlinkat (dfd, tmp, 0);
+  fd = openat (dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0400);
+  if (fd < 0 || fchmod (fd, 0400) < 0)
+    ret = -errno;
+  while (ret == 0 && off < m->value_len)
+    {
+      ssize_t n = write (fd, m->value + off, m->value_len - off);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        ret = n < 0 ? -errno : -EIO;
+      else
+        off += (size_t) n;
+    }
+  if (fd >= 0)
+    close (fd);
+  if (ret == 0 && renameat (dfd, tmp, dfd, m->name) < 0)
+    ret = -errno;
+  if (ret < 0)
+    unlinkat (dfd, tmp, 0);
+  close (dfd);
+  return ret;
+}
+
+/* A SECRET: strictly decoded; one the agent cannot install ends it, and
+ * with it the sandbox's start (the monitor waits for the PONG after them). */
+static void
+handle_secret (struct agent *a, const struct sbx_frame_hdr *h, const unsigned char *p)
+{
+  struct sbx_secret_msg m;
+  int ret;
+
+  if (sbx_secret_decode (p, h->len, &m) < 0)
+    {
+      log_msg (a, "malformed SECRET frame from the monitor");
+      agent_exit (a, 1);
+    }
+  if (m.kind == SBX_SECRET_ENV)
+    {
+      secret_env_set (a, &m);
+      return;
+    }
+  ret = secret_file_write (&m);
+  if (ret < 0)
+    {
+      log_msg (a, "secret file /run/secrets/%s: %s", m.name,
+               ret == -EXDEV ? "/run/secrets is not the tmpfs sbx mounts there" : strerror (-ret));
+      agent_exit (a, 1);
+    }
+  a->nsecret_files++;
+}
+
 static void
 handle_frame (struct agent *a, const struct sbx_frame_hdr *h, const unsigned char *p)
 {
@@ -1183,6 +1327,9 @@ handle_frame (struct agent *a, const struct sbx_frame_hdr *h, const unsigned cha
       return;
     case SBX_MSG_CONNECT:
       handle_connect (a, h->chan, p, h->len);
+      return;
+    case SBX_MSG_SECRET:
+      handle_secret (a, h, p);
       return;
     case SBX_MSG_STDIN:
     case SBX_MSG_STDIN_EOF:

@@ -14,6 +14,7 @@
 #include "monitor.h"
 #include "runtime.h"
 #include "client.h"
+#include "secret.h"
 #include "util.h"
 #include "volume.h"
 
@@ -96,6 +97,8 @@ sbx_sandbox_opts_validate (const sbx_sandbox_opts *o, sbx_error **err)
   if (o->ports && strv_len (o->ports) > SBX_PORTS_MAX)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%zu ports: at most %d ports", strv_len (o->ports),
                           SBX_PORTS_MAX);
+  if (sbx_secret_opts_validate (o, err) < 0)
+    return -1;
   if (o->block_network && o->allow && o->allow[0])
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
                           "--block-network and --allow contradict each other: with no network nothing is allowed");
@@ -219,6 +222,19 @@ apply_default_limits (sbx_sandbox_opts *o, bool restore, sbx_error **err)
   return 0;
 }
 
+/* Recorded before the monitor reads a value: no sandbox gets a secret that
+ * the audit log does not name. */
+static int
+audit_secrets (const sbx_store *st, const sbx_sandbox *sb, sbx_error **err)
+{
+  if (!sbx_secret_opts_any (&sb->opts))
+    return 0;
+  _cleanup_strv_ char **names = sbx_secret_opts_names (&sb->opts);
+  if (sbx_audit_append (st, SBX_AUDIT_EVENT_SECRETS, sb->id, names, err) < 0)
+    return sbx_error_wrap (err, "audit log");
+  return 0;
+}
+
 static int
 create_common (const sbx_store *st, sbx_sandbox_opts *opts, const sbx_image *image, const char *restore_from,
                int64_t chan_base, sbx_sandbox **ret, sbx_error **err)
@@ -244,7 +260,10 @@ create_common (const sbx_store *st, sbx_sandbox_opts *opts, const sbx_image *ima
     return -1;
   if (img == NULL)
     img = resolved;
-  /* Refused here, before anything exists, rather than by the monitor. */
+  /* Refused here, before anything exists, rather than by the monitor
+   * (which reads the values at its setup). */
+  if (sbx_secret_opts_check (st, opts, err) < 0)
+    return -1;
   sbx_runtime *rt = NULL;
   if (sbx_runtime_find (st, opts->runtime, &rt, err) < 0)
     return -1;
@@ -270,7 +289,8 @@ create_common (const sbx_store *st, sbx_sandbox_opts *opts, const sbx_image *ima
     }
   int made = make_record (st, sb, &lk, err);
   sbx_volumes_release (&vh);
-  if (made < 0 || (sb->opts.disk > 0 && sbx_disk_make (st, sb->id, (uint64_t) sb->opts.disk, err) < 0))
+  if (made < 0 || (sb->opts.disk > 0 && sbx_disk_make (st, sb->id, (uint64_t) sb->opts.disk, err) < 0)
+      || audit_secrets (st, sb, err) < 0)
     {
       discard (st, sb->id, sb->opts.name);
       return sbx_error_wrap (err, "create sandbox");
@@ -594,6 +614,7 @@ gc_orphan_cgroups (const sbx_store *st, sbx_gc_report *rep)
 static void
 gc_leftovers (const sbx_store *st)
 {
+  sbx_secret_gc (st);
   _cleanup_free_ char *sdir = sbx_store_path (st, "sandboxes");
   _cleanup_closedir_ DIR *d = opendir (sdir);
   if (d == NULL)

@@ -145,6 +145,10 @@ struct mon {
    * as the spec binds them. */
   sbx_spec_bind *binds;
   size_t nbinds;
+  /* The SECRET payloads (secret.h), from setup until the agent has them;
+   * wiped when freed. */
+  char *secrets;
+  size_t secrets_len;
 };
 
 /* One process as JSON: as `sbx ps` and `sbx proc` show it (PROC_VIEW), or
@@ -245,6 +249,11 @@ void *mon_disk_attach (void *arg);
 bool mon_runtime_detached (const struct mon *m);
 int mon_runtime_go (struct mon *m, sbx_error **err);
 int mon_wait_hello (struct mon *m, sbx_error **err);
+/* The sandbox's secrets: read from the store at setup, handed to the agent
+ * after its HELLO (monitor-runtime.c). */
+int mon_secrets_load (struct mon *m, sbx_error **err);
+int mon_secrets_send (struct mon *m, sbx_error **err);
+void mon_secrets_forget (struct mon *m);
 int mon_prepare_runtime (struct mon *m, sbx_error **err);
 /* Under runsc: the meminfo file shown to runsc (show_runsc_memory) says
  * LIMIT from now on, where create made one. */

@@ -4,6 +4,7 @@
 #include "config.h"
 #include "monitor-internal.h"
 #include "volume.h"
+#include "secret.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -238,14 +239,12 @@ runtime_failed (struct mon *m, sbx_error **err)
   return sbx_error_set (err, SBX_E_INTERNAL, 0, "%s run failed (status %d)", m->rt->name, code);
 }
 
-int
-mon_wait_hello (struct mon *m, sbx_error **err)
+/* Reads the agent's frames until its HELLO (WANT_HELLO) or the PONG of a
+ * PING sent before, during setup, before the control loop runs. */
+static int
+agent_wait (struct mon *m, bool want_hello, sbx_error **err)
 {
   uint64_t until = now_ms_monotonic () + HELLO_TIMEOUT_MS;
-  /* A restored agent said hello long ago: it answers a PING instead. */
-  static const char probe[] = "sbx-restore";
-  if (m->sb->restore_from && sbx_frame_write (m->agent_fd, SBX_MSG_PING, 0, probe, sizeof probe - 1) < 0)
-    return sbx_error_set (err, SBX_E_INTERNAL, 0, "the restored sandbox's init is not there");
   for (;;)
     {
       struct sbx_frame_hdr h;
@@ -267,7 +266,7 @@ mon_wait_hello (struct mon *m, sbx_error **err)
             return runtime_failed (m, err);
           return sbx_error_set (err, SBX_E_INTERNAL, r == -EPIPE ? 0 : -r, "the sandbox's init exited during start");
         }
-      if (r == 1 && h.type == SBX_MSG_HELLO && !m->sb->restore_from)
+      if (r == 1 && h.type == SBX_MSG_HELLO && want_hello)
         {
           uint32_t hello[3];
           memcpy (hello, p, sizeof hello);
@@ -284,7 +283,7 @@ mon_wait_hello (struct mon *m, sbx_error **err)
           sbx_log_line (&m->slog, SBX_LOG_SANDBOX, (const char *) p, h.len);
           continue;
         }
-      if (r == 1 && m->sb->restore_from)
+      if (r == 1 && !want_hello)
         {
           if (h.type == SBX_MSG_PONG)
             return 0;
@@ -309,6 +308,70 @@ mon_wait_hello (struct mon *m, sbx_error **err)
       if (m->runtime_exited && !(pf.revents & POLLIN))
         return runtime_failed (m, err);
     }
+}
+
+int
+mon_wait_hello (struct mon *m, sbx_error **err)
+{
+  /* A restored agent said hello long ago: it answers a PING instead. */
+  static const char probe[] = "sbx-restore";
+  if (m->sb->restore_from && sbx_frame_write (m->agent_fd, SBX_MSG_PING, 0, probe, sizeof probe - 1) < 0)
+    return sbx_error_set (err, SBX_E_INTERNAL, 0, "the restored sandbox's init is not there");
+  return agent_wait (m, m->sb->restore_from == NULL, err);
+}
+
+/* The values of the sandbox's secrets, read from the store before the
+ * runtime starts (a secret removed since create is NOT_FOUND here), kept
+ * until the agent has them. */
+int
+mon_secrets_load (struct mon *m, sbx_error **err)
+{
+  if (!sbx_secret_opts_any (&m->sb->opts))
+    return 0;
+  if (sbx_secret_opts_payloads (m->st, &m->sb->opts, &m->secrets, &m->secrets_len, err) < 0)
+    return sbx_error_wrap (err, "secrets");
+  return 0;
+}
+
+void
+mon_secrets_forget (struct mon *m)
+{
+  sbx_secret_value_free (m->secrets, m->secrets_len);
+  m->secrets = NULL;
+  m->secrets_len = 0;
+}
+
+/* Hands the secrets to the agent, one SECRET frame each, and waits for the
+ * PONG that follows them: an agent that could not install one has exited
+ * by then (its LOG says why), and the sandbox fails before anything runs in
+ * it. A restored agent gets them again, as the store has them now. */
+int
+mon_secrets_send (struct mon *m, sbx_error **err)
+{
+  static const char probe[] = "sbx-secrets";
+  int r = 0;
+  for (size_t off = 0; r == 0 && off + 4 <= m->secrets_len;)
+    {
+      uint32_t n;
+      memcpy (&n, m->secrets + off, sizeof n);
+      r = sbx_frame_write (m->agent_fd, SBX_MSG_SECRET, 0, m->secrets + off + 4, n);
+      off += 4 + n;
+    }
+  bool any = m->secrets_len > 0;
+  mon_secrets_forget (m);
+  if (!any)
+    return 0;
+  if (r == 0)
+    r = sbx_frame_write (m->agent_fd, SBX_MSG_PING, 0, probe, sizeof probe - 1);
+  if (r < 0 || agent_wait (m, false, err) < 0)
+    {
+      if (r < 0)
+        sbx_error_set (err, SBX_E_INTERNAL, -r, "the sandbox's init is not there");
+      return sbx_error_wrap (err, "pass the secrets to the sandbox's init");
+    }
+  mon_log (m, "secrets passed to the sandbox: %zu",
+           strv_len (m->sb->opts.secrets) + strv_len (m->sb->opts.secret_files));
+  return 0;
 }
 
 /* gVisor's memory (its MemTotal, what its kernel sizes itself by) is what

@@ -23,6 +23,7 @@
 #include "copyin.h"
 #include "disk.h"
 #include "hostmount.h"
+#include "fs.h"
 #include "net.h"
 #include "proxy.h"
 #include "resolver.h"
@@ -599,6 +600,8 @@ setup (struct mon *m, sbx_error **err)
 {
   if (mkdir (m->run_dir, 0700) < 0 && errno != EEXIST)
     return sbx_error_errno (err, errno, "mkdir `%s`", m->run_dir);
+  if (mon_secrets_load (m, err) < 0)
+    return -1;
   pthread_t disk_thread;
   bool disk_threaded = m->sb->opts.disk > 0 && thread_start_quiet (&disk_thread, mon_disk_attach, m) == 0;
   struct net_plan plan = { .hold = -1 };
@@ -666,6 +669,12 @@ setup (struct mon *m, sbx_error **err)
   if (copy_in (m, err) < 0)
     return -1;
   choose_workdir (m);
+  /* The mount point of --secret-file's tmpfs, made here (0755, resolved
+   * inside the root) rather than by the runtime: runsc makes a missing
+   * /run with mode 0777. */
+  if (m->sb->opts.secret_files && m->sb->opts.secret_files[0]
+      && sbx_fs_mkdir (m->root_fd, "/run/secrets", true, err) < 0)
+    return sbx_error_wrap (err, "the mount point of the secret files");
   _cleanup_free_ char *bundle = xasprintf ("%s/bundle", m->dir);
   _cleanup_free_ char *ctr_cgroup = xasprintf ("%s/ctr", m->cgroup);
   /* The namespace by the monitor's own fd of it: its bind mount was made
@@ -692,7 +701,7 @@ setup (struct mon *m, sbx_error **err)
   if (r < 0)
     return -1;
   set_nonblock (m->agent_fd, true);
-  if (mon_wait_hello (m, err) < 0)
+  if (mon_wait_hello (m, err) < 0 || mon_secrets_send (m, err) < 0)
     return -1;
   if (m->rt->own_cgroups && m->sb->opts.cpu > 0 && sbx_cgroup_set_cpu (m->cgroup, m->sb->opts.cpu, err) < 0)
     return sbx_error_wrap (err, "cpu limit");
@@ -735,6 +744,7 @@ teardown (struct mon *m)
 {
   if (m->ending_fd < 0)
     m->ending_fd = sbx_teardown_begin (m->st, m->sb->id);
+  mon_secrets_forget (m); /* a setup that failed before the agent had them */
   own_cgroup_leave (m);
   mon_drain_stderr (m);
   if (m->cgroup_hold >= 0)

@@ -106,7 +106,7 @@ fixed_payload_size (uint16_t type)
 static bool
 type_is_known (uint16_t type)
 {
-  return (type >= SBX_MSG_HELLO && type <= SBX_MSG_LOG) || type == SBX_MSG_REQUEST || type == SBX_MSG_REPLY;
+  return (type >= SBX_MSG_HELLO && type <= SBX_MSG_SECRET) || type == SBX_MSG_REQUEST || type == SBX_MSG_REPLY;
 }
 
 int
@@ -130,6 +130,8 @@ sbx_frame_hdr_decode (const unsigned char in[SBX_PROTO_HDR_SIZE], struct sbx_fra
   if (d.type == SBX_MSG_ERROR && d.len < 8)
     return -EPROTO;
   if (d.type == SBX_MSG_LOG && (d.len > SBX_PROTO_LOG_MAX || d.chan != 0))
+    return -EPROTO;
+  if (d.type == SBX_MSG_SECRET && (d.len > SBX_SECRET_PAYLOAD_MAX || d.chan != 0))
     return -EPROTO;
   *h = d;
   return 0;
@@ -555,6 +557,78 @@ sbx_exec_decode (const unsigned char *p, size_t len, struct sbx_exec_req *req)
     return -EPROTO;
   req->argv[req->argc] = NULL;
   req->envp[req->envc] = NULL;
+  return 0;
+}
+
+/* SECRET payload */
+
+static bool
+secret_name_ok (uint16_t kind, const char *s, size_t len)
+{
+  size_t max = kind == SBX_SECRET_ENV ? SBX_SECRET_NAME_MAX : SBX_SECRET_FILE_NAME_MAX;
+
+  if (len == 0 || len > max)
+    return false;
+  for (size_t i = 0; i < len; i++)
+    {
+      unsigned char c = (unsigned char) s[i];
+      bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+      if (kind == SBX_SECRET_ENV && !(alnum || c == '_'))
+        return false;
+      if (kind == SBX_SECRET_ENV && i == 0 && c >= '0' && c <= '9')
+        return false;
+      if (kind == SBX_SECRET_FILE && !(alnum || (i > 0 && (c == '_' || c == '.' || c == '+' || c == '-'))))
+        return false;
+    }
+  return true;
+}
+
+static bool
+secret_parts_ok (uint16_t kind, const char *name, size_t name_len, const void *value, size_t value_len)
+{
+  if (kind != SBX_SECRET_ENV && kind != SBX_SECRET_FILE)
+    return false;
+  if (!secret_name_ok (kind, name, name_len))
+    return false;
+  if (value_len == 0 || value_len > SBX_SECRET_VALUE_MAX || memchr (value, '\0', value_len) != NULL)
+    return false;
+  return true;
+}
+
+int
+sbx_secret_encode (unsigned char *out, size_t cap, uint16_t kind, const char *name, const void *value, size_t value_len)
+{
+  size_t name_len = name ? strlen (name) : 0;
+
+  if (name == NULL || value == NULL || !secret_parts_ok (kind, name, name_len, value, value_len))
+    return -EINVAL;
+  if (cap < 4 + name_len + value_len)
+    return -E2BIG;
+  put_u16 (out, kind);
+  put_u16 (out + 2, (uint16_t) name_len);
+  memcpy (out + 4, name, name_len);
+  memcpy (out + 4 + name_len, value, value_len);
+  return (int) (4 + name_len + value_len);
+}
+
+int
+sbx_secret_decode (const unsigned char *p, size_t len, struct sbx_secret_msg *m)
+{
+  uint16_t kind, name_len;
+
+  if (p == NULL || len < 4 || len > SBX_SECRET_PAYLOAD_MAX)
+    return -EPROTO;
+  kind = get_u16 (p);
+  name_len = get_u16 (p + 2);
+  if (name_len > SBX_SECRET_NAME_MAX || len - 4 <= name_len)
+    return -EPROTO;
+  if (!secret_parts_ok (kind, (const char *) p + 4, name_len, p + 4 + name_len, len - 4 - name_len))
+    return -EPROTO;
+  m->kind = kind;
+  memcpy (m->name, p + 4, name_len);
+  m->name[name_len] = '\0';
+  m->value = p + 4 + name_len;
+  m->value_len = len - 4 - name_len;
   return 0;
 }
 

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SBX_PROTO_VERSION 2
+#define SBX_PROTO_VERSION 3
 #define SBX_PROTO_MAX_PAYLOAD (256 * 1024)
 #define SBX_PROTO_HDR_SIZE 12
 /* Output bytes the agent may send on one channel before it needs CREDIT. */
@@ -53,6 +53,10 @@ enum sbx_msg_type {
    * once it said HELLO: it keeps no host fd that the sandbox's processes
    * could reopen through /proc/1/fd. The monitor marks it as the sandbox's. */
   SBX_MSG_LOG = 17,
+  /* m->a chan 0: one secret (sbx_secret_msg), sent after HELLO and before
+   * any EXEC: an environment variable of every later command, or the file
+   * /run/secrets/NAME. A SECRET of a name already given replaces it. */
+  SBX_MSG_SECRET = 18,
   /* CLI <-> monitor only */
   SBX_MSG_REQUEST = 32, /* c->m chan 0: JSON request {"op": ...} */
   SBX_MSG_REPLY = 33,   /* m->c chan 0: JSON reply, or {"error": {code, message}} */
@@ -69,6 +73,22 @@ enum sbx_exec_tag {
   SBX_TAG_TIMEOUT = 6, /* u64 milliseconds, 0 = none */
   SBX_TAG_WINSIZE = 7, /* u16 rows, u16 cols */
 };
+
+/* SECRET payload: u16 kind, u16 name length, the name, then the value (the
+ * rest of the payload, 1..SBX_SECRET_VALUE_MAX bytes, no NUL). An ENV name
+ * is an environment key ([A-Za-z_][A-Za-z0-9_]*, at most
+ * SBX_SECRET_NAME_MAX); a FILE name is a secret's name
+ * ([A-Za-z0-9][A-Za-z0-9_.+-]*, at most SBX_SECRET_FILE_NAME_MAX). */
+enum sbx_secret_kind {
+  SBX_SECRET_ENV = 1,
+  SBX_SECRET_FILE = 2,
+};
+#define SBX_SECRET_NAME_MAX 128
+#define SBX_SECRET_FILE_NAME_MAX 64
+#define SBX_SECRET_VALUE_MAX (64 * 1024)
+/* Secrets of one sandbox, --secret and --secret-file together. */
+#define SBX_SECRETS_MAX 64
+#define SBX_SECRET_PAYLOAD_MAX (4 + SBX_SECRET_NAME_MAX + SBX_SECRET_VALUE_MAX)
 
 #define SBX_EXEC_F_TTY (1u << 0)
 #define SBX_EXEC_F_STDIN (1u << 1)
@@ -104,6 +124,15 @@ struct sbx_exit_msg {
   uint32_t flags; /* SBX_EXIT_F_* */
 };
 
+/* A decoded SECRET. NAME is a copy, NUL-terminated; VALUE points into the
+ * payload (VALUE_LEN bytes, no NUL among them, not terminated). */
+struct sbx_secret_msg {
+  uint16_t kind;
+  char name[SBX_SECRET_NAME_MAX + 1];
+  const unsigned char *value;
+  size_t value_len;
+};
+
 /* Reassembles frames from a byte stream. */
 struct sbx_frame_reader {
   unsigned char buf[SBX_PROTO_HDR_SIZE + SBX_PROTO_MAX_PAYLOAD];
@@ -130,6 +159,14 @@ int sbx_exec_encode (unsigned char *out, size_t cap, char *const *argv, char *co
 /* Strict decoding: -EPROTO for a truncated record, an unknown tag, an empty
  * argv, an embedded NUL in a string, a duplicate single-valued tag. */
 int sbx_exec_decode (const unsigned char *p, size_t len, struct sbx_exec_req *req);
+
+/* SECRET encoding into OUT (capacity CAP): the length, or -EINVAL for what
+ * the decoder would refuse, -E2BIG when it does not fit. */
+int sbx_secret_encode (unsigned char *out, size_t cap, uint16_t kind, const char *name, const void *value,
+                       size_t value_len);
+/* Strict decoding: -EPROTO for an unknown kind, a name or value out of
+ * bounds, a name with a byte its kind does not allow, a NUL in the value. */
+int sbx_secret_decode (const unsigned char *p, size_t len, struct sbx_secret_msg *m);
 
 int sbx_exit_decode (const unsigned char *p, size_t len, struct sbx_exit_msg *m);
 void sbx_exit_encode (unsigned char out[12], const struct sbx_exit_msg *m);

@@ -176,6 +176,14 @@ gen_mounts (yajl_gen g, const sbx_spec_params *p)
       _cleanup_free_ char *src = xasprintf ("%s/tmp", p->rootfs);
       gen_mount (g, "/tmp", "bind", src, tmp);
     }
+  if (p->sb->opts.secret_files && p->sb->opts.secret_files[0])
+    {
+      /* --secret-file: the agent writes each value here once it has it, on
+       * a tmpfs of the sandbox's own (gVisor's memory under runsc), so that
+       * no value reaches the writable layer, a commit or an export. */
+      static const char *const sec[] = { "nosuid", "nodev", "noexec", "mode=0755", "size=8m", NULL };
+      gen_mount (g, "/run/secrets", "tmpfs", "tmpfs", sec);
+    }
   if (p->resolv_conf)
     {
       /* sbx's top layer has a plain /etc/resolv.conf over the image's (a

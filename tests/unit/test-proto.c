@@ -72,9 +72,9 @@ test_header (void)
   h.type = 0;
   sbx_frame_hdr_encode (b, &h);
   tap_ok (sbx_frame_hdr_decode (b, &d) == -EPROTO, "header: type 0 rejected");
-  h.type = 18;
+  h.type = 19;
   sbx_frame_hdr_encode (b, &h);
-  tap_ok (sbx_frame_hdr_decode (b, &d) == -EPROTO, "header: unknown type 18 rejected");
+  tap_ok (sbx_frame_hdr_decode (b, &d) == -EPROTO, "header: unknown type 19 rejected");
   h = (struct sbx_frame_hdr){ .len = SBX_PROTO_LOG_MAX, .type = SBX_MSG_LOG };
   sbx_frame_hdr_encode (b, &h);
   tap_ok (sbx_frame_hdr_decode (b, &d) == 0 && d.type == SBX_MSG_LOG, "header: LOG of the largest size accepted");
