@@ -267,8 +267,9 @@ print_created (sbx_cli *cli, const sbx_sandbox *sb)
 struct create_args {
   sbx_sandbox_opts o;
   sbx_pull_policy pull;
-  bool rm;      /* run only */
-  bool run_cmd; /* create only: the image's cmd as the initial command */
+  bool rm;            /* run only */
+  bool run_cmd;       /* create only: the image's cmd as the initial command */
+  bool exit_with_cmd; /* create only: into the options once the command is known */
 };
 
 static int
@@ -300,7 +301,7 @@ create_only_cb (void *data, int key, const char *arg, sbx_error **err)
   if (key == O_RUN_CMD)
     a->run_cmd = true;
   else if (key == O_EXIT_WITH_CMD)
-    a->o.exit_with_cmd = true;
+    a->exit_with_cmd = true;
   else
     return create_cb (a, key, arg, err);
   return 0;
@@ -337,7 +338,7 @@ cmd_create (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   struct create_args a = { .pull = SBX_PULL_MISSING };
   opts_defaults (&a.o);
   int first, ret = cli_simple_parse (cli, "create", argc, argv, 0, -1, &first, create_only_cb, &a, err);
-  if (ret == 0 && a.o.exit_with_cmd && first >= argc && !a.run_cmd)
+  if (ret == 0 && a.exit_with_cmd && first >= argc && !a.run_cmd)
     ret = cli_usage_error (cli_find ("create"), err,
                            "--exit-with-cmd needs an initial command: sbx create [OPTIONS] -- CMD..., or --run-cmd");
   if (ret == 0 && first < argc && a.run_cmd)
@@ -352,6 +353,7 @@ cmd_create (sbx_cli *cli, int argc, char **argv, sbx_error **err)
     ret = -1;
   if (ret == 0 && initial_cmd (st, &a, argv + first, &img, err) < 0)
     ret = -1;
+  a.o.exit_with_cmd = a.exit_with_cmd;
   if (ret == 0 && sbx_sandbox_create_from (st, &a.o, img, &sb, err) < 0)
     ret = -1;
   if (ret == 0)
