@@ -45,7 +45,7 @@ end
 # Whether command $argv[1] takes a command line: its options stop at the
 # first operand.
 function __sbx_has_cmdline
-    contains -- $argv[1] run exec
+    contains -- $argv[1] create run exec
 end
 
 # Prints the global options typed so far, the command, and then its operands
@@ -195,7 +195,7 @@ complete -c sbx -n __sbx_opts_for -l json -d 'Print one JSON document on stdout'
 complete -c sbx -n __sbx_opts_for -s h -l help -d 'Show this help'
 
 # Commands
-complete -c sbx -n __sbx_no_command -a create -d 'Create a sandbox and print its id'
+complete -c sbx -n __sbx_no_command -a create -d 'Create a sandbox and print its id; CMD, if given, starts in it as a background process'
 complete -c sbx -n __sbx_no_command -a run -d 'Create a sandbox, run CMD (default: the --image\'s cmd) in it, terminate it; the exit status is CMD\'s'
 complete -c sbx -n __sbx_no_command -a exec -d 'Run CMD in a running sandbox; the exit status is CMD\'s'
 complete -c sbx -n __sbx_no_command -a run-code -d 'Run a code snippet with the image\'s interpreter; the exit status is the snippet\'s'
@@ -255,6 +255,8 @@ complete -c sbx -n '__sbx_opts_for create' -l timeout -x -d 'Hard lifetime (defa
 complete -c sbx -n '__sbx_opts_for create' -l on-idle -x -a 'terminate pause' -d 'When the keep-warm time runs out: terminate (default) or pause'
 complete -c sbx -n '__sbx_opts_for create' -s e -l env -x -d 'Set an environment variable for every command (repeatable)'
 complete -c sbx -n '__sbx_opts_for create' -l cwd -x -d 'Working directory for every command (absolute)'
+complete -c sbx -n '__sbx_opts_for create' -l run-cmd -d 'Start the image\'s cmd (entrypoint + cmd) as the initial command, in place of CMD'
+complete -c sbx -n '__sbx_opts_for create' -l exit-with-cmd -d 'End the sandbox when the initial command ends (reason exited, its exit code)'
 
 # run
 complete -c sbx -n '__sbx_opts_for run' -l image -x -a '(__sbx_images)' -d 'image: a tag, an id, or a registry reference such as python:3.12-slim (default: busybox, built in)'
