@@ -338,6 +338,11 @@ cmd_create (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   struct create_args a = { .pull = SBX_PULL_MISSING };
   opts_defaults (&a.o);
   int first, ret = cli_simple_parse (cli, "create", argc, argv, 0, -1, &first, create_only_cb, &a, err);
+  /* The command follows --: a word alone might be meant as an image. */
+  if (ret == 0 && first < argc && strcmp (argv[first - 1], "--") != 0)
+    ret = cli_usage_error (
+        cli_find ("create"), err,
+        "unexpected argument `%s` (an initial command goes after --: sbx create [OPTIONS] -- CMD...)", argv[first]);
   if (ret == 0 && a.exit_with_cmd && first >= argc && !a.run_cmd)
     ret = cli_usage_error (cli_find ("create"), err,
                            "--exit-with-cmd needs an initial command: sbx create [OPTIONS] -- CMD..., or --run-cmd");

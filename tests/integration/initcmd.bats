@@ -169,6 +169,9 @@ JSON
   expect_contains "$stderr" "--run-cmd"
   expect_error INVALID_ARGUMENT create --runtime runc -- ""
   expect_contains "$stderr" "empty"
+  # The command follows --: a word alone might be meant as an image.
+  expect_error INVALID_ARGUMENT create --runtime runc sleep 1000
+  expect_contains "$stderr" "unexpected argument \`sleep\`"
   # They are create's: sbx run's command is already its foreground one,
   # and the sandbox already ends with it.
   expect_error INVALID_ARGUMENT run --runtime runc --exit-with-cmd -- true
