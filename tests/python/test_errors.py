@@ -28,10 +28,9 @@ CODES = {
     "TIMEOUT": sbx.TimeoutError,
 }
 
-FUTURE = ("secrets", "allow_secrets", "volumes", "gpu", "docker_enabled", "sync_local_dir", "command", "namespace",
-          "priority")
+FUTURE = ("secrets", "allow_secrets", "volumes", "gpu", "docker_enabled", "sync_local_dir", "namespace", "priority")
 VALUES = {"secrets": {"K": "v"}, "allow_secrets": True, "volumes": {"/host": "/mnt"}, "gpu": "any",
-          "docker_enabled": True, "sync_local_dir": "/tmp", "command": ["sleep", "1"], "namespace": "ns",
+          "docker_enabled": True, "sync_local_dir": "/tmp", "namespace": "ns",
           "priority": 1}
 
 

@@ -12,7 +12,7 @@ from .errors import (InvalidArgumentError, NotFoundError, SandboxFailedError, Sa
                      TimeoutError)
 from .fs import FileSystem, Page
 from .image import Image
-from .process import Process, ProcessAPI, Result, _env_args, _timeout_arg
+from .process import Process, ProcessAPI, Result, SandboxProcess, _env_args, _timeout_arg
 if TYPE_CHECKING:  # pragma: no cover
     import subprocess
 
@@ -27,7 +27,6 @@ FUTURE_OPTIONS: dict[str, str] = {
     "gpu": "--gpu",
     "docker_enabled": "--docker",
     "sync_local_dir": "--sync-local-dir",
-    "command": "--command",
     "namespace": "--namespace",
     "priority": "--priority",
     "pull": "--pull",
@@ -39,7 +38,7 @@ WORKSPACE = "/workspace"
 
 _KNOWN = {"workspace", "image", "cpu", "memory", "runtime", "block_network", "allow_list", "ports", "authorized",
           "keep_warm_seconds", "timeout", "env", "name", "wait", "workdir", "workspace_token", "pids", "disk",
-          "on_idle"}
+          "on_idle", "command", "exit_with_command"}
 
 _MILLI = r"^([0-9]+)m$"
 _MEM = r"^[0-9]+(\.[0-9]+)?([KMGT]i?|[kmgt]i?)?[bB]?$"
@@ -81,6 +80,20 @@ def _memory(v: Union[int, str]) -> str:
     if not re.match(_MEM, s):
         raise InvalidArgumentError(f"memory: {v!r} is not MiB (1024) or a size with a unit (\"512Mi\", \"1Gi\")")
     return s
+
+
+def _command(v: Union[str, Iterable[str]]) -> list[str]:
+    """The initial command as ``sbx create -- CMD...`` takes it: a list of arguments, or a string run by ``sh -c``."""
+    if isinstance(v, str):
+        if not v.strip():
+            raise InvalidArgumentError("command: an empty command line")
+        return ["sh", "-c", v]
+    if isinstance(v, (bytes, bytearray)) or not hasattr(v, "__iter__"):
+        raise InvalidArgumentError(f"command: {v!r} is not a list of arguments or a shell command line")
+    argv = list(v)
+    if not argv or not all(isinstance(a, str) for a in argv) or not argv[0]:
+        raise InvalidArgumentError(f"command: {v!r} is not a non-empty list of strings")
+    return argv
 
 
 def _seconds(name: str, v: Union[int, float]) -> str:
@@ -138,13 +151,17 @@ class Sandbox:
     ``"runc"``), ``block_network``, ``allow_list`` (CIDRs), ``ports`` (exposed
     at create), ``authorized`` (False: exposed ports need no token, sbx's
     ``--public``), ``keep_warm_seconds``, ``timeout`` (hard lifetime, s),
-    ``env``, ``name``, ``workdir``, ``pids``, ``disk``, ``on_idle``, ``wait``
+    ``env``, ``name``, ``workdir``, ``pids``, ``disk``, ``on_idle``,
+    ``command`` (the initial command, ``sbx create -- CMD``: a list of
+    arguments, or a string run by ``sh -c``; started in the background before
+    ``create`` returns, see :meth:`SandboxInstance.initial_process`),
+    ``exit_with_command`` (True: the sandbox ends when that command does, its
+    exit code in :meth:`SandboxInstance.poll`), ``wait``
     (False: return while the sandbox is still being created), ``workspace``
     (a directory made in the sandbox after create, when missing, default
     ``/workspace`` as hosted sandboxes have; None: none). Options that
     sbx does not have yet (``secrets``, ``allow_secrets``, ``volumes``,
-    ``gpu``, ``docker_enabled``, ``sync_local_dir``, ``command``,
-    ``namespace``, ``priority``, and ``pull``, the registry policy
+    ``gpu``, ``docker_enabled``, ``sync_local_dir``, ``namespace``, ``priority``, and ``pull``, the registry policy
     ``"missing"``/``"always"``/``"never"``) raise :class:`InvalidArgumentError` naming
     them, unless ``sbx create --help`` lists them. ``workspace_token=False``
     is accepted; ``True`` is refused (sbx passes no host credential into a
@@ -220,6 +237,12 @@ class Sandbox:
                 a += [x for item in v for x in (opt, str(item))]
             else:
                 a += [opt, str(v)]
+        if o.get("exit_with_command"):
+            if o.get("command") is None:
+                raise InvalidArgumentError("exit_with_command: needs a command (the sandbox ends when it ends)")
+            a.append("--exit-with-cmd")
+        if o.get("command") is not None:
+            a += ["--", *_command(o["command"])]
         return a
 
     def _image_id(self) -> Optional[str]:
@@ -377,6 +400,12 @@ class SandboxInstance:
         """The sandbox as ``sbx status --json`` prints it (state, reason, options, network, ...)."""
         self._info = dict(_cli.run_json(["status", self.id]))
         return self._info
+
+    def initial_process(self) -> Optional[SandboxProcess]:
+        """The initial command (the ``command`` option) as a :class:`SandboxProcess`, or None without one."""
+        info = self._info if self._info and "cmd_pid" in self._info else self.info()
+        pid = info.get("cmd_pid")
+        return SandboxProcess(self.id, int(pid)) if pid else None
 
     def status(self) -> str:
         """The sandbox's state: ``creating``, ``running``, ``terminating``, ``terminated`` or ``failed``."""
