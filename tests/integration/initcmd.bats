@@ -185,3 +185,27 @@ JSON
   expect_eq "$(sbx --json status "$output" | jpipe 'd["options"]["exit_with_cmd"]')" false "an option after --"
   sbx terminate --rm "$output" >/dev/null
 }
+
+@test "initcmd: a restored sandbox's initial command runs on, not again, and still ends it [runsc]" {
+  require_runtime runsc
+  local id snap new pid n
+  id=$(sbx create --block-network --exit-with-cmd -- sh -c 'i=0; while :; do i=$((i+1)); echo $i; sleep 0.2; done')
+  pid=$(sbx --json status "$id" | jpipe 'd["cmd_pid"]')
+  wait_logs "$id" "$pid" 3
+  snap=$(sbx snapshot "$id")
+  # The snapshot ended the source: its end is the snapshot's, not the command's.
+  expect_eq "$(sbx --json status "$id" | jpipe '[d["reason"], d["exit_code"]]')" '["snapshot", null]' "the source's end"
+  new=$(sbx restore "$snap")
+  expect_eq "$(sbx --json status "$new" | jpipe 'd["cmd_pid"]')" "$pid" "the restored cmd_pid"
+  run --separate-stderr sbx --json ps "$new"
+  expect_eq "$(jget "len([p for p in d if p['initial']])")" 1 "initial processes after the restore"
+  expect_eq "$(jget "[p['state'] for p in d if p['initial']][0]")" running "its state"
+  # It counts on from where it was.
+  sleep 1
+  n=$(sbx proc "$new" "$pid" logs | tail -n 1)
+  [ "$n" -gt 3 ] || fail "the restored counter printed \`$n\`"
+  sbx proc "$new" "$pid" kill >/dev/null
+  ends_with "$new" 137
+  sbx rm "$id" "$new" >/dev/null
+  sbx rmsnap "$snap" >/dev/null
+}
