@@ -47,6 +47,9 @@ def test_exit_with_command_ends_the_sandbox_with_its_code(runtime):
     assert box.poll() == 3
     info = box.info()
     assert (info["reason"], info["exit_code"]) == ("exited", 3)
+    # A command over before create is done: the sandbox's end is its result, not an error.
+    box = Sandbox.create("busybox", runtime=runtime, command=["sh", "-c", "exit 4"], exit_with_command=True)
+    assert box.wait(timeout=60) == "terminated" and box.poll() == 4
 
 
 def test_a_command_that_cannot_start_fails_the_create(runtime):

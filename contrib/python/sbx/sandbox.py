@@ -379,6 +379,13 @@ class SandboxInstance:
         if ws and self._id is not None:
             try:
                 self.fs.create_directory(str(ws))
+            except SandboxNotRunningError:
+                # Ended already by its initial command (exit_with_command): its end is its
+                # result, kept for wait() and poll(), not a failed create.
+                if self.spec is not None and self.spec.options.get("exit_with_command"):
+                    return
+                self.terminate(remove=True)
+                raise
             except Exception:
                 self.terminate(remove=True)
                 raise
