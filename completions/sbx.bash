@@ -15,7 +15,7 @@ _sbx_fs_verbs='read write upload download ls stat mkdir rm rmdir find replace wa
 # The options of command $1.
 _sbx_opts() {
 	case $1 in
-	create) echo '--image --pull --name --cpu --memory --pids --disk --runtime --block-network --allow --port --public --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --allow-secrets --cwd' ;;
+	create) echo '--image --pull --name --cpu --memory --pids --disk --runtime --block-network --allow --port --public --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --allow-secrets --cwd --run-cmd --exit-with-cmd' ;;
 	run) echo '--image --pull --name --cpu --memory --pids --disk --runtime --block-network --allow --port --public --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --allow-secrets --cwd --rm' ;;
 	exec) echo '-i --interactive -t --tty -d --detach -e --env --cwd --user --timeout' ;;
 	run-code) echo '-l --lang -e --env --cwd --timeout' ;;
@@ -76,7 +76,7 @@ _sbx_opts_with_arg() {
 # options stop at the first operand. The others take options anywhere.
 _sbx_has_cmdline() {
 	case $1 in
-	run | exec) return 0 ;;
+	create | run | exec) return 0 ;;
 	esac
 	return 1
 }
@@ -127,6 +127,7 @@ _sbx_value() {
 # are its first two operands.
 _sbx_operand() {
 	case $1:$2 in
+	create:0) : ;;
 	run:0) : ;;
 	exec:0) _sbx_words "$(_sbx_ids)" ;;
 	exec:1) : ;;

@@ -53,7 +53,7 @@ end
 # Whether command $argv[1] takes a command line: its options stop at the
 # first operand.
 function __sbx_has_cmdline
-    contains -- $argv[1] run exec
+    contains -- $argv[1] create run exec
 end
 
 # Prints the global options typed so far, the command, and then its operands
@@ -203,7 +203,7 @@ complete -c sbx -n __sbx_opts_for -l json -d 'Print one JSON document on stdout'
 complete -c sbx -n __sbx_opts_for -s h -l help -d 'Show this help'
 
 # Commands
-complete -c sbx -n __sbx_no_command -a create -d 'Create a sandbox and print its id'
+complete -c sbx -n __sbx_no_command -a create -d 'Create a sandbox and print its id; CMD, if given, starts in it as a background process'
 complete -c sbx -n __sbx_no_command -a run -d 'Create a sandbox, run CMD (default: the --image\'s cmd) in it, terminate it; the exit status is CMD\'s'
 complete -c sbx -n __sbx_no_command -a exec -d 'Run CMD in a running sandbox; the exit status is CMD\'s'
 complete -c sbx -n __sbx_no_command -a run-code -d 'Run a code snippet with the image\'s interpreter; the exit status is the snippet\'s'
@@ -273,6 +273,8 @@ complete -c sbx -n '__sbx_opts_for create' -l secret -x -d 'Pass secret NAME as 
 complete -c sbx -n '__sbx_opts_for create' -l secret-file -x -d 'Pass secret NAME as the file /run/secrets/NAME, on a tmpfs (repeatable; needs --allow-secrets)'
 complete -c sbx -n '__sbx_opts_for create' -l allow-secrets -d 'Acknowledge that the sandbox\'s code can read the secrets it is given'
 complete -c sbx -n '__sbx_opts_for create' -l cwd -x -d 'Working directory for every command (absolute)'
+complete -c sbx -n '__sbx_opts_for create' -l run-cmd -d 'Start the image\'s cmd (entrypoint + cmd) as the initial command, in place of CMD'
+complete -c sbx -n '__sbx_opts_for create' -l exit-with-cmd -d 'End the sandbox when the initial command ends (reason exited, its exit code)'
 
 # run
 complete -c sbx -n '__sbx_opts_for run' -l image -x -a '(__sbx_images)' -d 'image: a tag, an id, or a registry reference such as python:3.12-slim (default: busybox, built in)'

@@ -50,7 +50,7 @@ typedef struct {
 
 /* Every command of sbx_commands, in any order. */
 static const command_operands operand_table[] = {
-  { "create", { { NULL } } },
+  { "create", { CMDLINE } },
   { "run", { CMDLINE } },
   { "exec", { SANDBOX, CMDLINE } },
   { "run-code", { SANDBOX, { "code (or - for stdin)", NULL } } },

@@ -54,6 +54,8 @@ enum {
   O_SECRET,
   O_SECRET_FILE,
   O_ALLOW_SECRETS,
+  O_RUN_CMD,
+  O_EXIT_WITH_CMD,
 };
 
 #define CREATE_OPTS                                                                                                      \
@@ -119,7 +121,16 @@ enum {
     "cwd", O_CWD, required_argument, "DIR", "working directory for every command (absolute)"                             \
   }
 
-const cli_opt sbx_create_opts[] = { CREATE_OPTS, { NULL } };
+/* The initial command's options are create's alone: sbx run's command is
+ * already its foreground one, and the sandbox already ends with it. */
+const cli_opt sbx_create_opts[] = {
+  CREATE_OPTS,
+  { "run-cmd", O_RUN_CMD, no_argument, NULL,
+    "start the image's cmd (entrypoint + cmd) as the initial command, in place of CMD" },
+  { "exit-with-cmd", O_EXIT_WITH_CMD, no_argument, NULL,
+    "end the sandbox when the initial command ends (reason exited, its exit code)" },
+  { NULL },
+};
 const cli_opt sbx_run_opts[] = {
   CREATE_OPTS,
   { "rm", O_RM, no_argument, NULL, "remove the sandbox and its files afterwards" },
@@ -338,7 +349,9 @@ print_created (sbx_cli *cli, const sbx_sandbox *sb)
 struct create_args {
   sbx_sandbox_opts o;
   sbx_pull_policy pull;
-  bool rm; /* run only */
+  bool rm;            /* run only */
+  bool run_cmd;       /* create only: the image's cmd as the initial command */
+  bool exit_with_cmd; /* create only: into the options once the command is known */
 };
 
 static int
@@ -379,6 +392,42 @@ obtain_image (sbx_store *st, const struct create_args *a, sbx_image **ret, sbx_e
   return sbx_image_obtain (st, conf, a->o.image_ref, a->pull, &po, ret, err);
 }
 
+static int
+create_only_cb (void *data, int key, const char *arg, sbx_error **err)
+{
+  struct create_args *a = data;
+  if (key == O_RUN_CMD)
+    a->run_cmd = true;
+  else if (key == O_EXIT_WITH_CMD)
+    a->exit_with_cmd = true;
+  else
+    return create_cb (a, key, arg, err);
+  return 0;
+}
+
+/* The initial command: CMD... after the options, or with --run-cmd the
+ * image's (from the image obtained once, as sbx run takes it; the
+ * built-in busybox's is /bin/sh). */
+static int
+initial_cmd (sbx_store *st, struct create_args *a, char **cmd, sbx_image **img, sbx_error **err)
+{
+  if (cmd[0])
+    {
+      a->o.cmd = strv_dup (cmd);
+      return 0;
+    }
+  if (!a->run_cmd)
+    return 0;
+  if (*img == NULL && sbx_image_resolve (st, "busybox", img, err) < 0)
+    return -1;
+  if ((*img)->cmd == NULL || (*img)->cmd[0] == NULL)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
+                          "create: --run-cmd: image `%s` has no cmd (give the command: sbx create [OPTIONS] -- CMD...)",
+                          a->o.image_ref ? a->o.image_ref : "busybox");
+  a->o.cmd = strv_dup ((*img)->cmd);
+  return 0;
+}
+
 int
 cmd_create (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
@@ -386,7 +435,18 @@ cmd_create (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   _cleanup_image_ sbx_image *img = NULL;
   struct create_args a = { .pull = SBX_PULL_MISSING };
   opts_defaults (&a.o);
-  int first, ret = cli_simple_parse (cli, "create", argc, argv, 0, 0, &first, create_cb, &a, err);
+  int first, ret = cli_simple_parse (cli, "create", argc, argv, 0, -1, &first, create_only_cb, &a, err);
+  /* The command follows --: a word alone might be meant as an image. */
+  if (ret == 0 && first < argc && strcmp (argv[first - 1], "--") != 0)
+    ret = cli_usage_error (
+        cli_find ("create"), err,
+        "unexpected argument `%s` (an initial command goes after --: sbx create [OPTIONS] -- CMD...)", argv[first]);
+  if (ret == 0 && a.exit_with_cmd && first >= argc && !a.run_cmd)
+    ret = cli_usage_error (cli_find ("create"), err,
+                           "--exit-with-cmd needs an initial command: sbx create [OPTIONS] -- CMD..., or --run-cmd");
+  if (ret == 0 && first < argc && a.run_cmd)
+    ret = cli_usage_error (cli_find ("create"), err,
+                           "--run-cmd starts the image's cmd: give it or a command, not both");
   if (ret == 0 && sbx_caps_require ("create", err) < 0)
     ret = -1;
   if (ret == 0 && sbx_sandbox_opts_validate (&a.o, err) < 0)
@@ -398,6 +458,9 @@ cmd_create (sbx_cli *cli, int argc, char **argv, sbx_error **err)
     ret = -1;
   if (ret == 0 && a.o.image_ref && obtain_image (st, &a, &img, err) < 0)
     ret = -1;
+  if (ret == 0 && initial_cmd (st, &a, argv + first, &img, err) < 0)
+    ret = -1;
+  a.o.exit_with_cmd = a.exit_with_cmd;
   if (ret == 0 && sbx_sandbox_create_from (st, &a.o, img, &sb, err) < 0)
     ret = -1;
   if (ret == 0)
@@ -550,6 +613,23 @@ print_secrets_human (const sbx_sandbox *sb)
   printf ("\n");
 }
 
+/* The initial command (create -- CMD): its pid and its command line. */
+static void
+print_cmd_human (const sbx_sandbox *sb)
+{
+  if (sb->opts.cmd == NULL || sb->opts.cmd[0] == NULL)
+    return;
+  printf ("command:    ");
+  if (sb->cmd_pid > 0)
+    printf ("pid %lld: ", (long long) sb->cmd_pid);
+  for (size_t i = 0; sb->opts.cmd[i]; i++)
+    {
+      _cleanup_free_ char *w = printable_escaped (sb->opts.cmd[i], 256);
+      printf ("%s%s", i ? " " : "", w);
+    }
+  printf ("%s\n", sb->opts.exit_with_cmd ? " (--exit-with-cmd)" : "");
+}
+
 /* "10.0 GiB (12.3 MiB used)", or "unlimited (...)". */
 static void
 disk_text (const sbx_sandbox *sb, int64_t used, char *buf, size_t len)
@@ -583,6 +663,7 @@ print_status_human (const sbx_sandbox *sb, int64_t disk_used)
   if (sb->error)
     printf ("error:      %s\n", sb->error);
   printf ("image:      %s\nruntime:    %s\n", sb->image_id ? sb->image_id : "-", sb->opts.runtime);
+  print_cmd_human (sb);
   printf ("created:    %s\nstarted:    %s\nended:      %s\ndeadline:   %s\n", c, s, e, d);
   printf ("keep-warm:  %lld s\ntimeout:    %lld s\n", (long long) sb->opts.keep_warm, (long long) sb->opts.timeout);
   char cpu[32] = "unlimited", mem[32] = "unlimited";

@@ -12,7 +12,8 @@
 static int cmd_help (sbx_cli *, int, char **, sbx_error **);
 
 const sbx_command sbx_commands[] = {
-  { "create", cmd_create, NULL, "Create a sandbox and print its id.", sbx_create_opts },
+  { "create", cmd_create, "[-- CMD [ARG...]]",
+    "Create a sandbox and print its id; CMD, if given, starts in it as a background process.", sbx_create_opts },
   { "run", cmd_run, "[[--] CMD [ARG...]]",
     "Create a sandbox, run CMD (default: the --image's cmd) in it, terminate it; the exit status is CMD's.",
     sbx_run_opts },

@@ -86,6 +86,11 @@ sbx_sandbox_opts_validate (const sbx_sandbox_opts *o, sbx_error **err)
     if (!env_entry_is_valid (o->env[i]))
       return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid environment entry `%s`: expected KEY=VALUE",
                             o->env[i]);
+  if (o->cmd && o->cmd[0] && o->cmd[0][0] == '\0')
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "the initial command's name is empty");
+  if (o->exit_with_cmd && (o->cmd == NULL || o->cmd[0] == NULL))
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
+                          "--exit-with-cmd needs an initial command (sbx create [OPTIONS] -- CMD..., or --run-cmd)");
   if (o->cwd && o->cwd[0] != '/')
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "the working directory `%s` is not an absolute path", o->cwd);
   if (sbx_lifetimes_validate (o->keep_warm, o->timeout, err) < 0)

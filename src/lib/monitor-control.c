@@ -166,12 +166,33 @@ merge_env (const sbx_sandbox *sb, char **extra)
   return out;
 }
 
+/* Sends an EXEC on a new channel, with the sandbox's environment under
+ * ENV and its working directory unless CWD, and enters the process in the
+ * table: for an exec request and for the initial command. */
+int
+mon_exec_start (struct mon *m, const struct mon_exec *x, uint32_t *ret_chan, sbx_error **err)
+{
+  _cleanup_strv_ char **full_env = merge_env (m->sb, x->env);
+  const char *cwd = x->cwd ? x->cwd : m->workdir;
+  _cleanup_free_ unsigned char *payload = xmalloc (SBX_PROTO_MAX_PAYLOAD);
+  int n = sbx_exec_encode (payload, SBX_PROTO_MAX_PAYLOAD, x->argv, full_env, cwd, x->user, x->flags,
+                           x->timeout_ms > 0 ? (uint64_t) x->timeout_ms : 0, x->rows, x->cols);
+  if (n < 0)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "exec: command and environment exceed %d bytes",
+                          SBX_PROTO_MAX_PAYLOAD);
+  uint32_t chan = ++m->next_chan;
+  mon_proc_new (m, chan, x->argv, (x->flags & SBX_EXEC_F_DETACH) != 0, (x->flags & SBX_EXEC_F_TTY) != 0);
+  mon_to_agent (m, SBX_MSG_EXEC, chan, payload, (size_t) n);
+  *ret_chan = chan;
+  return 0;
+}
+
 static int
 handle_exec (struct mon *m, struct client *c, yajl_val req, sbx_error **err)
 {
   static const char *const keys[] = { "op",     "argv",       "env",  "cwd",  "user", "tty",    "stdin",
                                       "detach", "timeout_ms", "rows", "cols", "end",  "remove", NULL };
-  _cleanup_strv_ char **argv = NULL, **env = NULL, **full_env = NULL;
+  _cleanup_strv_ char **argv = NULL, **env = NULL;
   const char *cwd = NULL, *user = NULL;
   bool tty = false, in = false, detach = false, end = false, remove = false;
   int64_t timeout = 0, rows = 0, cols = 0;
@@ -188,29 +209,29 @@ handle_exec (struct mon *m, struct client *c, yajl_val req, sbx_error **err)
   for (size_t i = 0; env && env[i]; i++)
     if (!env_entry_is_valid (env[i]))
       return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "invalid environment entry `%s`", env[i]);
-  if (cwd == NULL)
-    cwd = m->workdir;
-  full_env = merge_env (m->sb, env);
-  uint32_t flags = (tty ? SBX_EXEC_F_TTY : 0) | (in ? SBX_EXEC_F_STDIN : 0) | (detach ? SBX_EXEC_F_DETACH : 0);
-  _cleanup_free_ unsigned char *payload = xmalloc (SBX_PROTO_MAX_PAYLOAD);
-  int n = sbx_exec_encode (payload, SBX_PROTO_MAX_PAYLOAD, argv, full_env, cwd, user, flags,
-                           timeout > 0 ? (uint64_t) timeout : 0, (uint16_t) rows, (uint16_t) cols);
-  if (n < 0)
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "exec: command and environment exceed %d bytes",
-                          SBX_PROTO_MAX_PAYLOAD);
   if (detach && in)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "exec: a background command (-d) takes no stdin (-i)");
   if (detach && end)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "exec: a background command cannot end the sandbox");
   if (remove && !end)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "exec: only the command that ends the sandbox removes it");
-  c->chan = ++m->next_chan;
+  struct mon_exec x = { .argv = argv,
+                        .env = env,
+                        .cwd = cwd,
+                        .user = user,
+                        .flags = (tty ? SBX_EXEC_F_TTY : 0) | (in ? SBX_EXEC_F_STDIN : 0)
+                                 | (detach ? SBX_EXEC_F_DETACH : 0),
+                        .timeout_ms = timeout,
+                        .rows = (uint16_t) rows,
+                        .cols = (uint16_t) cols };
+  uint32_t chan;
+  if (mon_exec_start (m, &x, &chan, err) < 0)
+    return -1;
+  c->chan = chan;
   if (end)
     m->end_chan = c->chan;
   m->remove_at_end = m->remove_at_end || remove;
   c->stdin_window = SBX_PROTO_WINDOW;
-  mon_proc_new (m, c->chan, argv, detach, tty);
-  mon_to_agent (m, SBX_MSG_EXEC, c->chan, payload, (size_t) n);
   return 0;
 }
 

@@ -63,6 +63,7 @@ struct proc {
   uint32_t pid; /* inside the sandbox; 0 until it started */
   char *cmd;    /* argv joined, bounded */
   bool detached, tty, ended, timed_out;
+  bool initial; /* create's initial command (sbx create -- CMD) */
   int32_t exit_code, signal;
   int64_t started_at, ended_at;
   uint64_t seq;          /* order of creation */
@@ -108,7 +109,7 @@ struct mon {
   size_t nprocs;
   uint64_t proc_seq;
   uint32_t next_chan;
-  uint32_t end_chan;              /* the exec whose end ends the sandbox (sbx run), 0: none */
+  uint32_t end_chan;              /* the exec whose end ends the sandbox (sbx run, --exit-with-cmd), 0: none */
   bool end_orphaned;              /* its caller went away and sbx killed it: the end is `killed` */
   bool remove_at_end;             /* sbx run --rm: the monitor removes the sandbox after its teardown */
   int ending_fd;                  /* its entry in RUN/ending while it tears down (sbx_teardown_begin) */
@@ -199,7 +200,19 @@ void mon_begin_shutdown (struct mon *m, sbx_state final, const char *reason);
 void mon_drain_stderr (struct mon *m);
 void mon_reap_children (struct mon *m);
 
+/* An EXEC to send (mon_exec_start): ENV over the sandbox's, CWD NULL for
+ * the sandbox's. */
+struct mon_exec {
+  char *const *argv;
+  char **env;
+  const char *cwd, *user;
+  uint32_t flags; /* SBX_EXEC_F_* */
+  int64_t timeout_ms;
+  uint16_t rows, cols;
+};
+
 /* monitor-control.c */
+int mon_exec_start (struct mon *m, const struct mon_exec *x, uint32_t *ret_chan, sbx_error **err);
 void mon_client_send_frame (struct client *c, uint16_t type, const void *p, size_t n);
 void mon_reply_json (struct client *c, const char *json);
 void mon_reply_int (struct client *c, const char *key, long long v);

@@ -223,6 +223,7 @@ proc_json (yajl_gen g, const struct proc *p, enum proc_form form)
       j_kint (g, "exit_code", p->exit_code);
       j_kint (g, "signal", p->signal);
       j_kbool (g, "timed_out", p->timed_out);
+      j_kbool (g, "initial", p->initial);
       j_endmap (g);
       return;
     }
@@ -230,6 +231,7 @@ proc_json (yajl_gen g, const struct proc *p, enum proc_form form)
   j_kstr (g, "command", p->cmd);
   j_kstr (g, "state", p->pid == 0 ? "starting" : p->ended ? "exited" : "running");
   j_kbool (g, "background", p->detached);
+  j_kbool (g, "initial", p->initial);
   j_kbool (g, "tty", p->tty);
   j_kint (g, "started_at", p->started_at);
   if (p->ended)
@@ -406,23 +408,33 @@ mon_restore_procs (struct mon *m)
       yajl_val x = procs->u.array.values[i];
       int64_t chan = 0, pid = 0, started = 0, ended_at = 0, code = 0, sig = 0;
       const char *cmd = NULL;
-      bool tty = false, ended = false, timed_out = false;
+      bool tty = false, ended = false, timed_out = false, initial = false;
       if (j_get_int (x, "chan", true, &chan, NULL) < 0 || j_get_int (x, "pid", true, &pid, NULL) < 0
           || j_get_str (x, "command", false, &cmd, NULL) < 0 || j_get_bool (x, "tty", false, &tty, NULL) < 0
           || j_get_int (x, "started_at", false, &started, NULL) < 0 || j_get_bool (x, "ended", false, &ended, NULL) < 0
           || j_get_int (x, "ended_at", false, &ended_at, NULL) < 0 || j_get_int (x, "exit_code", false, &code, NULL) < 0
           || j_get_int (x, "signal", false, &sig, NULL) < 0 || j_get_bool (x, "timed_out", false, &timed_out, NULL) < 0
-          || chan < 1 || chan >= m->next_chan || pid < 1 || pid > INT32_MAX || mon_proc_by_chan (m, (uint32_t) chan))
+          || j_get_bool (x, "initial", false, &initial, NULL) < 0 || chan < 1 || chan >= m->next_chan || pid < 1
+          || pid > INT32_MAX || mon_proc_by_chan (m, (uint32_t) chan))
         continue;
       char *const argv[] = { (char *) (cmd ? cmd : "?"), NULL };
       mon_proc_new (m, (uint32_t) chan, argv, true, tty);
       struct proc *p = m->procs[m->nprocs - 1];
       p->pid = (uint32_t) pid;
       p->started_at = started;
+      p->initial = initial;
       if (ended)
         {
           proc_end (m, p, (int32_t) code, (int32_t) sig, timed_out);
           p->ended_at = ended_at;
+        }
+      else if (initial)
+        {
+          /* The initial command runs on, and with --exit-with-cmd still
+           * ends the sandbox. */
+          m->sb->cmd_pid = p->pid;
+          if (m->sb->opts.exit_with_cmd)
+            m->end_chan = p->chan;
         }
     }
   mon_log (m, "restored a table of %zu processes", m->nprocs);

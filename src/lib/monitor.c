@@ -350,6 +350,90 @@ mon_drain_stderr (struct mon *m)
     }
 }
 
+/* --- the initial command ---------------------------------------------- */
+
+/* Why the initial command did not start: the agent's ERROR (126: cannot
+ * run, 127: not found, as for any exec). */
+static int
+cmd_start_error (struct mon *m, const struct sbx_frame_hdr *h, const unsigned char *p, sbx_error **err)
+{
+  int32_t st = 125;
+  if (h->len >= sizeof st)
+    memcpy (&st, p, sizeof st);
+  int ml = h->len > 8 ? (int) (h->len - 8) : 0;
+  if (ml == 0)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "`%s` could not start", m->sb->opts.cmd[0]);
+  return sbx_error_set (err, st == 127 ? SBX_E_NOT_FOUND : SBX_E_INVALID_ARGUMENT, 0, "%.*s", ml, (const char *) p + 8);
+}
+
+/* Reads the agent until CHAN's STARTED (its pid) or ERROR. The agent sends
+ * STARTED before any output or EXIT of a channel, and frames are read one
+ * at a time, so nothing after it is consumed here: the loop sees the rest. */
+static int
+wait_cmd_started (struct mon *m, uint32_t chan, sbx_error **err)
+{
+  uint64_t until = now_ms_monotonic () + HELLO_TIMEOUT_MS;
+  for (;;)
+    {
+      struct proc *pr = mon_proc_by_chan (m, chan);
+      if (pr && pr->pid != 0)
+        return 0;
+      if (m->agent_gone || pr == NULL)
+        return sbx_error_set (err, SBX_E_INTERNAL, 0,
+                              "the sandbox's init went away before the initial command started");
+      struct sbx_frame_hdr h;
+      const unsigned char *p;
+      int r = sbx_frame_read (m->agent_fd, &m->ard, &h, &p);
+      if (r < 0)
+        m->agent_gone = true;
+      else if (r == 1 && h.chan == chan && h.type == SBX_MSG_ERROR)
+        {
+          int ret = cmd_start_error (m, &h, p, err);
+          agent_frame (m, &h, p);
+          return ret;
+        }
+      else if (r == 1)
+        agent_frame (m, &h, p);
+      if (r != 0)
+        continue;
+      uint64_t now = now_ms_monotonic ();
+      if (now >= until)
+        return sbx_error_set (err, SBX_E_TIMEOUT, 0, "the initial command did not start within %d s",
+                              HELLO_TIMEOUT_MS / 1000);
+      struct pollfd pf = { m->agent_fd, POLLIN | (m->aout.len ? POLLOUT : 0), 0 };
+      poll (&pf, 1, 50);
+      if (pf.revents & POLLOUT && mon_buf_flush (&m->aout, m->agent_fd) < 0)
+        m->agent_gone = true;
+      mon_drain_stderr (m);
+      mon_reap_children (m);
+    }
+}
+
+/* create's initial command (sbx create -- CMD, --run-cmd): a background
+ * process as `exec -d` starts one, with the sandbox's env and cwd, started
+ * last in the setup, so that it sees all any command sees, and before
+ * create reports: a create that returns has it running, one whose command
+ * cannot start fails with its error. With --exit-with-cmd its end is the
+ * sandbox's (reason exited, its status). A restored sandbox's runs on in
+ * the restored table (mon_restore_procs). */
+static int
+start_cmd (struct mon *m, sbx_error **err)
+{
+  if (m->sb->opts.cmd == NULL || m->sb->opts.cmd[0] == NULL || m->sb->restore_from)
+    return 0;
+  struct mon_exec x = { .argv = m->sb->opts.cmd, .flags = SBX_EXEC_F_DETACH };
+  uint32_t chan;
+  if (mon_exec_start (m, &x, &chan, err) < 0 || wait_cmd_started (m, chan, err) < 0)
+    return sbx_error_wrap (err, "initial command");
+  struct proc *pr = mon_proc_by_chan (m, chan);
+  pr->initial = true;
+  m->sb->cmd_pid = pr->pid;
+  if (m->sb->opts.exit_with_cmd)
+    m->end_chan = chan;
+  mon_log (m, "initial command started: pid %u%s", pr->pid, m->end_chan ? " (the sandbox ends with it)" : "");
+  return 0;
+}
+
 /* --- limits ------------------------------------------------------------ */
 
 /* The cgroup's counters, kept at their highest: a runtime that ends the
@@ -710,9 +794,9 @@ setup (struct mon *m, sbx_error **err)
   mon_log (m, "%s started the container", m->rt->name);
   if (m->sb->restore_from)
     mon_restore_procs (m);
-  if (mon_expose_create_ports (m, err) < 0)
+  if (mon_expose_create_ports (m, err) < 0 || mon_listen_control (m, err) < 0)
     return -1;
-  return mon_listen_control (m, err);
+  return start_cmd (m, err);
 }
 
 /* --- teardown ---------------------------------------------------------- */

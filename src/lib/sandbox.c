@@ -169,6 +169,11 @@ gen_record (yajl_gen g, const sbx_sandbox *sb, bool full)
   j_kbool (g, "paused", sb->paused);
   j_kstr (g, "restored_from", sb->restore_from);
   j_kint (g, "chan_base", sb->chan_base);
+  j_str (g, "cmd_pid");
+  if (sb->cmd_pid > 0)
+    j_int (g, sb->cmd_pid);
+  else
+    j_null (g);
   j_kint (g, "oom_kills", sb->oom_kills);
   if (full || sbx_sandbox_pids_hits_known (sb))
     j_kint (g, "pids_limit_hits", sb->pids_limit_hits);
@@ -306,6 +311,9 @@ parse_record (yajl_val v, sbx_sandbox *sb, sbx_error **err)
       || dup_str (v, "restored_from", &sb->restore_from, err) < 0
       || j_get_int (v, "chan_base", false, &sb->chan_base, err) < 0)
     return -1;
+  yajl_val cmd_pid = j_get (v, "cmd_pid");
+  if (cmd_pid && YAJL_IS_INTEGER (cmd_pid) && YAJL_GET_INTEGER (cmd_pid) > 0)
+    sb->cmd_pid = YAJL_GET_INTEGER (cmd_pid);
   sb->monitor_pid = (pid_t) pid;
   yajl_val code = j_get (v, "exit_code");
   if (code && YAJL_IS_INTEGER (code))

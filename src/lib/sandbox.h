@@ -27,7 +27,7 @@ typedef enum sbx_state {
 #define SBX_REASON_KEEP_WARM "keep-warm expired"
 #define SBX_REASON_TIMEOUT "timeout"
 #define SBX_REASON_KILLED "killed"
-#define SBX_REASON_EXITED "exited" /* sbx run's command exited (exit_code) */
+#define SBX_REASON_EXITED "exited" /* sbx run's command, or create's with --exit-with-cmd, exited (exit_code) */
 #define SBX_REASON_MONITOR_LOST "monitor lost"
 #define SBX_REASON_ERROR "error"
 
@@ -79,7 +79,7 @@ typedef struct sbx_sandbox {
   sbx_state state;
   char *reason;
   char *error;        /* message when failed */
-  bool has_exit_code; /* reason exited: the exit status of sbx run's command */
+  bool has_exit_code; /* reason exited: the exit status of sbx run's command (or the initial one's) */
   int64_t exit_code;
   int64_t created_at, started_at, ended_at;
   int64_t created_ns;      /* the creation time in ns, which orders sandboxes made in one second */
@@ -89,6 +89,7 @@ typedef struct sbx_sandbox {
   bool paused;        /* running, frozen by sbx pause (or --on-idle pause) */
   char *restore_from; /* a snapshot's checkpoint directory: started by restore, not run */
   int64_t chan_base;  /* the first exec channel (a restored agent's own go on below it) */
+  int64_t cmd_pid;    /* the initial command's pid inside the sandbox (opts.cmd), 0: none */
   int64_t oom_kills;
   int64_t pids_limit_hits;
   int64_t memory_peak;

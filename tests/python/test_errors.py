@@ -28,9 +28,8 @@ CODES = {
     "TIMEOUT": sbx.TimeoutError,
 }
 
-FUTURE = ("secrets", "allow_secrets", "volumes", "gpu", "docker_enabled", "command", "namespace", "priority")
-VALUES = {"secrets": {"K": "v"}, "allow_secrets": True, "volumes": {"/host": "/mnt"}, "gpu": "any",
-          "docker_enabled": True, "command": ["sleep", "1"], "namespace": "ns",
+FUTURE = ("gpu", "docker_enabled", "namespace", "priority")
+VALUES = {"gpu": "any", "docker_enabled": True, "namespace": "ns",
           "priority": 1}
 
 

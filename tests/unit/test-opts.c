@@ -10,6 +10,7 @@
 #endif
 
 #include "json.h"
+#include "lifecycle.h"
 #include "sandbox.h"
 #include "tap.h"
 #include "util.h"
@@ -44,10 +45,11 @@ parse_text (const char *text, sbx_sandbox_opts *o, sbx_error **err)
 int
 main (void)
 {
-  tap_plan (6);
+  tap_plan (11);
   char *env[] = { (char *) "A=1", (char *) "B=two words", NULL };
   char *allow[] = { (char *) "10.0.0.0/8", NULL };
   char *ports[] = { (char *) "8080", NULL };
+  char *cmd[] = { (char *) "sh", (char *) "-c", (char *) "echo \"hi\"; exit 3", NULL };
   sbx_sandbox_opts in = { .image_ref = (char *) "debian:12",
                           .runtime = (char *) "runsc",
                           .cpu = 1.5,
@@ -62,7 +64,9 @@ main (void)
                           .on_idle_pause = true,
                           .timeout = 120,
                           .env = env,
-                          .cwd = (char *) "/work" };
+                          .cwd = (char *) "/work",
+                          .cmd = cmd,
+                          .exit_with_cmd = true };
   _cleanup_yajl_gen_ yajl_gen g = j_new (false);
   sbx_sandbox_opts_gen (g, &in);
   _cleanup_free_ char *text = j_take (g, NULL);
@@ -77,6 +81,7 @@ main (void)
           "every scalar option comes back, the disk limit included");
   tap_ok (strv_eq (out.env, env) && strv_eq (out.allow, allow) && strv_eq (out.ports, ports),
           "env, allow and ports come back");
+  tap_ok (strv_eq (out.cmd, cmd) && out.exit_with_cmd, "the initial command and --exit-with-cmd come back");
   sbx_sandbox_opts_clear (&out);
 
   sbx_sandbox_opts d = { .keep_warm = 600, .timeout = 3600, .disk = -1, .memory = 7 };
@@ -95,5 +100,29 @@ main (void)
   r = parse_text ("{\"on_idle\":\"pause\"}", &d, &err);
   tap_ok (r == 0 && d.on_idle_pause, "on_idle pause reads back");
   sbx_sandbox_opts_clear (&d);
+  r = parse_text ("{\"cmd\":\"sh\"}", &d, &err);
+  tap_ok (r < 0 && err && err->code == SBX_E_INVALID_ARGUMENT && strstr (err->msg, "cmd"),
+          "a cmd that is not a list of strings is INVALID_ARGUMENT (%s)", err ? err->msg : "none");
+  sbx_error_free (err);
+  err = NULL;
+  sbx_sandbox_opts_clear (&d);
+
+  /* The initial command's checks (lifecycle.c), as a create and a restore
+   * of a snapshot's options both apply them. */
+  char *empty[] = { (char *) "", NULL };
+  sbx_sandbox_opts v = { .runtime = (char *) "runc", .timeout = 60, .keep_warm = 60, .exit_with_cmd = true };
+  r = sbx_sandbox_opts_validate (&v, &err);
+  tap_ok (r < 0 && err && err->code == SBX_E_INVALID_ARGUMENT && strstr (err->msg, "--exit-with-cmd"),
+          "--exit-with-cmd without a command is INVALID_ARGUMENT (%s)", err ? err->msg : "none");
+  sbx_error_free (err);
+  err = NULL;
+  v.cmd = empty;
+  r = sbx_sandbox_opts_validate (&v, &err);
+  tap_ok (r < 0 && err && err->code == SBX_E_INVALID_ARGUMENT && strstr (err->msg, "empty"),
+          "an initial command with an empty name is INVALID_ARGUMENT (%s)", err ? err->msg : "none");
+  sbx_error_free (err);
+  err = NULL;
+  v.cmd = cmd;
+  tap_ok (sbx_sandbox_opts_validate (&v, &err) == 0, "a command with --exit-with-cmd is valid");
   return tap_done ();
 }

@@ -279,6 +279,7 @@ test_records (void)
                      .state = SBX_STATE_TERMINATED,
                      .reason = (char *) SBX_REASON_EXIT,
                      .created_at = 1700000000,
+                     .cmd_pid = 7,
                      .opts = { .name = (char *) "web",
                                .runtime = (char *) "runc",
                                .cpu = 1.5,
@@ -299,8 +300,9 @@ test_records (void)
               && strcmp (got->reason, SBX_REASON_EXIT) == 0 && got->created_at == 1700000000
               && strcmp (got->opts.name, "web") == 0 && strcmp (got->opts.runtime, "runc") == 0 && got->opts.cpu == 1.5
               && got->opts.memory == 256 << 20 && strv_len (got->opts.env) == 2
-              && strcmp (got->opts.env[1], "B=two words") == 0 && strcmp (got->opts.cwd, "/w") == 0,
-          "it loads back as saved (%s)", errmsg (err));
+              && strcmp (got->opts.env[1], "B=two words") == 0 && strcmp (got->opts.cwd, "/w") == 0
+              && got->cmd_pid == 7,
+          "it loads back as saved, the initial command's pid too (%s)", errmsg (err));
 
   /* Listing: every valid id, nothing else. */
   _cleanup_free_ char *other = sbx_sandbox_dir (st, "sb-ba9876543210");

@@ -9,10 +9,10 @@ if TYPE_CHECKING:  # pragma: no cover
 from . import _cli
 from ._aio import AioDescriptor
 from .errors import (InvalidArgumentError, NotFoundError, SandboxFailedError, SandboxNotRunningError, SandboxTerminatedError,
-                     TimeoutError)
+                     SbxError, TimeoutError)
 from .fs import FileSystem, Page
 from .image import Image
-from .process import Process, ProcessAPI, Result, _env_args, _timeout_arg
+from .process import Process, ProcessAPI, Result, SandboxProcess, _env_args, _timeout_arg
 if TYPE_CHECKING:  # pragma: no cover
     import subprocess
 
@@ -21,12 +21,8 @@ __all__ = ["Sandbox", "SandboxInstance", "App", "Tunnel"]
 #: Options of hosted sandbox SDKs that map to an ``sbx create`` option once sbx has it:
 #: SDK name -> (long option, how the value becomes arguments).
 FUTURE_OPTIONS: dict[str, str] = {
-    "secrets": "--secret",
-    "allow_secrets": "--allow-secrets",
-    "volumes": "--volume",
     "gpu": "--gpu",
     "docker_enabled": "--docker",
-    "command": "--command",
     "namespace": "--namespace",
     "priority": "--priority",
     "pull": "--pull",
@@ -38,10 +34,53 @@ WORKSPACE = "/workspace"
 
 _KNOWN = {"workspace", "image", "cpu", "memory", "runtime", "block_network", "allow_list", "ports", "authorized",
           "keep_warm_seconds", "timeout", "env", "name", "wait", "workdir", "workspace_token", "pids", "disk",
-          "on_idle", "sync_local_dir"}
+          "on_idle", "sync_local_dir", "command", "exit_with_command", "secrets", "allow_secrets", "volumes"}
 
 _MILLI = r"^([0-9]+)m$"
 _MEM = r"^[0-9]+(\.[0-9]+)?([KMGT]i?|[kmgt]i?)?[bB]?$"
+
+
+def _secret_args(v: Any, names: Optional[dict[str, str]]) -> list[str]:
+    """``secrets``: a dict {VAR: value} (each value an sbx secret for the time of the create: see
+    ``Sandbox._create_with_values``), or a list of the names of sbx secrets (``sbx secret create``),
+    each ``NAME`` or ``NAME=VAR``: ``--secret``. Either needs ``allow_secrets=True``."""
+    import re
+
+    if not v:
+        return []
+    a: list[str] = []
+    if isinstance(v, dict):
+        for var in v:
+            if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", str(var)):
+                raise InvalidArgumentError(f"option secrets: `{var}` is not a valid environment variable name")
+            a += ["--secret", f"{(names or {}).get(str(var), 'sdk-pending')}={var}"]
+        return a
+    if isinstance(v, str) or not isinstance(v, (list, tuple)):
+        raise InvalidArgumentError("option secrets: a dict {VAR: value} or a list of sbx secret names")
+    for name in v:
+        a += ["--secret", str(name)]
+    return a
+
+
+def _volume_args(v: Any) -> list[str]:
+    """``volumes``: a dict {path in the sandbox: source}; a source that is an absolute host path is a
+    host directory (``--mount``, read-only unless it ends in ``:rw``), any other a named volume
+    (``--volume``, made if missing; ``:ro`` for read-only)."""
+    if not v:
+        return []
+    if not isinstance(v, dict):
+        raise InvalidArgumentError("option volumes: a dict {path in the sandbox: volume name or host directory}")
+    a: list[str] = []
+    for dest, src in v.items():
+        src = str(src)
+        mode = ""
+        if src.endswith(":ro") or src.endswith(":rw"):
+            src, mode = src[:-3], src[-3:]
+        if src.startswith("/"):
+            a += ["--mount", f"{src}:{dest}{mode}"]
+        else:
+            a += ["--volume", f"{src}:{dest}{mode}"]
+    return a
 
 
 def _local_dirs(v: Any) -> list[str]:
@@ -100,6 +139,20 @@ def _memory(v: Union[int, str]) -> str:
     return s
 
 
+def _command(v: Union[str, Iterable[str]]) -> list[str]:
+    """The initial command as ``sbx create -- CMD...`` takes it: a list of arguments, or a string run by ``sh -c``."""
+    if isinstance(v, str):
+        if not v.strip():
+            raise InvalidArgumentError("command: an empty command line")
+        return ["sh", "-c", v]
+    if isinstance(v, (bytes, bytearray)) or not hasattr(v, "__iter__"):
+        raise InvalidArgumentError(f"command: {v!r} is not a list of arguments or a shell command line")
+    argv = list(v)
+    if not argv or not all(isinstance(a, str) for a in argv) or not argv[0]:
+        raise InvalidArgumentError(f"command: {v!r} is not a non-empty list of strings")
+    return argv
+
+
 def _seconds(name: str, v: Union[int, float]) -> str:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise InvalidArgumentError(f"{name}: {v!r} is not a number of seconds")
@@ -155,17 +208,23 @@ class Sandbox:
     ``"runc"``), ``block_network``, ``allow_list`` (CIDRs), ``ports`` (exposed
     at create), ``authorized`` (False: exposed ports need no token, sbx's
     ``--public``), ``keep_warm_seconds``, ``timeout`` (hard lifetime, s),
-    ``env``, ``name``, ``workdir``, ``pids``, ``disk``, ``on_idle``, ``wait``
+    ``env``, ``name``, ``workdir``, ``pids``, ``disk``, ``on_idle``,
+    ``command`` (the initial command, ``sbx create -- CMD``: a list of
+    arguments, or a string run by ``sh -c``; started in the background before
+    ``create`` returns, see :meth:`SandboxInstance.initial_process`),
+    ``exit_with_command`` (True: the sandbox ends when that command does, its
+    exit code in :meth:`SandboxInstance.poll`), ``wait``
     (False: return while the sandbox is still being created), ``workspace``
     (``/workspace``, the default, is every sandbox's own, made by sbx and
     the commands' default cwd; another path is made after create; None:
     nothing more), ``sync_local_dir`` (a local directory, ``True`` for the
     current one, or a list, copied into ``/workspace`` (or ``"DIR:/dest"``)
     before anything runs: ``sbx create --copy-in``, ``.sbxignore``
-    honoured). Options that
-    sbx does not have yet (``secrets``, ``allow_secrets``, ``volumes``,
-    ``gpu``, ``docker_enabled``, ``command``,
-    ``namespace``, ``priority``, and ``pull``, the registry policy
+    honoured), ``secrets`` (a dict ``{VAR: value}``, each value an sbx
+    secret for the time of the create, or a list of sbx secret names) with
+    ``allow_secrets=True``, ``volumes`` (a dict ``{path in the sandbox:
+    volume name or absolute host directory}``). Options that
+    sbx does not have yet (``gpu``, ``docker_enabled``, ``namespace``, ``priority``, and ``pull``, the registry policy
     ``"missing"``/``"always"``/``"never"``) raise :class:`InvalidArgumentError` naming
     them, unless ``sbx create --help`` lists them. ``workspace_token=False``
     is accepted; ``True`` is refused (sbx passes no host credential into a
@@ -230,6 +289,10 @@ class Sandbox:
             a += ["--cwd", str(o["workdir"])]
         for d in _local_dirs(o.get("sync_local_dir")):
             a += ["--copy-in", d]
+        a += _secret_args(o.get("secrets"), getattr(self, "_secret_names", None))
+        if o.get("allow_secrets"):
+            a.append("--allow-secrets")
+        a += _volume_args(o.get("volumes"))
         for k, opt in FUTURE_OPTIONS.items():
             v = o.get(k)
             if v in (None, False) or v == [] or v == {}:
@@ -243,6 +306,12 @@ class Sandbox:
                 a += [x for item in v for x in (opt, str(item))]
             else:
                 a += [opt, str(v)]
+        if o.get("exit_with_command"):
+            if o.get("command") is None:
+                raise InvalidArgumentError("exit_with_command: needs a command (the sandbox ends when it ends)")
+            a.append("--exit-with-cmd")
+        if o.get("command") is not None:
+            a += ["--", *_command(o["command"])]
         return a
 
     def _image_id(self) -> Optional[str]:
@@ -275,12 +344,45 @@ class Sandbox:
     def _create(self) -> SandboxInstance:
         import subprocess
 
+        values = self.options.get("secrets")
+        if isinstance(values, dict) and values:
+            return self._create_with_values(values)
         args = ["create", *self._create_args(self._image_id())]
         if self.options.get("wait", True) is False:
             p = _cli.popen(args, json=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE)
             return SandboxInstance(None, self, pending=p)
         doc = _cli.run_json(args)
+        instance = SandboxInstance(str(doc["id"]), self, info=doc)
+        instance._make_workspace()
+        return instance
+
+    def _create_with_values(self, values: dict[str, Any]) -> SandboxInstance:
+        """``secrets={"VAR": "value"}``: each value becomes an sbx secret (``sbx secret create``, from
+        stdin, never argv) for the time of the create, which hands it to the sandbox, then is removed."""
+        import secrets as _random
+
+        if self.options.get("wait", True) is False:
+            raise InvalidArgumentError("option secrets: values (a dict) need wait=True; "
+                                       "give the names of sbx secrets (a list) instead")
+        tag = _random.token_hex(6)
+        names: dict[str, str] = {}
+        try:
+            for var, value in values.items():
+                name = f"sdk-{tag}-{var}"
+                data = value if isinstance(value, bytes) else str(value).encode()
+                _cli.run_json(["secret", "create", name], input=data)
+                names[str(var)] = name
+            self._secret_names = names
+            args = ["create", *self._create_args(self._image_id())]
+            doc = _cli.run_json(args)
+        finally:
+            self._secret_names = None
+            if names:
+                try:
+                    _cli.run_json(["secret", "rm", *names.values()])
+                except SbxError:
+                    pass
         instance = SandboxInstance(str(doc["id"]), self, info=doc)
         instance._make_workspace()
         return instance
@@ -380,6 +482,13 @@ class SandboxInstance:
         if ws and str(ws).rstrip("/") != WORKSPACE and self._id is not None:
             try:
                 self.fs.create_directory(str(ws))
+            except SandboxNotRunningError:
+                # Ended already by its initial command (exit_with_command): its end is its
+                # result, kept for wait() and poll(), not a failed create.
+                if self.spec is not None and self.spec.options.get("exit_with_command"):
+                    return
+                self.terminate(remove=True)
+                raise
             except Exception:
                 self.terminate(remove=True)
                 raise
@@ -401,6 +510,12 @@ class SandboxInstance:
         """The sandbox as ``sbx status --json`` prints it (state, reason, options, network, ...)."""
         self._info = dict(_cli.run_json(["status", self.id]))
         return self._info
+
+    def initial_process(self) -> Optional[SandboxProcess]:
+        """The initial command (the ``command`` option) as a :class:`SandboxProcess`, or None without one."""
+        info = self._info if self._info and "cmd_pid" in self._info else self.info()
+        pid = info.get("cmd_pid")
+        return SandboxProcess(self.id, int(pid)) if pid else None
 
     def status(self) -> str:
         """The sandbox's state: ``creating``, ``running``, ``terminating``, ``terminated`` or ``failed``."""
