@@ -197,7 +197,10 @@ answer_rrs (const unsigned char *p, size_t n, rr *rrs)
       ssize_t e = sbx_dns_name_read (p, n, at, name, &odd);
       if (e < 0 || n - (size_t) e < 10)
         return -1;
-      rrs[i] = (rr){ .owner = at, .fixed = (size_t) e, .type = sbx_dns_get16 (p + e), .rdlen = sbx_dns_get16 (p + e + 8) };
+      rrs[i] = (rr){ .owner = at,
+                     .fixed = (size_t) e,
+                     .type = sbx_dns_get16 (p + e),
+                     .rdlen = sbx_dns_get16 (p + e + 8) };
       rrs[i].rdata = (size_t) e + 10;
       if (n - rrs[i].rdata < rrs[i].rdlen)
         return -1;

@@ -75,7 +75,7 @@ sbx_dns_qtype (const unsigned char *p, size_t qend)
 typedef struct sbx_dns_addr {
   int family; /* AF_INET, AF_INET6 */
   uint8_t addr[16];
-  uint32_t ttl;                     /* seconds, as capped */
+  uint32_t ttl;                    /* seconds, as capped */
   char name[SBX_DNS_NAME_MAX + 1]; /* the record's owner */
 } sbx_dns_addr;
 

@@ -827,15 +827,14 @@ check_elems (const sbx_egress_elem *elems, size_t n, sbx_error **err)
                           SBX_EGRESS_DOMAIN_ADDRS_MAX);
   for (size_t i = 0; i < n; i++)
     if (!cidr_is_host (&elems[i].addr, AF_INET) && !cidr_is_host (&elems[i].addr, AF_INET6))
-      return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "egress: domain address %zu is not a /32 or a /128",
-                            i + 1);
+      return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "egress: domain address %zu is not a /32 or a /128", i + 1);
   return 0;
 }
 
 int
-sbx_egress_apply_domains (const char *table, const char *sandbox_id, const char *ifname,
-                          const sbx_egress_source *src, sbx_egress_mode mode, const sbx_cidr *allow, size_t nallow,
-                          bool domains, const sbx_egress_elem *elems, size_t nelems, sbx_error **err)
+sbx_egress_apply_domains (const char *table, const char *sandbox_id, const char *ifname, const sbx_egress_source *src,
+                          sbx_egress_mode mode, const sbx_cidr *allow, size_t nallow, bool domains,
+                          const sbx_egress_elem *elems, size_t nelems, sbx_error **err)
 {
   dom_args dom = { .on = domains, .elems = elems, .n = domains ? nelems : 0 };
   if (check_elems (dom.elems, dom.n, err) < 0)
@@ -1063,8 +1062,7 @@ sbx_egress_domain_list (const char *table, const char *sandbox_id, sbx_egress_el
         {
           free (er.v);
           if (r > 0)
-            return sbx_error_set (err, SBX_E_BUSY, 0, "read the domain sets of sandbox %s: interrupted",
-                                  sandbox_id);
+            return sbx_error_set (err, SBX_E_BUSY, 0, "read the domain sets of sandbox %s: interrupted", sandbox_id);
           return sbx_error_wrap (err, "read the domain sets of sandbox %s", sandbox_id);
         }
     }

@@ -124,9 +124,8 @@ typedef struct sbx_egress_elem {
  * with ELEMS in them, N of them) and their rules, whatever MODE (under
  * ALLOW: both lists allowed). */
 int sbx_egress_apply_domains (const char *table, const char *sandbox_id, const char *ifname,
-                              const sbx_egress_source *src, sbx_egress_mode mode, const sbx_cidr *allow,
-                              size_t nallow, bool domains, const sbx_egress_elem *elems, size_t n,
-                              sbx_error **err);
+                              const sbx_egress_source *src, sbx_egress_mode mode, const sbx_cidr *allow, size_t nallow,
+                              bool domains, const sbx_egress_elem *elems, size_t n, sbx_error **err);
 
 /* Allows the N addresses of ELEMS for the sandbox for their timeout (an
  * address already there gets the new timeout), in one transaction. Its

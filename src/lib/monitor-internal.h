@@ -160,6 +160,7 @@ struct net_plan {
   sbx_egress_mode mode;
   sbx_cidr *allow;
   size_t nallow;
+  bool domains; /* domain rules: their sets and rules too */
   /* mon_net_make's result */
   sbx_net *net;
   sbx_error *err;

@@ -318,8 +318,11 @@ query_answer (sbx_resolver *r, query *q, unsigned char *p, size_t n)
           return;
         }
       sbx_dns_addr addrs[SBX_RESOLVER_ANSWER_ADDRS_MAX];
+      char qname[SBX_DNS_NAME_MAX + 1];
+      bool odd;
       ssize_t na = sbx_dns_answer_addrs (p, n, r->ttl_max, addrs, ARRAY_SIZE (addrs));
-      if (na > 0 && r->allow && r->allow (r->allow_data, addrs, (size_t) na) < 0)
+      if (na > 0 && r->allow && sbx_dns_name_read (q->msg + 2, q->qend, SBX_DNS_HDR, qname, &odd) >= 0
+          && r->allow (r->allow_data, qname, addrs, (size_t) na) < 0)
         {
           query_fail (r, q);
           return;

@@ -91,7 +91,7 @@ void sbx_resolver_free (sbx_resolver *r);
  * for the query's name and the names its CNAMEs lead to, before the answer
  * reaches the client; -1 means they could not be allowed, and the client
  * gets SERVFAIL instead. */
-typedef int (*sbx_resolver_allow_fn) (void *data, const sbx_dns_addr *addrs, size_t n);
+typedef int (*sbx_resolver_allow_fn) (void *data, const char *qname, const sbx_dns_addr *addrs, size_t n);
 
 /* The most addresses of one answer passed to the allow function. */
 #define SBX_RESOLVER_ANSWER_ADDRS_MAX 64
