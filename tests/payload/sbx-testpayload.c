@@ -817,6 +817,87 @@ act_dns (char **argv)
   return 0;
 }
 
+static long long
+now_us (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (long long) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* dns-time SERVER NAME COUNT: COUNT A queries over UDP, one after the
+ * other, each under a new id; prints each one's microseconds, query sent to
+ * answer read (contrib/bench/bench-domains.sh). */
+static int
+act_dns_time (char **argv)
+{
+  struct sockaddr_in s4 = { .sin_family = AF_INET, .sin_port = htons (53) };
+  int count = atoi (argv[2]);
+  if (inet_pton (AF_INET, argv[0], &s4.sin_addr) != 1 || count < 1)
+    return 2;
+  unsigned char q[300] = { 0 }, a[4096];
+  size_t qn = 12;
+  q[2] = 0x01, q[5] = 1;
+  for (const char *s = argv[1]; *s;)
+    {
+      size_t l = strcspn (s, ".");
+      if (l == 0 || l > 63 || qn + l + 8 > sizeof q)
+        return 2;
+      q[qn++] = (unsigned char) l;
+      memcpy (q + qn, s, l);
+      qn += l;
+      s += l + (s[l] == '.');
+    }
+  q[qn++] = 0;
+  q[qn++] = 0, q[qn++] = 1, q[qn++] = 0, q[qn++] = 1;
+  int fd = socket (AF_INET, SOCK_DGRAM, 0);
+  struct timeval tv = { 3, 0 };
+  setsockopt (fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  if (fd < 0 || connect (fd, (struct sockaddr *) &s4, sizeof s4) < 0)
+    return failed (errno);
+  for (int i = 0; i < count; i++)
+    {
+      q[0] = (unsigned char) (i >> 8), q[1] = (unsigned char) i;
+      long long t0 = now_us ();
+      if (send (fd, q, qn, 0) < 0)
+        return failed (errno);
+      ssize_t n;
+      do
+        n = recv (fd, a, sizeof a, 0);
+      while (n >= 2 && (a[0] != q[0] || a[1] != q[1]));
+      if (n < 12)
+        return failed (n < 0 ? errno : EPROTO);
+      if ((a[3] & 0x0f) != 0)
+        return failed (EPROTO);
+      printf ("%lld\n", now_us () - t0);
+    }
+  return 0;
+}
+
+/* connect-time ADDR PORT COUNT: COUNT TCP connections, one after the
+ * other, each closed once made; prints each connect's microseconds. */
+static int
+act_connect_time (char **argv)
+{
+  struct sockaddr_in s4 = { .sin_family = AF_INET, .sin_port = htons ((uint16_t) atoi (argv[1])) };
+  int count = atoi (argv[2]);
+  if (inet_pton (AF_INET, argv[0], &s4.sin_addr) != 1 || count < 1)
+    return 2;
+  for (int i = 0; i < count; i++)
+    {
+      int fd = socket (AF_INET, SOCK_STREAM, 0);
+      if (fd < 0)
+        return failed (errno);
+      long long t0 = now_us ();
+      if (connect (fd, (struct sockaddr *) &s4, sizeof s4) < 0)
+        return failed (errno);
+      long long t1 = now_us ();
+      close (fd);
+      printf ("%lld\n", t1 - t0);
+    }
+  return 0;
+}
+
 /* ping ADDR: one echo request through an ICMP datagram socket, the way
  * iputils' ping works without CAP_NET_RAW (allowed by the namespace's
  * net.ipv4.ping_group_range), and its reply within 2 s. A probe. */
@@ -1009,6 +1090,8 @@ static const action actions[] = {
   { "rawudp", "SRC DST PORT DATA", 4, 4, act_rawudp },
   { "ping", "ADDR", 1, 1, act_ping },
   { "dns", "SERVER NAME TYPE [tcp]", 3, 4, act_dns },
+  { "dns-time", "SERVER NAME COUNT", 3, 3, act_dns_time },
+  { "connect-time", "ADDR PORT COUNT", 3, 3, act_connect_time },
   { "hostname", "", 0, 0, act_hostname },
 };
 
