@@ -60,6 +60,44 @@ domain_ttl_cap (const sbx_conf *conf)
   return conf->domain_ttl_max > conf->domain_ttl_grace ? conf->domain_ttl_max - conf->domain_ttl_grace : 1;
 }
 
+#define DOM_SEEN_MAX 4096
+
+/* Whether ADDR stays in the domain sets for TIMEOUT_MS more, short of a
+ * tenth of it (at most a second), as far as this monitor put it there:
+ * then a new answer need not touch them (a burst of lookups of one name
+ * costs one transaction). */
+static bool
+dom_seen_fresh (const struct mon *m, const sbx_cidr *addr, uint64_t now, uint64_t timeout_ms)
+{
+  uint64_t slack = timeout_ms / 10 < 1000 ? timeout_ms / 10 : 1000;
+  for (size_t i = 0; i < m->ndom_seen; i++)
+    if (sbx_cidr_equal (&m->dom_seen[i].addr, addr))
+      return m->dom_seen[i].until + slack >= now + timeout_ms;
+  return false;
+}
+
+static void
+dom_seen_put (struct mon *m, const sbx_cidr *addr, uint64_t until)
+{
+  size_t slot = m->ndom_seen, oldest = 0;
+  for (size_t i = 0; i < m->ndom_seen; i++)
+    {
+      if (sbx_cidr_equal (&m->dom_seen[i].addr, addr))
+        slot = i;
+      if (m->dom_seen[i].until < m->dom_seen[oldest].until)
+        oldest = i;
+    }
+  if (slot == m->ndom_seen && m->ndom_seen == DOM_SEEN_MAX)
+    slot = oldest;
+  else if (slot == m->ndom_seen)
+    {
+      m->dom_seen = xrealloc (m->dom_seen, (m->ndom_seen + 1) * sizeof *m->dom_seen);
+      m->ndom_seen++;
+    }
+  m->dom_seen[slot].addr = *addr;
+  m->dom_seen[slot].until = until;
+}
+
 /* The resolver's allow function: the addresses of an answer for QNAME (a
  * listed name) into the sandbox's domain sets, but never one in the
  * refused or private ranges: those are left out, and the sandbox's log
@@ -70,6 +108,9 @@ domain_allow (void *data, const char *qname, const sbx_dns_addr *addrs, size_t n
   struct mon *m = data;
   sbx_egress_elem elems[SBX_RESOLVER_ANSWER_ADDRS_MAX];
   size_t k = 0;
+  /* Taken before the transaction: what is remembered ends no later than
+   * the kernel's timeout. */
+  uint64_t now = now_ms_monotonic ();
   sbx_egress_pool pool;
   _cleanup_free_ sbx_cidr *open = NULL;
   sbx_net_pool (m->conf, &pool, &open);
@@ -84,10 +125,13 @@ domain_allow (void *data, const char *qname, const sbx_dns_addr *addrs, size_t n
           mon_log (m, "dns: %s resolves to %s (%s): not allowed, %s", qname, text, addrs[i].name, why);
           continue;
         }
+      uint64_t timeout = domain_timeout_ms (m->conf, addrs[i].ttl);
+      if (dom_seen_fresh (m, &c, now, timeout))
+        continue;
       sbx_egress_elem *e = &elems[k++];
       memset (e, 0, sizeof *e);
       e->addr = c;
-      e->timeout_ms = domain_timeout_ms (m->conf, addrs[i].ttl);
+      e->timeout_ms = timeout;
       snprintf (e->name, sizeof e->name, "%s", qname);
     }
   _cleanup_error_ sbx_error *err = NULL;
@@ -96,6 +140,8 @@ domain_allow (void *data, const char *qname, const sbx_dns_addr *addrs, size_t n
       mon_log (m, "dns: %s: %s", qname, err->msg);
       return -1;
     }
+  for (size_t i = 0; i < k; i++)
+    dom_seen_put (m, &elems[i].addr, now + elems[i].timeout_ms);
   return 0;
 }
 
@@ -181,6 +227,13 @@ mon_handle_net (struct mon *m, struct client *c, sbx_op op, yajl_val req)
       return;
     }
   resolver_domains (m, domains);
+  /* The sets were made anew: only what was kept is there. */
+  free (m->dom_seen);
+  m->dom_seen = NULL;
+  m->ndom_seen = 0;
+  uint64_t now = now_ms_monotonic ();
+  for (size_t i = 0; i < nkeep; i++)
+    dom_seen_put (m, &keep[i].addr, now + keep[i].timeout_ms);
   set_net_mode (m, mode, allow, domains);
   mon_save_state (m);
   mon_log (m, "network: %s%s%s", mode, em == SBX_EGRESS_ALLOW ? " (allow-list)" : "",
