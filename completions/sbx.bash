@@ -15,8 +15,8 @@ _sbx_fs_verbs='read write upload download ls stat mkdir rm rmdir find replace wa
 # The options of command $1.
 _sbx_opts() {
 	case $1 in
-	create) echo '--image --pull --name --cpu --memory --pids --disk --runtime --block-network --allow --port --public --keep-warm --timeout --on-idle -e --env --cwd' ;;
-	run) echo '--image --pull --name --cpu --memory --pids --disk --runtime --block-network --allow --port --public --keep-warm --timeout --on-idle -e --env --cwd --rm' ;;
+	create) echo '--image --pull --name --cpu --memory --pids --disk --runtime --block-network --allow --allow-domain --port --public --keep-warm --timeout --on-idle -e --env --cwd' ;;
+	run) echo '--image --pull --name --cpu --memory --pids --disk --runtime --block-network --allow --allow-domain --port --public --keep-warm --timeout --on-idle -e --env --cwd --rm' ;;
 	exec) echo '-i --interactive -t --tty -d --detach -e --env --cwd --user --timeout' ;;
 	run-code) echo '-l --lang -e --env --cwd --timeout' ;;
 	ps) echo '-q --quiet' ;;
@@ -29,7 +29,7 @@ _sbx_opts() {
 	commit) echo '-t --tag' ;;
 	restore) echo '-n --count' ;;
 	snapshots) echo '-q --quiet' ;;
-	net) echo '--block --allow --open' ;;
+	net) echo '--block --allow --allow-domain --open' ;;
 	images) echo '-q --quiet' ;;
 	pull) echo '--platform -q --quiet' ;;
 	import) echo '-t --tag' ;;
@@ -45,8 +45,8 @@ _sbx_opts() {
 # The options of command $1 that take a value.
 _sbx_opts_with_arg() {
 	case $1 in
-	create) echo '--image --pull --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --cwd' ;;
-	run) echo '--image --pull --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --cwd' ;;
+	create) echo '--image --pull --name --cpu --memory --pids --disk --runtime --allow --allow-domain --port --keep-warm --timeout --on-idle -e --env --cwd' ;;
+	run) echo '--image --pull --name --cpu --memory --pids --disk --runtime --allow --allow-domain --port --keep-warm --timeout --on-idle -e --env --cwd' ;;
 	exec) echo '-e --env --cwd --user --timeout' ;;
 	run-code) echo '-l --lang -e --env --cwd --timeout' ;;
 	proc) echo '--timeout -s --signal' ;;
@@ -55,7 +55,7 @@ _sbx_opts_with_arg() {
 	wait) echo '--timeout' ;;
 	commit) echo '-t --tag' ;;
 	restore) echo '-n --count' ;;
-	net) echo '--allow' ;;
+	net) echo '--allow --allow-domain' ;;
 	pull) echo '--platform' ;;
 	import) echo '-t --tag' ;;
 	export) echo '--compression' ;;
