@@ -15,8 +15,8 @@ _sbx_fs_verbs='read write upload download ls stat mkdir rm rmdir find replace wa
 # The options of command $1.
 _sbx_opts() {
 	case $1 in
-	create) echo '--image --pull --name --cpu --memory --pids --disk --runtime --block-network --allow --port --public --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --allow-secrets --cwd --run-cmd --exit-with-cmd' ;;
-	run) echo '--image --pull --name --cpu --memory --pids --disk --runtime --block-network --allow --port --public --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --allow-secrets --cwd --rm' ;;
+	create) echo '--image --pull --name --cpu --memory --pids --disk --runtime --block-network --allow --allow-domain --port --public --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --allow-secrets --cwd --run-cmd --exit-with-cmd' ;;
+	run) echo '--image --pull --name --cpu --memory --pids --disk --runtime --block-network --allow --allow-domain --port --public --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --allow-secrets --cwd --rm' ;;
 	exec) echo '-i --interactive -t --tty -d --detach -e --env --cwd --user --timeout' ;;
 	run-code) echo '-l --lang -e --env --cwd --timeout' ;;
 	ps) echo '-q --quiet' ;;
@@ -29,7 +29,7 @@ _sbx_opts() {
 	commit) echo '-t --tag' ;;
 	restore) echo '-n --count' ;;
 	snapshots) echo '-q --quiet' ;;
-	net) echo '--block --allow --open' ;;
+	net) echo '--block --allow --allow-domain --open' ;;
 	update) echo '--cpu --memory --pids --keep-warm --timeout' ;;
 	volume) echo '--size -q --quiet' ;;
 	images) echo '-q --quiet' ;;
@@ -49,8 +49,8 @@ _sbx_opts() {
 # The options of command $1 that take a value.
 _sbx_opts_with_arg() {
 	case $1 in
-	create) echo '--image --pull --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --cwd' ;;
-	run) echo '--image --pull --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --cwd' ;;
+	create) echo '--image --pull --name --cpu --memory --pids --disk --runtime --allow --allow-domain --port --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --cwd' ;;
+	run) echo '--image --pull --name --cpu --memory --pids --disk --runtime --allow --allow-domain --port --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --cwd' ;;
 	exec) echo '-e --env --cwd --user --timeout' ;;
 	run-code) echo '-l --lang -e --env --cwd --timeout' ;;
 	proc) echo '--timeout -s --signal' ;;
@@ -59,7 +59,7 @@ _sbx_opts_with_arg() {
 	wait) echo '--timeout' ;;
 	commit) echo '-t --tag' ;;
 	restore) echo '-n --count' ;;
-	net) echo '--allow' ;;
+	net) echo '--allow --allow-domain' ;;
 	update) echo '--cpu --memory --pids --keep-warm --timeout' ;;
 	volume) echo '--size' ;;
 	pull) echo '--platform' ;;

@@ -8,9 +8,9 @@
 function __sbx_opts_with_arg
     switch $argv[1]
         case create
-            printf '%s\n' --image --pull --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --cwd
+            printf '%s\n' --image --pull --name --cpu --memory --pids --disk --runtime --allow --allow-domain --port --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --cwd
         case run
-            printf '%s\n' --image --pull --name --cpu --memory --pids --disk --runtime --allow --port --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --cwd
+            printf '%s\n' --image --pull --name --cpu --memory --pids --disk --runtime --allow --allow-domain --port --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --cwd
         case exec
             printf '%s\n' -e --env --cwd --user --timeout
         case run-code
@@ -28,7 +28,7 @@ function __sbx_opts_with_arg
         case restore
             printf '%s\n' -n --count
         case net
-            printf '%s\n' --allow
+            printf '%s\n' --allow --allow-domain
         case update
             printf '%s\n' --cpu --memory --pids --keep-warm --timeout
         case volume
@@ -260,6 +260,7 @@ complete -c sbx -n '__sbx_opts_for create' -l disk -x -d 'Writable layer limit (
 complete -c sbx -n '__sbx_opts_for create' -l runtime -x -a 'runsc runc' -d 'Runsc (default) or runc'
 complete -c sbx -n '__sbx_opts_for create' -l block-network -d 'No network interface: loopback only, no DNS'
 complete -c sbx -n '__sbx_opts_for create' -l allow -x -d 'Reach only these destinations, plus DNS (repeatable; IPv4 or IPv6)'
+complete -c sbx -n '__sbx_opts_for create' -l allow-domain -x -d 'Reach only the addresses NAME (or *.NAME: any name under it) resolves to; other names are refused (repeatable)'
 complete -c sbx -n '__sbx_opts_for create' -l port -x -d 'Expose this port behind a token as a URL on the host (repeatable)'
 complete -c sbx -n '__sbx_opts_for create' -l public -d 'Exposed ports need no token'
 complete -c sbx -n '__sbx_opts_for create' -l keep-warm -x -a '-1 60 600 3600' -d 'Idle lifetime (default 600, -1: until terminated)'
@@ -287,6 +288,7 @@ complete -c sbx -n '__sbx_opts_for run' -l disk -x -d 'Writable layer limit (def
 complete -c sbx -n '__sbx_opts_for run' -l runtime -x -a 'runsc runc' -d 'Runsc (default) or runc'
 complete -c sbx -n '__sbx_opts_for run' -l block-network -d 'No network interface: loopback only, no DNS'
 complete -c sbx -n '__sbx_opts_for run' -l allow -x -d 'Reach only these destinations, plus DNS (repeatable; IPv4 or IPv6)'
+complete -c sbx -n '__sbx_opts_for run' -l allow-domain -x -d 'Reach only the addresses NAME (or *.NAME: any name under it) resolves to; other names are refused (repeatable)'
 complete -c sbx -n '__sbx_opts_for run' -l port -x -d 'Expose this port behind a token as a URL on the host (repeatable)'
 complete -c sbx -n '__sbx_opts_for run' -l public -d 'Exposed ports need no token'
 complete -c sbx -n '__sbx_opts_for run' -l keep-warm -x -a '-1 60 600 3600' -d 'Idle lifetime (default 600, -1: until terminated)'
@@ -357,6 +359,7 @@ complete -c sbx -n '__sbx_opts_for snapshots' -s q -l quiet -d 'Print snapshot i
 # net
 complete -c sbx -n '__sbx_opts_for net' -l block -d 'Nothing out, no DNS (the interface stays)'
 complete -c sbx -n '__sbx_opts_for net' -l allow -x -d 'Only these destinations, plus DNS (repeatable)'
+complete -c sbx -n '__sbx_opts_for net' -l allow-domain -x -d 'Only the addresses NAME (or *.NAME: any name under it) resolves to; other names are refused (repeatable; with --allow, both)'
 complete -c sbx -n '__sbx_opts_for net' -l open -d 'The internet (the refused ranges stay refused)'
 
 # update

@@ -130,14 +130,14 @@ static const struct {
   { "NEW", "replacement text" },
 };
 
-/* Options of a command that exclude each other (long names). */
+/* Options of a command that exclude each other (long names); an option in
+ * several groups excludes the options of all of them. */
 static const struct {
   const char *cmd, *names;
 } exclusive[] = {
-  { "create", "block-network allow" },
-  { "run", "block-network allow" },
-  { "exec", "interactive detach" },
-  { "net", "block allow open" },
+  { "create", "block-network allow" },     { "create", "block-network allow-domain" }, { "run", "block-network allow" },
+  { "run", "block-network allow-domain" }, { "exec", "interactive detach" },           { "net", "block allow open" },
+  { "net", "block allow-domain open" },
 };
 
 #define FS_ARG_FIRST 2 /* the operand index of a verb's first operand */
@@ -200,13 +200,24 @@ word_in (const char *words, const char *w)
   return false;
 }
 
+/* The options OPT excludes, itself included: the words of every group of
+ * CMD that holds it, each once (a static buffer); NULL when none. */
 static const char *
 exclusive_of (const char *cmd, const char *opt)
 {
+  static char buf[256];
+  size_t len = 0;
+  buf[0] = '\0';
   for (size_t i = 0; i < sizeof exclusive / sizeof *exclusive; i++)
-    if (strcmp (exclusive[i].cmd, cmd) == 0 && word_in (exclusive[i].names, opt))
-      return exclusive[i].names;
-  return NULL;
+    {
+      if (strcmp (exclusive[i].cmd, cmd) != 0 || !word_in (exclusive[i].names, opt))
+        continue;
+      char w[64];
+      for (size_t k = 0; nth_word (exclusive[i].names, k, w, sizeof w); k++)
+        if (!word_in (buf, w) && len + strlen (w) + 2 < sizeof buf)
+          len += (size_t) snprintf (buf + len, sizeof buf - len, "%s%s", len ? " " : "", w);
+    }
+  return len ? buf : NULL;
 }
 
 static const cli_opt *

@@ -3,6 +3,7 @@
 #include "config.h"
 #include "cli.h"
 #include "commands.h"
+#include "domain.h"
 #include "client.h"
 #include "egress.h"
 #include "json.h"
@@ -12,11 +13,14 @@
 #include <getopt.h>
 #include <string.h>
 
-enum { O_BLOCK = 256, O_ALLOW, O_OPEN };
+enum { O_BLOCK = 256, O_ALLOW, O_OPEN, O_ALLOW_DOMAIN };
 
 const cli_opt sbx_net_cli_opts[] = {
   { "block", O_BLOCK, no_argument, NULL, "nothing out, no DNS (the interface stays)" },
   { "allow", O_ALLOW, required_argument, "CIDR", "only these destinations, plus DNS (repeatable)" },
+  { "allow-domain", O_ALLOW_DOMAIN, required_argument, "NAME",
+    "only the addresses NAME (or *.NAME: any name under it) resolves to; other names are refused (repeatable; with "
+    "--allow, both)" },
   { "open", O_OPEN, no_argument, NULL, "the internet (the refused ranges stay refused)" },
   { NULL },
 };
@@ -24,6 +28,7 @@ const cli_opt sbx_net_cli_opts[] = {
 struct net_args {
   const char *mode;
   char **allow;
+  char **domains;
 };
 
 static int
@@ -32,8 +37,18 @@ net_opt (void *data, int key, const char *arg, sbx_error **err)
   struct net_args *a = data;
   const char *mode = key == O_BLOCK ? "block" : key == O_OPEN ? "open" : "allow";
   if (a->mode && strcmp (a->mode, mode) != 0)
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "net: --block, --allow and --open exclude each other");
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
+                          "net: --block, --allow (or --allow-domain) and --open exclude each other");
   a->mode = mode;
+  if (key == O_ALLOW_DOMAIN)
+    {
+      _cleanup_free_ char *name = NULL;
+      if (sbx_domain_rule_parse (arg, &name, err) < 0)
+        return -1;
+      if (strv_len (a->domains) >= SBX_DOMAINS_MAX)
+        return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "--allow-domain: at most %d names", SBX_DOMAINS_MAX);
+      strv_push (&a->domains, name);
+    }
   if (key == O_ALLOW)
     {
       sbx_cidr c;
@@ -49,19 +64,21 @@ net_opt (void *data, int key, const char *arg, sbx_error **err)
 int
 cmd_net (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
-  _cleanup_strv_ char **allow = xmalloc0 (sizeof (char *));
-  struct net_args a = { .allow = allow };
+  _cleanup_strv_ char **allow = xmalloc0 (sizeof (char *)), **domains = xmalloc0 (sizeof (char *));
+  struct net_args a = { .allow = allow, .domains = domains };
   int first, r = cli_simple_parse (cli, "net", argc, argv, 1, 1, &first, net_opt, &a, err);
   allow = a.allow;
+  domains = a.domains;
   if (r != 0)
     return r < 0 ? -1 : 0;
   if (a.mode == NULL)
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "net: one of --block, --allow CIDR or --open is required");
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
+                          "net: one of --block, --allow CIDR, --allow-domain NAME or --open is required");
   sbx_store *st;
   _cleanup_free_ char *id = NULL;
   if (cli_store (cli, &st, err) < 0 || cli_sandbox_id (cli, argv[first], &id, err) < 0)
     return -1;
-  if (sbx_client_net (st, id, a.mode, allow, err) < 0)
+  if (sbx_client_net (st, id, a.mode, allow, domains, err) < 0)
     return -1;
   if (cli->json)
     {
@@ -70,14 +87,18 @@ cmd_net (sbx_cli *cli, int argc, char **argv, sbx_error **err)
       j_kstr (g, "id", id);
       j_kstr (g, "mode", a.mode);
       j_kstrv (g, "allow", allow);
+      j_kstrv (g, "domains", domains);
       j_endmap (g);
       cli_json_end (g);
     }
   else
     {
+      size_t shown = 0;
       printf ("%s network: %s", id, a.mode);
       for (size_t i = 0; allow[i]; i++)
-        printf ("%s%s", i ? ", " : " ", allow[i]);
+        printf ("%s%s", shown++ ? ", " : " ", allow[i]);
+      for (size_t i = 0; domains[i]; i++)
+        printf ("%s%s", shown++ ? ", " : " ", domains[i]);
       printf ("\n");
     }
   return 0;

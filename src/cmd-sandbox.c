@@ -9,6 +9,7 @@
 #include "copyin.h"
 #include "disk.h"
 #include "hostmount.h"
+#include "domain.h"
 #include "image.h"
 #include "json.h"
 #include "lifecycle.h"
@@ -56,6 +57,7 @@ enum {
   O_ALLOW_SECRETS,
   O_RUN_CMD,
   O_EXIT_WITH_CMD,
+  O_ALLOW_DOMAIN,
 };
 
 #define CREATE_OPTS                                                                                                      \
@@ -82,6 +84,9 @@ enum {
       { "block-network", O_BLOCK_NET, no_argument, NULL, "no network interface: loopback only, no DNS" },                \
       { "allow", O_ALLOW, required_argument, "CIDR",                                                                     \
         "reach only these destinations, plus DNS (repeatable; IPv4 or IPv6)" },                                          \
+      { "allow-domain", O_ALLOW_DOMAIN, required_argument, "NAME",                                                       \
+        "reach only the addresses NAME (or *.NAME: any name under it) resolves to; other names are refused "             \
+        "(repeatable)" },                                                                                                \
       { "port", O_PORT, required_argument, "PORT",                                                                       \
         "expose this port behind a token as a URL on the host (repeatable)" },                                           \
       { "public", O_PUBLIC, no_argument, NULL, "exposed ports need no token" },                                          \
@@ -242,6 +247,16 @@ create_opt (sbx_sandbox_opts *o, int key, const char *arg, sbx_error **err)
     case O_VOLUME: /* checked with the other options (validate_opts) */
       strv_push (&o->volumes, arg);
       return 1;
+    case O_ALLOW_DOMAIN:
+      {
+        _cleanup_free_ char *name = NULL;
+        if (sbx_domain_rule_parse (arg, &name, err) < 0)
+          return -1;
+        if (strv_len (o->allow_domains) >= SBX_DOMAINS_MAX)
+          return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "--allow-domain: at most %d names", SBX_DOMAINS_MAX);
+        strv_push (&o->allow_domains, arg);
+        return 1;
+      }
     case O_PORT:
       {
         int64_t port;
@@ -582,9 +597,19 @@ print_network_human (const sbx_sandbox *sb)
 {
   const char *mode = sb->net_mode ? sb->net_mode : sb->opts.block_network ? "none" : "-";
   printf ("network:    %s", strcmp (mode, "none") == 0 ? "none (--block-network: loopback only)" : mode);
+  size_t shown = 0;
   for (size_t i = 0; strcmp (mode, "allow") == 0 && sb->net_allow && sb->net_allow[i]; i++)
-    printf ("%s%s", i ? ", " : " ", sb->net_allow[i]);
+    printf ("%s%s", shown++ ? ", " : " ", sb->net_allow[i]);
+  for (size_t i = 0; strcmp (mode, "allow") == 0 && sb->net_domains && sb->net_domains[i]; i++)
+    printf ("%s%s", shown++ ? ", " : " ", sb->net_domains[i]);
   printf ("\n");
+  for (size_t i = 0; sb->net_domain_addrs && sb->net_domain_addrs[i]; i++)
+    {
+      char addr[64], name[256];
+      long long ms;
+      if (sscanf (sb->net_domain_addrs[i], "%63s %255s %lld", addr, name, &ms) == 3)
+        printf ("allowed:    %s (%s, %lld.%lld s left)\n", addr, name, ms / 1000, (ms % 1000) / 100);
+    }
   if (sb->net_stack)
     printf ("net stack:  %s\n", sb->net_stack);
   if (sb->net_addr4)
@@ -725,6 +750,8 @@ cmd_status (sbx_cli *cli, int argc, char **argv, sbx_error **err)
     return -1;
   if (sb->opts.disk > 0)
     sb->disk_used = sbx_disk_used (st, sb);
+  if (sb->state == SBX_STATE_RUNNING && sb->net_domains && sb->net_domains[0])
+    sb->net_domain_addrs = sbx_sandbox_domain_addrs (sb->id);
   if (cli->json)
     {
       yajl_gen g = cli_json_begin ();

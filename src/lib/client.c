@@ -308,11 +308,13 @@ sbx_client_snapshot (const sbx_store *st, const char *id, const char *path, yajl
 }
 
 int
-sbx_client_net (const sbx_store *st, const char *id, const char *mode, char *const *allow, sbx_error **err)
+sbx_client_net (const sbx_store *st, const char *id, const char *mode, char *const *allow, char *const *domains,
+                sbx_error **err)
 {
   yajl_gen g = req_begin (SBX_OP_NET);
   j_kstr (g, "mode", mode);
   j_kstrv (g, "allow", allow);
+  j_kstrv (g, "domains", domains);
   _cleanup_free_ char *req = req_end (g);
   _cleanup_yajl_val_ yajl_val v = NULL;
   return client_call (st, id, req, &v, err);

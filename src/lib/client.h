@@ -74,8 +74,10 @@ int sbx_client_pause (const sbx_store *st, const char *id, bool pause, sbx_error
 /* runsc checkpoints the sandbox into PATH and ends it; the reply carries
  * "next_chan" and the process table ("procs"). */
 int sbx_client_snapshot (const sbx_store *st, const char *id, const char *path, yajl_val *ret, sbx_error **err);
-/* Egress rules replaced: MODE block, open or allow (with ALLOW). */
-int sbx_client_net (const sbx_store *st, const char *id, const char *mode, char *const *allow, sbx_error **err);
+/* Egress rules replaced: MODE block, open or allow (with ALLOW CIDRs,
+ * DOMAINS rules, or both). */
+int sbx_client_net (const sbx_store *st, const char *id, const char *mode, char *const *allow, char *const *domains,
+                    sbx_error **err);
 /* PORT exposed: *ret_url (to free) and whether it is public. */
 int sbx_client_expose (const sbx_store *st, const char *id, int64_t port, char **ret_url, bool *ret_public,
                        sbx_error **err);

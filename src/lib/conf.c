@@ -91,6 +91,9 @@ typedef enum conf_key {
   KEY_REGISTRY_STALL_TIMEOUT,
   KEY_MOUNT_DENY,
   KEY_MOUNT_ALLOW,
+  KEY_DOMAIN_TTL_GRACE,
+  KEY_DOMAIN_TTL_MIN,
+  KEY_DOMAIN_TTL_MAX,
   KEY__MAX
 } conf_key;
 
@@ -604,6 +607,39 @@ add_mount_allow (parser *p, const char *key, const char *v, sbx_error **err)
   return add_mount_paths (p, key, v, &p->conf->mount_allow, err);
 }
 
+/* Seconds, decimal digits only, LO to SBX_CONF_DOMAIN_TTL_LIMIT. */
+static int
+domain_seconds (parser *p, const char *key, const char *v, unsigned lo, unsigned *ret, sbx_error **err)
+{
+  size_t n = strspn (v, "0123456789");
+  long x = n >= 1 && n <= 6 && v[n] == '\0' ? strtol (v, NULL, 10) : -1;
+  if (x < (long) lo || x > SBX_CONF_DOMAIN_TTL_LIMIT)
+    {
+      _cleanup_free_ char *q = printable_escaped (v, 64);
+      return perr (p, key, err, "`%s` is not a number of seconds from %u to %d", q, lo, SBX_CONF_DOMAIN_TTL_LIMIT);
+    }
+  *ret = (unsigned) x;
+  return 0;
+}
+
+static int
+set_domain_ttl_grace (parser *p, const char *key, const char *v, sbx_error **err)
+{
+  return domain_seconds (p, key, v, 0, &p->conf->domain_ttl_grace, err);
+}
+
+static int
+set_domain_ttl_min (parser *p, const char *key, const char *v, sbx_error **err)
+{
+  return domain_seconds (p, key, v, 1, &p->conf->domain_ttl_min, err);
+}
+
+static int
+set_domain_ttl_max (parser *p, const char *key, const char *v, sbx_error **err)
+{
+  return domain_seconds (p, key, v, 1, &p->conf->domain_ttl_max, err);
+}
+
 typedef int (*key_setter) (parser *p, const char *key, const char *value, sbx_error **err);
 
 static const struct {
@@ -631,6 +667,9 @@ static const struct {
   [KEY_REGISTRY_STALL_TIMEOUT] = { "registry_stall_timeout", set_registry_stall_timeout, false },
   [KEY_MOUNT_DENY] = { "mount_deny", add_mount_deny, true },
   [KEY_MOUNT_ALLOW] = { "mount_allow", add_mount_allow, true },
+  [KEY_DOMAIN_TTL_GRACE] = { "domain_ttl_grace", set_domain_ttl_grace, false },
+  [KEY_DOMAIN_TTL_MIN] = { "domain_ttl_min", set_domain_ttl_min, false },
+  [KEY_DOMAIN_TTL_MAX] = { "domain_ttl_max", set_domain_ttl_max, false },
 };
 
 /* One line of N bytes (no newline, no NUL): `key = value`, a comment or blank. */
@@ -693,6 +732,9 @@ conf_defaults (void)
   c->disk = SBX_DISK_DEFAULT;
   c->image_size_max = SBX_IMAGE_SIZE_MAX_DEFAULT;
   c->store_reserve = SBX_STORE_RESERVE_DEFAULT;
+  c->domain_ttl_grace = SBX_CONF_DOMAIN_TTL_GRACE_DEFAULT;
+  c->domain_ttl_min = SBX_CONF_DOMAIN_TTL_MIN_DEFAULT;
+  c->domain_ttl_max = SBX_CONF_DOMAIN_TTL_MAX_DEFAULT;
   return c;
 }
 
@@ -726,6 +768,13 @@ sbx_conf_parse (const char *name, const char *text, size_t len, sbx_conf **ret, 
         return perr (&p, NULL, err, "a NUL byte");
       if (parse_line (&p, s, n, err) < 0)
         return -1;
+    }
+  if (c->domain_ttl_min > c->domain_ttl_max)
+    {
+      p.line = p.seen[KEY_DOMAIN_TTL_MIN] > p.seen[KEY_DOMAIN_TTL_MAX] ? p.seen[KEY_DOMAIN_TTL_MIN]
+                                                                       : p.seen[KEY_DOMAIN_TTL_MAX];
+      return perr (&p, p.seen[KEY_DOMAIN_TTL_MIN] > p.seen[KEY_DOMAIN_TTL_MAX] ? "domain_ttl_min" : "domain_ttl_max",
+                   err, "domain_ttl_min (%u) is above domain_ttl_max (%u)", c->domain_ttl_min, c->domain_ttl_max);
     }
   conf_finish (c);
   c->path = xstrdup (p.name);

@@ -62,6 +62,15 @@ typedef struct sbx_conf_registry {
 #define SBX_CONF_MIRRORS_MAX 8
 #define SBX_CONF_STALL_TIMEOUT_DEFAULT 30 /* seconds, registry_stall_timeout */
 #define SBX_CONF_STALL_TIMEOUT_MAX 3600
+/* Domain rules: an address an answer gives is allowed for its TTL plus
+ * domain_ttl_grace, kept within domain_ttl_min..domain_ttl_max (seconds);
+ * the answer's TTLs are lowered to domain_ttl_max - domain_ttl_grace (at
+ * least 1), so that no client keeps a record longer than its address is
+ * allowed. */
+#define SBX_CONF_DOMAIN_TTL_GRACE_DEFAULT 10
+#define SBX_CONF_DOMAIN_TTL_MIN_DEFAULT 30
+#define SBX_CONF_DOMAIN_TTL_MAX_DEFAULT 3600
+#define SBX_CONF_DOMAIN_TTL_LIMIT 86400
 
 typedef struct sbx_conf {
   char *path;          /* the file read, or NULL when none existed (defaults) */
@@ -83,6 +92,8 @@ typedef struct sbx_conf {
   char *unqualified_registry;      /* the registry of a name without one; NULL: "docker.io" */
   char *registry_certs_dir;        /* HOST[:PORT]/ *.crt CA files; NULL: "/etc/sbx/certs.d" */
   unsigned registry_stall_timeout; /* seconds without a byte before a transfer is TIMEOUT; 0: the default */
+  unsigned domain_ttl_grace;       /* seconds; see SBX_CONF_DOMAIN_TTL_* */
+  unsigned domain_ttl_min, domain_ttl_max;
   sbx_conf_registry *registries;
   size_t nregistries;
   /* Host directories (--mount, hostmount.h): absolute normal paths, each

@@ -5,6 +5,7 @@
 #include "dns.h"
 
 #include <string.h>
+#include <sys/socket.h>
 
 /* The length of the question after the header: name, type and class; -1
  * unless it is well formed. */
@@ -88,4 +89,178 @@ sbx_dns_formerr (const unsigned char *p, size_t n, unsigned char out[SBX_DNS_HDR
   out[2] = (unsigned char) (0x80 | (p[2] & 0x79));
   out[3] = ((p[2] >> 3) & 0x0f) ? 4 : 1;
   return SBX_DNS_HDR;
+}
+
+size_t
+sbx_dns_refused (const unsigned char *p, size_t qend, unsigned char *out)
+{
+  size_t n = sbx_dns_servfail (p, qend, out);
+  out[3] = 0x80 | 5; /* RA, REFUSED */
+  return n;
+}
+
+static bool
+label_char (unsigned char c)
+{
+  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+}
+
+ssize_t
+sbx_dns_name_read (const unsigned char *p, size_t n, size_t at, char out[SBX_DNS_NAME_MAX + 1], bool *odd)
+{
+  size_t len = 0, wire = 0;
+  ssize_t end = -1;
+  unsigned jumps = 0;
+  *odd = false;
+  out[0] = '\0';
+  for (;;)
+    {
+      if (at >= n)
+        return -1;
+      unsigned l = p[at];
+      if ((l & 0xc0) == 0xc0)
+        {
+          if (at + 1 >= n || ++jumps > 64)
+            return -1;
+          size_t to = (size_t) ((l & 0x3f) << 8 | p[at + 1]);
+          if (end < 0)
+            end = (ssize_t) (at + 2);
+          if (to >= at) /* only backwards: no loop */
+            return -1;
+          at = to;
+          continue;
+        }
+      if (l & 0xc0)
+        return -1;
+      wire += 1 + l;
+      if (wire > 255)
+        return -1;
+      if (l == 0)
+        break;
+      if (n - at - 1 < l)
+        return -1;
+      for (unsigned i = 0; i < l; i++)
+        {
+          unsigned char c = lower (p[at + 1 + i]);
+          if (!label_char (c))
+            *odd = true;
+          if (len + (len > 0) + i < SBX_DNS_NAME_MAX)
+            out[len + (len > 0) + i] = (char) (label_char (c) ? c : '?');
+        }
+      if (len + (len > 0) + l > SBX_DNS_NAME_MAX)
+        return -1;
+      if (len > 0)
+        out[len] = '.';
+      len += (len > 0) + l;
+      out[len] = '\0';
+      at += 1 + l;
+    }
+  return end >= 0 ? end : (ssize_t) (at + 1);
+}
+
+/* One resource record's place in a message. */
+typedef struct rr {
+  size_t owner; /* offset of its name */
+  size_t fixed; /* offset of its type */
+  uint16_t type, rdlen;
+  size_t rdata;
+} rr;
+
+#define ANSWER_RR_MAX 256
+#define TYPE_A 1
+#define TYPE_CNAME 5
+#define TYPE_AAAA 28
+
+static bool
+in_chain (char chain[][SBX_DNS_NAME_MAX + 1], size_t nchain, const char *name)
+{
+  for (size_t i = 0; i < nchain; i++)
+    if (strcmp (chain[i], name) == 0)
+      return true;
+  return false;
+}
+
+/* The answer section's records (at most ANSWER_RR_MAX); -1 when malformed. */
+static ssize_t
+answer_rrs (const unsigned char *p, size_t n, rr *rrs)
+{
+  ssize_t ql = sbx_dns_question_len (p, n);
+  if (ql < 0 || sbx_dns_get16 (p + 4) != 1)
+    return -1;
+  size_t at = SBX_DNS_HDR + (size_t) ql, count = sbx_dns_get16 (p + 6);
+  if (count > ANSWER_RR_MAX)
+    return -1;
+  for (size_t i = 0; i < count; i++)
+    {
+      char name[SBX_DNS_NAME_MAX + 1];
+      bool odd;
+      ssize_t e = sbx_dns_name_read (p, n, at, name, &odd);
+      if (e < 0 || n - (size_t) e < 10)
+        return -1;
+      rrs[i] = (rr){ .owner = at,
+                     .fixed = (size_t) e,
+                     .type = sbx_dns_get16 (p + e),
+                     .rdlen = sbx_dns_get16 (p + e + 8) };
+      rrs[i].rdata = (size_t) e + 10;
+      if (n - rrs[i].rdata < rrs[i].rdlen)
+        return -1;
+      at = rrs[i].rdata + rrs[i].rdlen;
+    }
+  return (ssize_t) count;
+}
+
+ssize_t
+sbx_dns_answer_addrs (unsigned char *p, size_t n, uint32_t ttl_max, sbx_dns_addr *out, size_t max)
+{
+  rr rrs[ANSWER_RR_MAX];
+  char chain[SBX_DNS_CHAIN_MAX][SBX_DNS_NAME_MAX + 1];
+  size_t nchain = 0, nout = 0;
+  bool odd;
+  if (n < SBX_DNS_HDR)
+    return -1;
+  ssize_t count = answer_rrs (p, n, rrs);
+  if (count < 0 || sbx_dns_name_read (p, n, SBX_DNS_HDR, chain[0], &odd) < 0)
+    return -1;
+  if (!odd)
+    nchain = 1;
+  /* The chain from the question's name, in whatever order the records come. */
+  for (bool grew = true; grew && nchain < SBX_DNS_CHAIN_MAX;)
+    {
+      grew = false;
+      for (ssize_t i = 0; i < count && nchain < SBX_DNS_CHAIN_MAX; i++)
+        {
+          char owner[SBX_DNS_NAME_MAX + 1], target[SBX_DNS_NAME_MAX + 1];
+          bool o1, o2;
+          if (rrs[i].type != TYPE_CNAME || sbx_dns_name_read (p, n, rrs[i].owner, owner, &o1) < 0)
+            continue;
+          ssize_t e = sbx_dns_name_read (p, n, rrs[i].rdata, target, &o2);
+          if (e < 0 || o1 || o2 || !in_chain (chain, nchain, owner) || in_chain (chain, nchain, target))
+            continue;
+          strcpy (chain[nchain++], target);
+          grew = true;
+        }
+    }
+  for (ssize_t i = 0; i < count; i++)
+    {
+      char owner[SBX_DNS_NAME_MAX + 1];
+      bool o;
+      size_t len = rrs[i].type == TYPE_A ? 4 : rrs[i].type == TYPE_AAAA ? 16 : 0;
+      uint32_t ttl = (uint32_t) sbx_dns_get16 (p + rrs[i].fixed + 4) << 16 | sbx_dns_get16 (p + rrs[i].fixed + 6);
+      if (ttl > ttl_max)
+        {
+          ttl = ttl_max;
+          sbx_dns_put16 (p + rrs[i].fixed + 4, (uint16_t) (ttl >> 16));
+          sbx_dns_put16 (p + rrs[i].fixed + 6, (uint16_t) ttl);
+        }
+      if (len == 0 || rrs[i].rdlen != len || sbx_dns_get16 (p + rrs[i].fixed + 2) != 1 || nout >= max
+          || sbx_dns_name_read (p, n, rrs[i].owner, owner, &o) < 0 || o || !in_chain (chain, nchain, owner))
+        continue;
+      sbx_dns_addr *a = &out[nout++];
+      memset (a, 0, sizeof *a);
+      a->family = len == 4 ? AF_INET : AF_INET6;
+      memcpy (a->addr, p + rrs[i].rdata, len);
+      a->ttl = ttl;
+      strcpy (a->name, owner);
+    }
+  return (ssize_t) nout;
 }

@@ -26,6 +26,8 @@
 #define SET_OPEN4 "open4"
 #define SET_OPEN6 "open6"
 #define COUNTER_SUFFIX "-private"
+#define DSET4_SUFFIX "-dns4"
+#define DSET6_SUFFIX "-dns6"
 #define SET_DNS "dns-ifnames"
 
 /* What apply and remove need to know of the table before changing it. */

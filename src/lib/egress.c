@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <net/if.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -523,7 +524,7 @@ backoff (int attempt)
 }
 
 typedef struct names {
-  char *chain, *set4, *set6, *counter;
+  char *chain, *set4, *set6, *counter, *dset4, *dset6;
 } names;
 
 static void
@@ -533,6 +534,8 @@ names_init (names *nm, const char *sandbox_id)
   nm->set4 = xasprintf ("%s-v4", nm->chain);
   nm->set6 = xasprintf ("%s-v6", nm->chain);
   nm->counter = xasprintf ("%s" COUNTER_SUFFIX, nm->chain);
+  nm->dset4 = xasprintf ("%s" DSET4_SUFFIX, nm->chain);
+  nm->dset6 = xasprintf ("%s" DSET6_SUFFIX, nm->chain);
 }
 
 static void
@@ -542,8 +545,76 @@ names_free (names *nm)
   free (nm->set4);
   free (nm->set6);
   free (nm->counter);
+  free (nm->dset4);
+  free (nm->dset6);
 }
 #define _cleanup_names_ __attribute__ ((cleanup (names_free)))
+
+/* Domain rules: a connection this chain accepted for an address of the
+ * domain sets (marked MARK) stays accepted once the address expires; a new
+ * one needs the address in the set, and gets the mark. After the refused
+ * and private ranges, so that neither reaches them. */
+static void
+b_domain_rules (batch *b, const names *nm, uint32_t mark)
+{
+  const char *sets[] = { nm->dset4, nm->dset6 };
+  const int families[] = { AF_INET, AF_INET6 };
+  _cleanup_nftnl_ (nftnl_rule) struct nftnl_rule *est = rule_new (b, nm->chain);
+  m_ct_mark (est, mark);
+  e_verdict (est, NF_ACCEPT, NULL);
+  b_rule_add (b, est, "connections allowed by a domain rule");
+  for (size_t i = 0; i < 2; i++)
+    {
+      _cleanup_nftnl_ (nftnl_rule) struct nftnl_rule *r = rule_new (b, nm->chain);
+      m_addr_in_set (r, families[i], true, sets[i]);
+      e_ct_mark_set (r, mark);
+      e_verdict (r, NF_ACCEPT, NULL);
+      b_rule_add (b, r, "addresses resolved for a domain rule");
+    }
+}
+
+/* Elements per message: the element list is one attribute of at most 64 KiB,
+ * and each may carry a name of up to 253 bytes. */
+#define ELEMS_PER_MSG 128
+
+/* Adds ELEMS to the domain sets; REFRESH first adds and deletes each, so
+ * that one already there takes the new timeout (adding an element that
+ * exists changes nothing, deleting one that does not is an error). */
+static void
+b_domain_elems (batch *b, const names *nm, const sbx_egress_elem *elems, size_t n, bool refresh)
+{
+  const char *sets[] = { nm->dset4, nm->dset6 };
+  for (size_t f = 0; f < 2; f++)
+    {
+      int family = f ? AF_INET6 : AF_INET;
+      size_t len = f ? 16 : 4;
+      for (size_t first = 0; first < n; first += ELEMS_PER_MSG)
+        {
+          _cleanup_nftnl_ (nftnl_set) struct nftnl_set *plain = set_new (b, sets[f]);
+          _cleanup_nftnl_ (nftnl_set) struct nftnl_set *timed = set_new (b, sets[f]);
+          size_t count = 0;
+          for (size_t i = first; i < n && i < first + ELEMS_PER_MSG; i++)
+            if (elems[i].addr.family == family)
+              {
+                set_add_timed (plain, elems[i].addr.addr, len, 0, NULL);
+                set_add_timed (timed, elems[i].addr.addr, len, elems[i].timeout_ms,
+                               elems[i].name[0] ? elems[i].name : NULL);
+                count++;
+              }
+          if (count == 0)
+            continue;
+          if (refresh)
+            {
+              nftnl_set_elems_nlmsg_build_payload (batch_msg (b, NFT_MSG_NEWSETELEM, NLM_F_CREATE), plain);
+              batch_next (b, "add to set %s", sets[f]);
+              nftnl_set_elems_nlmsg_build_payload (batch_msg (b, NFT_MSG_DELSETELEM, 0), plain);
+              batch_next (b, "delete from set %s", sets[f]);
+            }
+          nftnl_set_elems_nlmsg_build_payload (batch_msg (b, NFT_MSG_NEWSETELEM, NLM_F_CREATE), timed);
+          batch_next (b, "add to set %s with a timeout", sets[f]);
+        }
+    }
+}
 
 /* The sandbox's chain: the refused ranges first, whatever the state of the
  * connection; then the private ranges the operator did not open, as the
@@ -551,7 +622,7 @@ names_free (names *nm)
  * mode. Nothing here accepts established traffic on its own, so a
  * destination the new rules refuse is cut at once. */
 static void
-b_sandbox_rules (batch *b, const names *nm, sbx_egress_mode mode)
+b_sandbox_rules (batch *b, const names *nm, sbx_egress_mode mode, uint32_t mark)
 {
   const char *refused[] = { SET_REFUSED4, SET_REFUSED6 }, *allowed[] = { nm->set4, nm->set6 };
   const int families[] = { AF_INET, AF_INET6 };
@@ -573,6 +644,8 @@ b_sandbox_rules (batch *b, const names *nm, sbx_egress_mode mode)
       e_counter_ref (r, nm->counter);
       b_rule_add (b, r, "observed private destinations");
     }
+  if (mark)
+    b_domain_rules (b, nm, mark);
   for (size_t i = 0; mode == SBX_EGRESS_ALLOW && i < 2; i++)
     {
       _cleanup_nftnl_ (nftnl_rule) struct nftnl_rule *r = rule_new (b, nm->chain);
@@ -661,9 +734,27 @@ b_forward_cleanup (batch *b, const tstate *t, const char *keep)
     }
 }
 
+typedef struct dom_args {
+  bool on;
+  const sbx_egress_elem *elems;
+  size_t n;
+} dom_args;
+
+/* A fresh connection mark for a sandbox's domain rules: never 0 (a
+ * connection nothing marked). */
+static uint32_t
+fresh_mark (void)
+{
+  uint32_t m = 0;
+  while (m == 0)
+    if (getrandom (&m, sizeof m, 0) != (ssize_t) sizeof m)
+      m = (uint32_t) now_ms_monotonic () ^ (uint32_t) getpid ();
+  return m;
+}
+
 static int
 apply_once (const char *table, const names *nm, const char *ifname, const sbx_egress_source *src, sbx_egress_mode mode,
-            const ranges *a4, const ranges *a6, sbx_error **err)
+            const ranges *a4, const ranges *a6, const dom_args *dom, sbx_error **err)
 {
   _cleanup_nft_ nft n = { 0 };
   _cleanup_tstate_ tstate t = { .table = table, .target = nm->chain, .ifname = ifname };
@@ -681,14 +772,27 @@ apply_once (const char *table, const names *nm, const char *ifname, const sbx_eg
                           table);
 
   _cleanup_batch_ batch b = { 0 };
-  batch_start (&b, &n, table, (1 << 16) + (a4->n + a6->n + 1) * 256, &t.genid);
+  batch_start (&b, &n, table, (1 << 16) + (a4->n + a6->n + 1) * 256 + dom->n * 512, &t.genid);
   b_forward_cleanup (&b, &t, ifname);
   b_chain (&b, nm->chain, NULL, 0, 0);
   b_rule_del (&b, nm->chain, NULL);
   b_interval_set (&b, nm->set4, AF_INET, a4);
   b_interval_set (&b, nm->set6, AF_INET6, a6);
   b_counter (&b, nm->counter);
-  b_sandbox_rules (&b, nm, mode);
+  if (dom->on)
+    {
+      b_set (&b, nm->dset4, NFT_TYPE_IPADDR, 4, NFT_SET_TIMEOUT);
+      b_set (&b, nm->dset6, NFT_TYPE_IP6ADDR, 16, NFT_SET_TIMEOUT);
+      b_set_flush (&b, nm->dset4);
+      b_set_flush (&b, nm->dset6);
+      b_domain_elems (&b, nm, dom->elems, dom->n, false);
+    }
+  b_sandbox_rules (&b, nm, mode, dom->on ? fresh_mark () : 0);
+  /* After the chain's old rules, which may refer to them. */
+  if (!dom->on && strv_has (t.sets, nm->dset4))
+    b_set_del (&b, nm->dset4);
+  if (!dom->on && strv_has (t.sets, nm->dset6))
+    b_set_del (&b, nm->dset6);
   _cleanup_nftnl_ (nftnl_rule) struct nftnl_rule *jump = rule_new (&b, CHAIN_FORWARD);
   m_ifname (jump, NFT_META_IIFNAME, ifname, false, NFT_CMP_EQ);
   e_verdict (jump, NFT_JUMP, nm->chain);
@@ -710,6 +814,31 @@ int
 sbx_egress_apply (const char *table, const char *sandbox_id, const char *ifname, const sbx_egress_source *src,
                   sbx_egress_mode mode, const sbx_cidr *allow, size_t nallow, sbx_error **err)
 {
+  return sbx_egress_apply_domains (table, sandbox_id, ifname, src, mode, allow, nallow, false, NULL, 0, err);
+}
+
+static int
+check_elems (const sbx_egress_elem *elems, size_t n, sbx_error **err)
+{
+  if (n && elems == NULL)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "egress: %zu domain addresses but no array", n);
+  if (n > SBX_EGRESS_DOMAIN_ADDRS_MAX)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "egress: %zu domain addresses, at most %d", n,
+                          SBX_EGRESS_DOMAIN_ADDRS_MAX);
+  for (size_t i = 0; i < n; i++)
+    if (!cidr_is_host (&elems[i].addr, AF_INET) && !cidr_is_host (&elems[i].addr, AF_INET6))
+      return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "egress: domain address %zu is not a /32 or a /128", i + 1);
+  return 0;
+}
+
+int
+sbx_egress_apply_domains (const char *table, const char *sandbox_id, const char *ifname, const sbx_egress_source *src,
+                          sbx_egress_mode mode, const sbx_cidr *allow, size_t nallow, bool domains,
+                          const sbx_egress_elem *elems, size_t nelems, sbx_error **err)
+{
+  dom_args dom = { .on = domains, .elems = elems, .n = domains ? nelems : 0 };
+  if (check_elems (dom.elems, dom.n, err) < 0)
+    return -1;
   if (check_ids (table, sandbox_id, ifname, true, err) < 0)
     return -1;
   if (src == NULL || !cidr_is_host (&src->v4, AF_INET) || (src->v6.family && !cidr_is_host (&src->v6, AF_INET6)))
@@ -737,7 +866,7 @@ sbx_egress_apply (const char *table, const char *sandbox_id, const char *ifname,
   names_init (&nm, sandbox_id);
   for (int attempt = 0; attempt < RETRIES; attempt++)
     {
-      int r = apply_once (table, &nm, ifname, src, mode, &a4, &a6, err);
+      int r = apply_once (table, &nm, ifname, src, mode, &a4, &a6, &dom, err);
       if (r < 0)
         return sbx_error_wrap (err, "egress rules of sandbox %s", sandbox_id);
       if (r == 0)
@@ -770,6 +899,10 @@ remove_once (const char *table, const names *nm, const char *ifname, sbx_error *
     b_set_del (&b, nm->set4);
   if (strv_has (t.sets, nm->set6))
     b_set_del (&b, nm->set6);
+  if (strv_has (t.sets, nm->dset4))
+    b_set_del (&b, nm->dset4);
+  if (strv_has (t.sets, nm->dset6))
+    b_set_del (&b, nm->dset6);
   /* After the chain: its rules refer to the counter. */
   if (strv_has (t.counters, nm->counter))
     b_counter_del (&b, nm->counter);
@@ -804,6 +937,165 @@ sbx_egress_remove (const char *table, const char *sandbox_id, const char *ifname
                         sandbox_id);
 }
 
+/* ---- Domain sets ---- */
+
+int
+sbx_egress_domain_add (const char *table, const char *sandbox_id, const sbx_egress_elem *elems, size_t n,
+                       sbx_error **err)
+{
+  if (check_ids (table, sandbox_id, NULL, false, err) < 0 || check_elems (elems, n, err) < 0)
+    return -1;
+  if (n == 0)
+    return 0;
+  _cleanup_names_ names nm = { 0 };
+  names_init (&nm, sandbox_id);
+  _cleanup_nft_ nft nl = { 0 };
+  if (nft_open (&nl, err) < 0)
+    return sbx_error_wrap (err, "allow the addresses of a domain rule");
+  _cleanup_batch_ batch b = { 0 };
+  /* No generation: adding to the sandbox's own sets commutes with any
+   * other change; if its sets are gone, the kernel says so (ENOENT). */
+  batch_start (&b, &nl, table, (1 << 12) + n * 1024, NULL);
+  b_domain_elems (&b, &nm, elems, n, true);
+  batch_end (&b);
+  int r = batch_send (&nl, &b, err);
+  if (r < 0)
+    {
+      if ((*err)->code == SBX_E_INTERNAL && (*err)->errnum == ENOENT)
+        (*err)->code = SBX_E_NOT_FOUND;
+      return sbx_error_wrap (err, "allow the addresses of a domain rule for sandbox %s", sandbox_id);
+    }
+  if (r > 0)
+    return sbx_error_set (err, SBX_E_BUSY, 0, "allow the addresses of a domain rule: interrupted");
+  return 0;
+}
+
+typedef struct elems_read {
+  int family;
+  sbx_egress_elem *v;
+  size_t n;
+} elems_read;
+
+static int
+comment_cb (const struct nftnl_udata *attr, void *data)
+{
+  if (nftnl_udata_type (attr) == NFTNL_UDATA_SET_ELEM_COMMENT)
+    {
+      char *name = data;
+      size_t len = nftnl_udata_len (attr);
+      const char *v = nftnl_udata_get (attr);
+      if (len > 253)
+        len = 253;
+      memcpy (name, v, len);
+      name[len] = '\0';
+      name[strnlen (name, len)] = '\0';
+    }
+  return 0;
+}
+
+static int
+elems_cb (const struct nlmsghdr *nlh, void *data)
+{
+  elems_read *er = data;
+  _cleanup_nftnl_ (nftnl_set) struct nftnl_set *s = nftnl_set_alloc ();
+  if (s == NULL)
+    abort ();
+  if (nftnl_set_elems_nlmsg_parse (nlh, s) < 0)
+    {
+      errno = EPROTO;
+      return MNL_CB_ERROR;
+    }
+  struct nftnl_set_elems_iter *it = nftnl_set_elems_iter_create (s);
+  if (it == NULL)
+    abort ();
+  for (struct nftnl_set_elem *e = nftnl_set_elems_iter_next (it); e; e = nftnl_set_elems_iter_next (it))
+    {
+      uint32_t klen = 0;
+      const void *key = nftnl_set_elem_get (e, NFTNL_SET_ELEM_KEY, &klen);
+      size_t want = er->family == AF_INET6 ? 16 : 4;
+      if (key == NULL || klen != want || er->n >= SBX_EGRESS_DOMAIN_ADDRS_MAX)
+        continue;
+      er->v = xrealloc (er->v, (er->n + 1) * sizeof *er->v);
+      sbx_egress_elem *x = &er->v[er->n++];
+      memset (x, 0, sizeof *x);
+      x->addr.family = er->family;
+      x->addr.prefix = (uint8_t) (want * 8);
+      memcpy (x->addr.addr, key, want);
+      if (nftnl_set_elem_is_set (e, NFTNL_SET_ELEM_EXPIRATION))
+        x->timeout_ms = nftnl_set_elem_get_u64 (e, NFTNL_SET_ELEM_EXPIRATION);
+      uint32_t ulen = 0;
+      const void *u = nftnl_set_elem_get (e, NFTNL_SET_ELEM_USERDATA, &ulen);
+      if (u && ulen)
+        nftnl_udata_parse (u, ulen, comment_cb, x->name);
+    }
+  nftnl_set_elems_iter_destroy (it);
+  return MNL_CB_OK;
+}
+
+int
+sbx_egress_domain_list (const char *table, const char *sandbox_id, sbx_egress_elem **ret, size_t *ret_n,
+                        sbx_error **err)
+{
+  if (check_ids (table, sandbox_id, NULL, false, err) < 0)
+    return -1;
+  _cleanup_names_ names nm = { 0 };
+  names_init (&nm, sandbox_id);
+  _cleanup_nft_ nft n = { 0 };
+  if (nft_open (&n, err) < 0)
+    return sbx_error_wrap (err, "read the domain sets of sandbox %s", sandbox_id);
+  elems_read er = { 0 };
+  const char *sets[] = { nm.dset4, nm.dset6 };
+  for (size_t i = 0; i < 2; i++)
+    {
+      _cleanup_nftnl_ (nftnl_set) struct nftnl_set *s = nftnl_set_alloc ();
+      if (s == NULL)
+        abort ();
+      nftnl_set_set_str (s, NFTNL_SET_TABLE, table);
+      nftnl_set_set_str (s, NFTNL_SET_NAME, sets[i]);
+      er.family = i ? AF_INET6 : AF_INET;
+      char buf[8192];
+      struct nlmsghdr *nlh = req_hdr (&n, buf, NFT_MSG_GETSETELEM, NFPROTO_INET, NLM_F_DUMP | NLM_F_ACK);
+      nftnl_set_elems_nlmsg_build_payload (nlh, s);
+      /* No table or no set (ENOENT): no addresses. */
+      int r = nft_talk (&n, nlh, elems_cb, &er, "read a set", err);
+      if (r != 0)
+        {
+          free (er.v);
+          if (r > 0)
+            return sbx_error_set (err, SBX_E_BUSY, 0, "read the domain sets of sandbox %s: interrupted", sandbox_id);
+          return sbx_error_wrap (err, "read the domain sets of sandbox %s", sandbox_id);
+        }
+    }
+  *ret = er.v;
+  *ret_n = er.n;
+  return 0;
+}
+
+static bool
+ranges_hold (const ranges *rs, const uint8_t *a, size_t len)
+{
+  for (size_t i = 0; i < rs->n; i++)
+    if (memcmp (a, rs->v[i].lo, len) >= 0 && memcmp (a, rs->v[i].hi, len) <= 0)
+      return true;
+  return false;
+}
+
+const char *
+sbx_egress_addr_refused (const sbx_egress_pool *pool, const sbx_cidr *addr)
+{
+  _cleanup_ranges_ ranges r4 = { 0 }, r6 = { 0 }, p4 = { 0 }, p6 = { 0 }, o4 = { 0 }, o6 = { 0 };
+  refused_ranges (pool, &r4, &r6);
+  private_ranges (&p4, &p6);
+  open_ranges (pool, &o4, &o6);
+  bool v6 = addr->family == AF_INET6;
+  size_t len = v6 ? 16 : 4;
+  if (ranges_hold (v6 ? &r6 : &r4, addr->addr, len))
+    return "always refused (link-local, cloud metadata, loopback, this network or the sandboxes' pools)";
+  if (ranges_hold (v6 ? &p6 : &p4, addr->addr, len) && !ranges_hold (v6 ? &o6 : &o4, addr->addr, len))
+    return "a private range the operator did not open";
+  return NULL;
+}
+
 static int
 strv_cmp (const void *a, const void *b)
 {
@@ -834,6 +1126,8 @@ table_ids (const tstate *t)
     {
       collect_id (&ids, t->sets[i], "-v4");
       collect_id (&ids, t->sets[i], "-v6");
+      collect_id (&ids, t->sets[i], DSET4_SUFFIX);
+      collect_id (&ids, t->sets[i], DSET6_SUFFIX);
     }
   for (size_t i = 0; t->counters && t->counters[i]; i++)
     collect_id (&ids, t->counters[i], COUNTER_SUFFIX);

@@ -42,6 +42,14 @@
  *                            observe), then the mode
  *   set sandbox-ID-v4, -v6   per sandbox: its allow-list (intervals)
  *   counter sandbox-ID-private  per sandbox: those observed connections
+ *   set sandbox-ID-dns4, -dns6  per sandbox with domain rules: the addresses
+ *                            its resolver returned for listed names, each
+ *                            with a timeout; a new connection to one is
+ *                            accepted and its conntrack entry marked with
+ *                            the chain's mark, and a connection so marked
+ *                            stays accepted after the element expires (a
+ *                            new mark at every apply, so `sbx net` cuts
+ *                            what the new rules do not allow)
  *
  * Each call is one nf_tables transaction: it applies whole or not at all. */
 #ifndef SBX_EGRESS_H
@@ -101,6 +109,39 @@ typedef struct sbx_egress_source {
  * have been made by sbx_egress_init (NOT_FOUND otherwise). */
 int sbx_egress_apply (const char *table, const char *sandbox_id, const char *ifname, const sbx_egress_source *src,
                       sbx_egress_mode mode, const sbx_cidr *allow, size_t nallow, sbx_error **err);
+
+/* Domain rules: the addresses resolved for listed names. */
+typedef struct sbx_egress_elem {
+  sbx_cidr addr;       /* a /32 or a /128 */
+  uint64_t timeout_ms; /* given: how long it is allowed; read: how long is left */
+  char name[254];      /* the name it was resolved for ("" if none) */
+} sbx_egress_elem;
+
+/* The most addresses a sandbox's domain sets hold, per family. */
+#define SBX_EGRESS_DOMAIN_ADDRS_MAX 65536
+
+/* sbx_egress_apply, and with DOMAINS the sandbox's domain sets (made empty
+ * with ELEMS in them, N of them) and their rules, whatever MODE (under
+ * ALLOW: both lists allowed). */
+int sbx_egress_apply_domains (const char *table, const char *sandbox_id, const char *ifname,
+                              const sbx_egress_source *src, sbx_egress_mode mode, const sbx_cidr *allow, size_t nallow,
+                              bool domains, const sbx_egress_elem *elems, size_t n, sbx_error **err);
+
+/* Allows the N addresses of ELEMS for the sandbox for their timeout (an
+ * address already there gets the new timeout), in one transaction. Its
+ * domain sets must exist (NOT_FOUND otherwise). */
+int sbx_egress_domain_add (const char *table, const char *sandbox_id, const sbx_egress_elem *elems, size_t n,
+                           sbx_error **err);
+
+/* The addresses in the sandbox's domain sets now, with the time each has
+ * left; none when it has no such sets. */
+int sbx_egress_domain_list (const char *table, const char *sandbox_id, sbx_egress_elem **ret, size_t *ret_n,
+                            sbx_error **err);
+
+/* Why a sandbox may never reach ADDR (a host address) under POOL whatever
+ * a domain rule says: "always refused" (metadata, link-local, loopback,
+ * the pools) or "private" (not opened by the operator); NULL when it may. */
+const char *sbx_egress_addr_refused (const sbx_egress_pool *pool, const sbx_cidr *addr);
 
 /* Removes the sandbox's chain, sets, counter, forward rule and DNS permission;
  * IFNAME (may be NULL) also drops the forward and source rules matching that

@@ -1,6 +1,7 @@
 /* Create, terminate, remove, reap, gc. */
 #include "config.h"
 #include "lifecycle.h"
+#include "domain.h"
 #include "conf.h"
 #include "copyin.h"
 #include "disk.h"
@@ -107,9 +108,13 @@ sbx_sandbox_opts_validate (const sbx_sandbox_opts *o, sbx_error **err)
   if (o->block_network && o->allow && o->allow[0])
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
                           "--block-network and --allow contradict each other: with no network nothing is allowed");
+  if (o->block_network && o->allow_domains && o->allow_domains[0])
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
+                          "--block-network and --allow-domain contradict each other: with no network nothing is "
+                          "allowed");
   _cleanup_free_ sbx_cidr *cidrs = NULL;
   size_t n;
-  if (sbx_net_parse_allow (o->allow, &cidrs, &n, err) < 0)
+  if (sbx_net_parse_allow (o->allow, &cidrs, &n, err) < 0 || sbx_domain_rules_parse (o->allow_domains, NULL, err) < 0)
     return -1;
   if (o->copy_in && strv_len (o->copy_in) > SBX_COPY_IN_MAX)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "--copy-in: at most %d trees", SBX_COPY_IN_MAX);

@@ -139,6 +139,14 @@ struct mon {
   int host_netns; /* the monitor's own network namespace, to come back to */
   int block_nsfd; /* runc --block-network: the namespace runc made, once opened */
   sbx_resolver *resolver;
+  /* Domain rules: until when (monotonic ms) each address was last put in
+   * the domain sets for, so that an answer that would not extend it much
+   * costs no nftables transaction (monitor-net.c). */
+  struct dom_seen {
+    sbx_cidr addr;
+    uint64_t until;
+  } * dom_seen;
+  size_t ndom_seen;
   sbx_proxy *proxy;
   struct relay **relays;
   size_t nrelays;
@@ -174,6 +182,7 @@ struct net_plan {
   sbx_egress_mode mode;
   sbx_cidr *allow;
   size_t nallow;
+  bool domains; /* domain rules: their sets and rules too */
   /* mon_net_make's result */
   sbx_net *net;
   sbx_error *err;

@@ -2,6 +2,7 @@
  * made before the runtime starts, its setup in a thread, and `sbx net`. */
 #include "config.h"
 #include "monitor-internal.h"
+#include "domain.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,12 +29,149 @@
 /* --- network ----------------------------------------------------------- */
 
 static void
-set_net_mode (struct mon *m, const char *mode, char *const *allow)
+set_net_mode (struct mon *m, const char *mode, char *const *allow, char *const *domains)
 {
   free (m->sb->net_mode);
   m->sb->net_mode = xstrdup (mode);
   strv_free (m->sb->net_allow);
   m->sb->net_allow = strv_dup (allow);
+  strv_free (m->sb->net_domains);
+  m->sb->net_domains = domains && domains[0] ? strv_dup (domains) : NULL;
+}
+
+/* How long an address an answer gives stays allowed: its TTL plus the
+ * grace, within the bounds (sbx.conf), in milliseconds. */
+static uint64_t
+domain_timeout_ms (const sbx_conf *conf, uint32_t ttl)
+{
+  uint64_t t = (uint64_t) ttl + conf->domain_ttl_grace;
+  if (t < conf->domain_ttl_min)
+    t = conf->domain_ttl_min;
+  if (t > conf->domain_ttl_max)
+    t = conf->domain_ttl_max;
+  return t * 1000;
+}
+
+/* The TTL the sandbox's answers are capped at: no record outlives its
+ * address's place in the set. */
+static uint32_t
+domain_ttl_cap (const sbx_conf *conf)
+{
+  return conf->domain_ttl_max > conf->domain_ttl_grace ? conf->domain_ttl_max - conf->domain_ttl_grace : 1;
+}
+
+#define DOM_SEEN_MAX 4096
+
+/* Whether ADDR stays in the domain sets for TIMEOUT_MS more, short of a
+ * tenth of it (at most a second), as far as this monitor put it there:
+ * then a new answer need not touch them (a burst of lookups of one name
+ * costs one transaction). */
+static bool
+dom_seen_fresh (const struct mon *m, const sbx_cidr *addr, uint64_t now, uint64_t timeout_ms)
+{
+  uint64_t slack = timeout_ms / 10 < 1000 ? timeout_ms / 10 : 1000;
+  for (size_t i = 0; i < m->ndom_seen; i++)
+    if (sbx_cidr_equal (&m->dom_seen[i].addr, addr))
+      return m->dom_seen[i].until + slack >= now + timeout_ms;
+  return false;
+}
+
+static void
+dom_seen_put (struct mon *m, const sbx_cidr *addr, uint64_t until)
+{
+  size_t slot = m->ndom_seen, oldest = 0;
+  for (size_t i = 0; i < m->ndom_seen; i++)
+    {
+      if (sbx_cidr_equal (&m->dom_seen[i].addr, addr))
+        slot = i;
+      if (m->dom_seen[i].until < m->dom_seen[oldest].until)
+        oldest = i;
+    }
+  if (slot == m->ndom_seen && m->ndom_seen == DOM_SEEN_MAX)
+    slot = oldest;
+  else if (slot == m->ndom_seen)
+    {
+      m->dom_seen = xrealloc (m->dom_seen, (m->ndom_seen + 1) * sizeof *m->dom_seen);
+      m->ndom_seen++;
+    }
+  m->dom_seen[slot].addr = *addr;
+  m->dom_seen[slot].until = until;
+}
+
+/* The resolver's allow function: the addresses of an answer for QNAME (a
+ * listed name) into the sandbox's domain sets, but never one in the
+ * refused or private ranges: those are left out, and the sandbox's log
+ * says so. */
+static int
+domain_allow (void *data, const char *qname, const sbx_dns_addr *addrs, size_t n)
+{
+  struct mon *m = data;
+  sbx_egress_elem elems[SBX_RESOLVER_ANSWER_ADDRS_MAX];
+  size_t k = 0;
+  /* Taken before the transaction: what is remembered ends no later than
+   * the kernel's timeout. */
+  uint64_t now = now_ms_monotonic ();
+  sbx_egress_pool pool;
+  _cleanup_free_ sbx_cidr *open = NULL;
+  sbx_net_pool (m->conf, &pool, &open);
+  for (size_t i = 0; i < n && k < ARRAY_SIZE (elems); i++)
+    {
+      sbx_cidr c = { .family = addrs[i].family, .prefix = addrs[i].family == AF_INET6 ? 128 : 32 };
+      memcpy (c.addr, addrs[i].addr, addrs[i].family == AF_INET6 ? 16 : 4);
+      const char *why = sbx_egress_addr_refused (&pool, &c);
+      if (why)
+        {
+          _cleanup_free_ char *text = sbx_net_addr_str (&c);
+          mon_log (m, "dns: %s resolves to %s (%s): not allowed, %s", qname, text, addrs[i].name, why);
+          continue;
+        }
+      uint64_t timeout = domain_timeout_ms (m->conf, addrs[i].ttl);
+      if (dom_seen_fresh (m, &c, now, timeout))
+        continue;
+      sbx_egress_elem *e = &elems[k++];
+      memset (e, 0, sizeof *e);
+      e->addr = c;
+      e->timeout_ms = timeout;
+      snprintf (e->name, sizeof e->name, "%s", qname);
+    }
+  _cleanup_error_ sbx_error *err = NULL;
+  if (k > 0 && sbx_egress_domain_add (SBX_EGRESS_TABLE, m->sb->id, elems, k, &err) < 0)
+    {
+      mon_log (m, "dns: %s: %s", qname, err->msg);
+      return -1;
+    }
+  for (size_t i = 0; i < k; i++)
+    dom_seen_put (m, &elems[i].addr, now + elems[i].timeout_ms);
+  return 0;
+}
+
+static void
+resolver_domains (struct mon *m, char *const *domains)
+{
+  if (m->resolver)
+    sbx_resolver_set_domains (m->resolver, domains && domains[0] ? domains : NULL, domain_ttl_cap (m->conf),
+                              domain_allow, m);
+}
+
+/* The addresses allowed now for names that RULES still match, with the
+ * time they have left: a live change keeps them. */
+static int
+domain_keep (struct mon *m, char *const *rules, sbx_egress_elem **ret, size_t *ret_n, sbx_error **err)
+{
+  sbx_egress_elem *v = NULL;
+  size_t n = 0, k = 0;
+  *ret = NULL;
+  *ret_n = 0;
+  if (m->sb->net_domains == NULL || rules == NULL || rules[0] == NULL)
+    return 0;
+  if (sbx_egress_domain_list (SBX_EGRESS_TABLE, m->sb->id, &v, &n, err) < 0)
+    return -1;
+  for (size_t i = 0; i < n; i++)
+    if (v[i].timeout_ms > 0 && sbx_domain_match (rules, v[i].name))
+      v[k++] = v[i];
+  *ret = v;
+  *ret_n = k;
+  return 0;
 }
 
 /* `sbx net`: the sandbox's egress rules replaced in one transaction. */
@@ -41,11 +179,14 @@ void
 mon_handle_net (struct mon *m, struct client *c, sbx_op op, yajl_val req)
 {
   const char *mode = NULL;
-  _cleanup_strv_ char **allow = NULL;
+  _cleanup_strv_ char **allow = NULL, **domains_in = NULL, **domains = NULL;
   _cleanup_free_ sbx_cidr *cidrs = NULL;
-  size_t n = 0;
+  _cleanup_free_ sbx_egress_elem *keep = NULL;
+  size_t n = 0, nkeep = 0;
   _cleanup_error_ sbx_error *err = NULL;
-  if (j_get_str (req, "mode", true, &mode, &err) < 0 || j_get_strv (req, "allow", false, &allow, &err) < 0)
+  if (j_get_str (req, "mode", true, &mode, &err) < 0 || j_get_strv (req, "allow", false, &allow, &err) < 0
+      || j_get_strv (req, "domains", false, &domains_in, &err) < 0
+      || sbx_domain_rules_parse (domains_in, &domains, &err) < 0)
     {
       mon_reply_error (c, SBX_E_INVALID_ARGUMENT, err->msg);
       return;
@@ -55,15 +196,23 @@ mon_handle_net (struct mon *m, struct client *c, sbx_op op, yajl_val req)
     em = SBX_EGRESS_BLOCK;
   else if (strcmp (mode, "open") == 0)
     em = SBX_EGRESS_OPEN;
-  else if (strcmp (mode, "allow") == 0 && allow && allow[0])
+  else if (strcmp (mode, "allow") == 0 && ((allow && allow[0]) || domains[0]))
     em = SBX_EGRESS_ALLOW;
   else
     {
-      mon_reply_error (c, SBX_E_INVALID_ARGUMENT, "net: mode must be block, open, or allow with a list");
+      mon_reply_error (c, SBX_E_INVALID_ARGUMENT,
+                       "net: mode must be block, open, or allow with a list of destinations or domains");
       return;
     }
   if (em != SBX_EGRESS_ALLOW)
-    strv_free (allow), allow = NULL;
+    {
+      strv_free (allow), allow = NULL;
+      if (domains[0])
+        {
+          mon_reply_error (c, SBX_E_INVALID_ARGUMENT, "net: domain rules need mode allow");
+          return;
+        }
+    }
   if (m->net == NULL)
     {
       mon_reply_error (c, SBX_E_INVALID_ARGUMENT,
@@ -71,18 +220,29 @@ mon_handle_net (struct mon *m, struct client *c, sbx_op op, yajl_val req)
                        "--block-network and use `sbx net --block` to close it while it runs)");
       return;
     }
-  if (sbx_net_parse_allow (allow, &cidrs, &n, &err) < 0 || sbx_net_apply (m->net, em, cidrs, n, &err) < 0)
+  if (sbx_net_parse_allow (allow, &cidrs, &n, &err) < 0 || domain_keep (m, domains, &keep, &nkeep, &err) < 0
+      || sbx_net_apply (m->net, em, cidrs, n, domains[0] != NULL, keep, nkeep, &err) < 0)
     {
       mon_reply_error (c, err->code, err->msg);
       return;
     }
-  set_net_mode (m, mode, allow);
+  resolver_domains (m, domains);
+  /* The sets were made anew: only what was kept is there. */
+  free (m->dom_seen);
+  m->dom_seen = NULL;
+  m->ndom_seen = 0;
+  uint64_t now = now_ms_monotonic ();
+  for (size_t i = 0; i < nkeep; i++)
+    dom_seen_put (m, &keep[i].addr, now + keep[i].timeout_ms);
+  set_net_mode (m, mode, allow, domains);
   mon_save_state (m);
-  mon_log (m, "network: %s%s", mode, em == SBX_EGRESS_ALLOW ? " (allow-list)" : "");
+  mon_log (m, "network: %s%s%s", mode, em == SBX_EGRESS_ALLOW ? " (allow-list)" : "",
+           domains[0] ? " (domain rules)" : "");
   _cleanup_yajl_gen_ yajl_gen g = j_new (false);
   j_map (g);
   j_kstr (g, "mode", mode);
   j_kstrv (g, "allow", allow);
+  j_kstrv (g, "domains", domains);
   j_endmap (g);
   _cleanup_free_ char *s = j_take (g, NULL);
   mon_reply_json (c, s);
@@ -102,20 +262,23 @@ mon_net_plan (struct mon *m, struct net_plan *plan, sbx_error **err)
   free (sb->net_stack);
   if (sb->opts.block_network)
     {
-      set_net_mode (m, "none", NULL);
+      set_net_mode (m, "none", NULL, NULL);
       /* gVisor has its own loopback; runc makes a namespace with only its
        * loopback up. Nothing of sbx's to make, or to leave behind. */
       sb->net_stack = xstrdup (runsc ? "none (gVisor, loopback only)" : "none (its own namespace, loopback only)");
       return 0;
     }
-  if (sbx_net_parse_allow (sb->opts.allow, &plan->allow, &plan->nallow, err) < 0)
+  _cleanup_strv_ char **domains = NULL;
+  if (sbx_net_parse_allow (sb->opts.allow, &plan->allow, &plan->nallow, err) < 0
+      || sbx_domain_rules_parse (sb->opts.allow_domains, &domains, err) < 0)
     return -1;
+  plan->domains = domains[0] != NULL;
   for (size_t i = 0; i < plan->nallow; i++)
     if (plan->allow[i].family == AF_INET6 && m->conf->pool6.family != AF_INET6)
       return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
                             "--allow %s: IPv6 is off for sandboxes on this host (pool6 in sbx.conf)",
                             sb->opts.allow[i]);
-  plan->mode = plan->nallow > 0 ? SBX_EGRESS_ALLOW : SBX_EGRESS_OPEN;
+  plan->mode = plan->nallow > 0 || plan->domains ? SBX_EGRESS_ALLOW : SBX_EGRESS_OPEN;
   plan->make = true;
   /* Held until the lease exists, so that no gc drops the shared rules
    * between their init and this sandbox's chain (released in setup). */
@@ -131,7 +294,8 @@ mon_net_plan (struct mon *m, struct net_plan *plan, sbx_error **err)
       (*err)->code = SBX_E_NETWORK_BLOCK_UNAVAILABLE;
       return sbx_error_wrap (err, "egress rules cannot be enforced on this host");
     }
-  set_net_mode (m, plan->nallow > 0 ? "allow" : "open", plan->nallow > 0 ? sb->opts.allow : NULL);
+  set_net_mode (m, plan->mode == SBX_EGRESS_ALLOW ? "allow" : "open", plan->nallow > 0 ? sb->opts.allow : NULL,
+                domains);
   sb->net_stack = xstrdup (runsc ? "host (runsc --network=host inside the sandbox's namespace)"
                                  : "kernel (runc in the sandbox's namespace)");
   m->rt->host_network = runsc;
@@ -144,7 +308,9 @@ mon_net_make (void *arg)
   struct net_make_job *job = arg;
   struct net_plan *plan = job->plan;
   /* What was asked for cannot be made: never a sandbox with less. */
-  if (sbx_net_setup (job->m->conf, job->m->sb->id, plan->mode, plan->allow, plan->nallow, &plan->net, &plan->err) < 0
+  if (sbx_net_setup (job->m->conf, job->m->sb->id, plan->mode, plan->allow, plan->nallow, plan->domains, &plan->net,
+                     &plan->err)
+          < 0
       && plan->err->code == SBX_E_INTERNAL)
     plan->err->code = SBX_E_NETWORK_BLOCK_UNAVAILABLE;
   return NULL;
@@ -180,6 +346,7 @@ mon_net_finish (struct mon *m, sbx_error **err)
   if (sbx_resolver_listen (m->resolver, AF_INET, m->net->gw4.addr, 53, err) < 0
       || (m->net->gw6.family == AF_INET6 && sbx_resolver_listen (m->resolver, AF_INET6, m->net->gw6.addr, 53, err) < 0))
     return sbx_error_wrap (err, "resolver");
+  resolver_domains (m, sb->net_domains);
   _cleanup_free_ char *resolv = xasprintf ("nameserver %s\n%s%s%s", sb->net_gateway4,
                                            sb->net_gateway6 ? "nameserver " : "",
                                            sb->net_gateway6 ? sb->net_gateway6 : "", sb->net_gateway6 ? "\n" : "");

@@ -868,6 +868,9 @@ teardown (struct mon *m)
   m->proxy = NULL;
   sbx_resolver_free (m->resolver);
   m->resolver = NULL;
+  free (m->dom_seen);
+  m->dom_seen = NULL;
+  m->ndom_seen = 0;
   if (m->net)
     {
       sbx_net_teardown (m->net);

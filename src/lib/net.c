@@ -234,7 +234,7 @@ static int add_links (sbx_net *net, sbx_error **err);
 
 int
 sbx_net_setup (const sbx_conf *conf, const char *id, sbx_egress_mode mode, const sbx_cidr *allow, size_t nallow,
-               sbx_net **ret, sbx_error **err)
+               bool domains, sbx_net **ret, sbx_error **err)
 {
   sbx_net *net = xmalloc0 (sizeof *net);
   net->id = xstrdup (id);
@@ -253,7 +253,7 @@ sbx_net_setup (const sbx_conf *conf, const char *id, sbx_egress_mode mode, const
     goto fail;
   if (add_links (net, err) < 0)
     goto fail;
-  if (sbx_net_apply (net, mode, allow, nallow, err) < 0)
+  if (sbx_net_apply (net, mode, allow, nallow, domains, NULL, 0, err) < 0)
     goto fail;
   *ret = net;
   return 0;
@@ -315,13 +315,16 @@ add_links (sbx_net *net, sbx_error **err)
 }
 
 int
-sbx_net_apply (const sbx_net *net, sbx_egress_mode mode, const sbx_cidr *allow, size_t nallow, sbx_error **err)
+sbx_net_apply (const sbx_net *net, sbx_egress_mode mode, const sbx_cidr *allow, size_t nallow, bool domains,
+               const sbx_egress_elem *elems, size_t nelems, sbx_error **err)
 {
   sbx_egress_source src = { .v4 = net->addr4, .v6 = net->addr6 };
   src.v4.prefix = 32;
   if (src.v6.family == AF_INET6)
     src.v6.prefix = 128;
-  if (sbx_egress_apply (SBX_EGRESS_TABLE, net->id, net->host_if, &src, mode, allow, nallow, err) < 0)
+  if (sbx_egress_apply_domains (SBX_EGRESS_TABLE, net->id, net->host_if, &src, mode, allow, nallow, domains, elems,
+                                nelems, err)
+      < 0)
     return sbx_error_wrap (err, "egress rules");
   return 0;
 }

@@ -42,13 +42,16 @@ void sbx_net_pool (const sbx_conf *conf, sbx_egress_pool *pool, sbx_cidr **ret_o
 void sbx_net_ifname (const char *id, char buf[SBX_IFNAME_MAX + 1]);
 
 /* Makes ID's lease, namespace, veth pair, addresses and routes (and the
- * host's forwarding), and installs the egress rules for MODE/ALLOW. Undoes
+ * host's forwarding), and installs the egress rules for MODE/ALLOW (and,
+ * with DOMAINS, the empty domain sets and their rules). Undoes
  * what it did on failure. (A sandbox without a network has none of this:
  * gVisor's own loopback, or the namespace runc makes.) */
 int sbx_net_setup (const sbx_conf *conf, const char *id, sbx_egress_mode mode, const sbx_cidr *allow, size_t nallow,
-                   sbx_net **ret, sbx_error **err);
-/* Replaces the rules (one transaction). */
-int sbx_net_apply (const sbx_net *net, sbx_egress_mode mode, const sbx_cidr *allow, size_t nallow, sbx_error **err);
+                   bool domains, sbx_net **ret, sbx_error **err);
+/* Replaces the rules (one transaction); with DOMAINS, the domain sets hold
+ * ELEMS afterwards (sbx_egress_apply_domains). */
+int sbx_net_apply (const sbx_net *net, sbx_egress_mode mode, const sbx_cidr *allow, size_t nallow, bool domains,
+                   const sbx_egress_elem *elems, size_t nelems, sbx_error **err);
 /* Removes everything of NET (rules, veth, namespace, lease) and frees it. */
 void sbx_net_teardown (sbx_net *net);
 

@@ -457,7 +457,7 @@ b_set (batch *b, const char *name, uint32_t key_type, uint32_t key_len, uint32_t
 
 /* Built by hand: some libnftnl versions send an empty element list, which
  * deletes nothing, instead of no list, which flushes. */
-static void
+void
 b_set_flush (batch *b, const char *name)
 {
   struct nlmsghdr *nlh = batch_msg (b, NFT_MSG_DELSETELEM, 0);
@@ -739,4 +739,44 @@ m_th (struct nftnl_rule *r, uint32_t offset, const void *v, uint32_t len)
 {
   e_payload (r, NFT_PAYLOAD_TRANSPORT_HEADER, offset, len);
   e_cmp (r, NFT_CMP_EQ, v, len);
+}
+
+void
+m_ct_mark (struct nftnl_rule *r, uint32_t mark)
+{
+  struct nftnl_expr *e = expr_add (r, "ct");
+  nftnl_expr_set_u32 (e, NFTNL_EXPR_CT_KEY, NFT_CT_MARK);
+  nftnl_expr_set_u32 (e, NFTNL_EXPR_CT_DREG, NFT_REG_1);
+  e_cmp (r, NFT_CMP_EQ, &mark, sizeof mark);
+}
+
+void
+e_ct_mark_set (struct nftnl_rule *r, uint32_t mark)
+{
+  struct nftnl_expr *imm = expr_add (r, "immediate");
+  nftnl_expr_set_u32 (imm, NFTNL_EXPR_IMM_DREG, NFT_REG_1);
+  nftnl_expr_set (imm, NFTNL_EXPR_IMM_DATA, &mark, sizeof mark);
+  struct nftnl_expr *e = expr_add (r, "ct");
+  nftnl_expr_set_u32 (e, NFTNL_EXPR_CT_KEY, NFT_CT_MARK);
+  nftnl_expr_set_u32 (e, NFTNL_EXPR_CT_SREG, NFT_REG_1);
+}
+
+void
+set_add_timed (struct nftnl_set *s, const void *key, size_t len, uint64_t timeout_ms, const char *comment)
+{
+  struct nftnl_set_elem *e = nftnl_set_elem_alloc ();
+  if (e == NULL)
+    abort ();
+  nftnl_set_elem_set (e, NFTNL_SET_ELEM_KEY, key, (uint32_t) len);
+  if (timeout_ms)
+    nftnl_set_elem_set_u64 (e, NFTNL_SET_ELEM_TIMEOUT, timeout_ms);
+  if (comment)
+    {
+      struct nftnl_udata_buf *u = nftnl_udata_buf_alloc (NFT_USERDATA_MAXLEN);
+      if (u == NULL || !nftnl_udata_put_strz (u, NFTNL_UDATA_SET_ELEM_COMMENT, comment))
+        abort ();
+      nftnl_set_elem_set (e, NFTNL_SET_ELEM_USERDATA, nftnl_udata_buf_data (u), nftnl_udata_buf_len (u));
+      nftnl_udata_buf_free (u);
+    }
+  nftnl_set_elem_add (s, e);
 }

@@ -126,6 +126,8 @@ void b_rule_add (batch *b, struct nftnl_rule *r, const char *what);
 struct nftnl_set *set_new (const batch *b, const char *name);
 void b_set (batch *b, const char *name, uint32_t key_type, uint32_t key_len, uint32_t flags);
 void b_set_del (batch *b, const char *name);
+/* Deletes every element of set NAME. */
+void b_set_flush (batch *b, const char *name);
 void set_add_key (struct nftnl_set *s, const void *key, size_t len, bool end, bool open);
 void b_interval_set (batch *b, const char *name, int family, const ranges *rs);
 void b_counter (batch *b, const char *name);
@@ -151,5 +153,14 @@ void m_addr_in_cidr (struct nftnl_rule *r, bool dst, const sbx_cidr *c);
 void m_ct_state (struct nftnl_rule *r, uint32_t mask);
 void m_ct_established (struct nftnl_rule *r);
 void m_th (struct nftnl_rule *r, uint32_t offset, const void *v, uint32_t len);
+/* `ct mark MARK`, and `ct mark set MARK`. */
+void m_ct_mark (struct nftnl_rule *r, uint32_t mark);
+void e_ct_mark_set (struct nftnl_rule *r, uint32_t mark);
+
+/* ---- Elements with timeouts ---- */
+
+/* One element of a set of single addresses (KEY of LEN bytes) that expires
+ * after TIMEOUT_MS, with COMMENT (may be NULL) in its user data, added to S. */
+void set_add_timed (struct nftnl_set *s, const void *key, size_t len, uint64_t timeout_ms, const char *comment);
 
 #endif

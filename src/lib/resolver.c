@@ -11,6 +11,7 @@
 #include "config.h"
 #include "resolver.h"
 #include "dns.h"
+#include "domain.h"
 #include "util.h"
 
 #include <arpa/inet.h>
@@ -99,7 +100,11 @@ struct sbx_resolver {
   int timeout_ms, idle_ms;
   uint16_t rnd[32];
   size_t nrnd;
-  uint64_t answered, failed, malformed;
+  uint64_t answered, failed, malformed, refused;
+  char **rules; /* domain rules; NULL: none */
+  uint32_t ttl_max;
+  sbx_resolver_allow_fn allow;
+  void *allow_data;
   unsigned char buf[FRAME_MAX]; /* the datagram at hand */
 };
 
@@ -277,9 +282,52 @@ deliver (sbx_resolver *r, const query *q, unsigned char *p, size_t n)
                    q->clientlen);
 }
 
+/* Whether the rules let the question of the checked message P (ending at
+ * QEND) through. */
+static bool
+name_listed (const sbx_resolver *r, const unsigned char *p, size_t qend)
+{
+  char name[SBX_DNS_NAME_MAX + 1];
+  bool odd;
+  if (r->rules == NULL)
+    return true;
+  return sbx_dns_name_read (p, qend, SBX_DNS_HDR, name, &odd) >= 0 && !odd && sbx_domain_match (r->rules, name);
+}
+
+static void query_fail (sbx_resolver *r, query *q);
+
+static void
+query_refuse (sbx_resolver *r, query *q)
+{
+  unsigned char out[SBX_DNS_HDR + SBX_DNS_QUESTION_MAX];
+  size_t n = sbx_dns_refused (q->msg + 2, q->qend, out);
+  deliver (r, q, out, n);
+  r->refused++;
+  query_free (r, q);
+}
+
 static void
 query_answer (sbx_resolver *r, query *q, unsigned char *p, size_t n)
 {
+  if (r->rules)
+    {
+      /* The rules may have changed while the query was out. */
+      if (!name_listed (r, q->msg + 2, q->qend))
+        {
+          query_refuse (r, q);
+          return;
+        }
+      sbx_dns_addr addrs[SBX_RESOLVER_ANSWER_ADDRS_MAX];
+      char qname[SBX_DNS_NAME_MAX + 1];
+      bool odd;
+      ssize_t na = sbx_dns_answer_addrs (p, n, r->ttl_max, addrs, ARRAY_SIZE (addrs));
+      if (na > 0 && r->allow && sbx_dns_name_read (q->msg + 2, q->qend, SBX_DNS_HDR, qname, &odd) >= 0
+          && r->allow (r->allow_data, qname, addrs, (size_t) na) < 0)
+        {
+          query_fail (r, q);
+          return;
+        }
+    }
   deliver (r, q, p, n);
   r->answered++;
   query_free (r, q);
@@ -460,8 +508,14 @@ udp_query (sbx_resolver *r, size_t l, const struct sockaddr_storage *from, sockl
     }
   else
     {
-      query *q = query_new (r, p, n);
-      if (q)
+      size_t qend = SBX_DNS_HDR + (size_t) sbx_dns_question_len (p, n);
+      query *q = NULL;
+      if (!name_listed (r, p, qend))
+        {
+          r->refused++;
+          m = sbx_dns_refused (p, qend, out);
+        }
+      else if ((q = query_new (r, p, n)) != NULL)
         {
           q->listener = l;
           memcpy (&q->client, from, fromlen);
@@ -469,8 +523,11 @@ udp_query (sbx_resolver *r, size_t l, const struct sockaddr_storage *from, sockl
           query_try (r, q, 0);
           return;
         }
-      r->failed++;
-      m = sbx_dns_servfail (p, SBX_DNS_HDR + (size_t) sbx_dns_question_len (p, n), out);
+      else
+        {
+          r->failed++;
+          m = sbx_dns_servfail (p, qend, out);
+        }
     }
   if (m)
     (void) sendto (r->ls[l].fd, out, m, MSG_DONTWAIT | MSG_NOSIGNAL, (const struct sockaddr *) from, fromlen);
@@ -621,6 +678,12 @@ tcp_query (sbx_resolver *r, conn *c, const unsigned char *p, size_t n)
         conn_queue (r, c, out, m);
       else
         c->broken = true;
+      return;
+    }
+  if (!name_listed (r, p, SBX_DNS_HDR + (size_t) sbx_dns_question_len (p, n)))
+    {
+      r->refused++;
+      conn_queue (r, c, out, sbx_dns_refused (p, SBX_DNS_HDR + (size_t) sbx_dns_question_len (p, n), out));
       return;
     }
   query *q = query_new (r, p, n);
@@ -908,6 +971,23 @@ sbx_resolver_counts (const sbx_resolver *r, uint64_t *answered, uint64_t *failed
 }
 
 void
+sbx_resolver_set_domains (sbx_resolver *r, char *const *rules, uint32_t ttl_max, sbx_resolver_allow_fn allow,
+                          void *data)
+{
+  strv_free (r->rules);
+  r->rules = rules ? strv_dup (rules) : NULL;
+  r->ttl_max = ttl_max;
+  r->allow = allow;
+  r->allow_data = data;
+}
+
+uint64_t
+sbx_resolver_refused_count (const sbx_resolver *r)
+{
+  return r->refused;
+}
+
+void
 sbx_resolver_set_timeout_ms (sbx_resolver *r, int ms)
 {
   r->timeout_ms = ms < 1 ? 1 : ms;
@@ -935,5 +1015,6 @@ sbx_resolver_free (sbx_resolver *r)
   for (size_t i = 0; i < r->nup; i++)
     if (r->up[i].udp >= 0)
       close (r->up[i].udp);
+  strv_free (r->rules);
   free (r);
 }

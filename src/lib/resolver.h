@@ -15,7 +15,13 @@
  * the upstream over a new TCP connection each (not UDP: a client asks over
  * TCP because the UDP answer was truncated, and only TCP carries it whole).
  * Each try has its own timeout (2 s); then the next upstream is tried, and
- * after the last the client gets a SERVFAIL made here. */
+ * after the last the client gets a SERVFAIL made here.
+ *
+ * With domain rules (sbx_resolver_set_domains) a query for a name no rule
+ * matches is answered REFUSED here and never leaves; the answer to one that
+ * matches is read (sbx_dns_answer_addrs) and its addresses handed to the
+ * caller, which allows them in the sandbox's nftables set, before the
+ * answer goes back. */
 #ifndef SBX_RESOLVER_H
 #define SBX_RESOLVER_H
 
@@ -80,6 +86,27 @@ int sbx_resolver_timeout_ms (const sbx_resolver *r);
 void sbx_resolver_counts (const sbx_resolver *r, uint64_t *answered, uint64_t *failed, uint64_t *malformed);
 
 void sbx_resolver_free (sbx_resolver *r);
+
+/* Domain rules (--allow-domain). Called with the addresses an answer gives
+ * for the query's name and the names its CNAMEs lead to, before the answer
+ * reaches the client; -1 means they could not be allowed, and the client
+ * gets SERVFAIL instead. */
+typedef int (*sbx_resolver_allow_fn) (void *data, const char *qname, const sbx_dns_addr *addrs, size_t n);
+
+/* The most addresses of one answer passed to the allow function. */
+#define SBX_RESOLVER_ANSWER_ADDRS_MAX 64
+
+/* With RULES (normalized by sbx_domain_rules_parse; copied), the resolver
+ * answers only names they match: any other name is REFUSED without being
+ * sent upstream, so that no query name carries anything out. Answers of
+ * listed names go through ALLOW first, their TTLs capped at TTL_MAX. RULES
+ * NULL: every name is forwarded (no domain rules). Takes effect for
+ * answers that arrive from now on too. */
+void sbx_resolver_set_domains (sbx_resolver *r, char *const *rules, uint32_t ttl_max, sbx_resolver_allow_fn allow,
+                               void *data);
+
+/* Queries refused because no domain rule matched their name. */
+uint64_t sbx_resolver_refused_count (const sbx_resolver *r);
 
 /* For tests: the timeout of one upstream try, and the idle time after
  * which a TCP client is closed (milliseconds, at least 1). */

@@ -44,6 +44,31 @@ sbx_state_is_final (sbx_state s)
   return s == SBX_STATE_TERMINATED || s == SBX_STATE_FAILED;
 }
 
+/* "ADDRESS NAME MS" entries as [{"address", "name", "expires_in_ms"}]. */
+static void
+sbx_sandbox_domain_addrs_gen (yajl_gen g, char *const *v)
+{
+  j_str (g, "domain_addresses");
+  j_arr (g);
+  for (size_t i = 0; v[i]; i++)
+    {
+      _cleanup_free_ char *s = xstrdup (v[i]);
+      char *name = strchr (s, ' '), *ms = name ? strchr (name + 1, ' ') : NULL;
+      int64_t left = 0;
+      if (ms == NULL)
+        continue;
+      *name++ = '\0';
+      *ms++ = '\0';
+      parse_int64 (ms, 0, INT64_MAX, &left);
+      j_map (g);
+      j_kstr (g, "address", s);
+      j_kstr (g, "name", name);
+      j_kint (g, "expires_in_ms", left);
+      j_endmap (g);
+    }
+  j_endarr (g);
+}
+
 void
 sbx_sandbox_opts_clear (sbx_sandbox_opts *o)
 {
@@ -80,6 +105,8 @@ sbx_sandbox_free (sbx_sandbox *sb)
   free (sb->error);
   free (sb->net_mode);
   strv_free (sb->net_allow);
+  strv_free (sb->net_domains);
+  strv_free (sb->net_domain_addrs);
   free (sb->net_stack);
   free (sb->net_addr4);
   free (sb->net_addr6);
@@ -191,6 +218,9 @@ gen_record (yajl_gen g, const sbx_sandbox *sb, bool full)
   j_map (g);
   j_kstr (g, "mode", sb->net_mode);
   j_kstrv (g, "allow", sb->net_allow);
+  j_kstrv (g, "domains", sb->net_domains);
+  if (!full && sb->net_domain_addrs)
+    sbx_sandbox_domain_addrs_gen (g, sb->net_domain_addrs);
   j_kstr (g, "stack", sb->net_stack);
   j_kstr (g, "address", sb->net_addr4);
   j_kstr (g, "address6", sb->net_addr6);
@@ -324,6 +354,7 @@ parse_record (yajl_val v, sbx_sandbox *sb, sbx_error **err)
   yajl_val net = j_get (v, "network");
   if (net && YAJL_IS_OBJECT (net)
       && (dup_str (net, "mode", &sb->net_mode, err) < 0 || j_get_strv (net, "allow", false, &sb->net_allow, err) < 0
+          || j_get_strv (net, "domains", false, &sb->net_domains, err) < 0
           || dup_str (net, "stack", &sb->net_stack, err) < 0 || dup_str (net, "address", &sb->net_addr4, err) < 0
           || dup_str (net, "address6", &sb->net_addr6, err) < 0 || dup_str (net, "gateway", &sb->net_gateway4, err) < 0
           || dup_str (net, "gateway6", &sb->net_gateway6, err) < 0

@@ -94,9 +94,13 @@ typedef struct sbx_sandbox {
   int64_t pids_limit_hits;
   int64_t memory_peak;
   /* Its network as it is now (the monitor's): */
-  char *net_mode;   /* "none" (--block-network), "open", "allow", "block" */
-  char **net_allow; /* the allow-list in force in "allow" mode */
-  char *net_stack;  /* how the runtime reaches it (sbx info's words) */
+  char *net_mode;     /* "none" (--block-network), "open", "allow", "block" */
+  char **net_allow;   /* the allow-list in force in "allow" mode */
+  char **net_domains; /* the domain rules in force (normalized); NULL: none */
+  /* Not saved: the addresses allowed through them now, filled by whoever
+   * reads them (sbx status); each "ADDRESS NAME MILLISECONDS-LEFT". */
+  char **net_domain_addrs;
+  char *net_stack; /* how the runtime reaches it (sbx info's words) */
   char *net_addr4, *net_addr6, *net_gateway4, *net_gateway6;
   char **urls;              /* "PORT URL" of each exposed port */
   int64_t net_private_seen; /* connections to private ranges counted in observe mode */

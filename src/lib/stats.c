@@ -6,6 +6,7 @@
 #include "stats.h"
 #include "cgroup.h"
 #include "disk.h"
+#include "egress.h"
 #include "json.h"
 #include "runtime.h"
 #include "util.h"
@@ -215,4 +216,30 @@ sbx_sandbox_log_read (const sbx_store *st, const char *id, char **ret, size_t *r
   *ret = steal_pointer (&text);
   *ret_len = len;
   return 0;
+}
+
+static int
+strp_cmp (const void *a, const void *b)
+{
+  return strcmp (*(char *const *) a, *(char *const *) b);
+}
+
+char **
+sbx_sandbox_domain_addrs (const char *id)
+{
+  char **v = xmalloc0 (sizeof (char *));
+  _cleanup_free_ sbx_egress_elem *e = NULL;
+  size_t n = 0;
+  _cleanup_error_ sbx_error *err = NULL;
+  if (sbx_egress_domain_list (SBX_EGRESS_TABLE, id, &e, &n, &err) < 0)
+    return v;
+  for (size_t i = 0; i < n; i++)
+    {
+      _cleanup_free_ char *addr = sbx_cidr_address_text (&e[i].addr);
+      _cleanup_free_ char *s = xasprintf ("%s %s %llu", addr, e[i].name[0] ? e[i].name : "-",
+                                          (unsigned long long) e[i].timeout_ms);
+      strv_push (&v, s);
+    }
+  qsort (v, strv_len (v), sizeof *v, strp_cmp);
+  return v;
 }

@@ -17,6 +17,11 @@
  * memory peak) read live from its cgroup. */
 int sbx_sandbox_get_live (const sbx_store *st, const char *id, sbx_sandbox **ret, sbx_error **err);
 
+/* The addresses sandbox ID's domain rules allow now, read from its
+ * nftables sets: "ADDRESS NAME MILLISECONDS-LEFT" each, sorted; empty when
+ * none or when they cannot be read. */
+char **sbx_sandbox_domain_addrs (const char *id);
+
 /* Every sandbox that can be read (one being removed meanwhile is left
  * out), in the store's order: *RET_N records in a NULL-terminated array
  * that sbx_sandboxes_free frees. */

@@ -4,6 +4,13 @@
  * queries mutated, go to it; it must never read past the input, and it must
  * agree with a second, independent reading of the same rules below.
  *
+ * The same inputs go to the answer parser of the domain rules
+ * (sbx_dns_answer_addrs: upstream answers are outside input too), which
+ * must fail without touching a message it refuses and return only
+ * well-formed names and capped TTLs; and, as text, to the rule parser and
+ * matcher (src/lib/domain.c): a rule taken is normalized, taken again as
+ * itself, and a plain rule matches its own name.
+ *
  * With -fsanitize=fuzzer and -DSBX_LIBFUZZER it is a libFuzzer target;
  * without, a check program over a fixed pseudo-random corpus (TAP). Each
  * input is copied into a buffer of its exact size, so a build with
@@ -12,12 +19,71 @@
 #include "config.h"
 #endif
 
+#include "domain.h"
 #include "resolver.h"
+#include "util.h"
+
+#include <sys/socket.h>
 
 #define FUZZ_NAME "fuzz-dns"
 #include "fuzz.h"
 
-static size_t accepted, refused;
+static size_t accepted, refused, answers_read, rules_taken;
+
+static void
+check_answer (const uint8_t *data, size_t size)
+{
+  uint8_t *copy = malloc (size ? size : 1);
+  CHECK (copy != NULL);
+  memcpy (copy, data, size);
+  sbx_dns_addr addrs[8];
+  ssize_t r = sbx_dns_answer_addrs (copy, size, 300, addrs, 8);
+  CHECK (r >= -1 && r <= 8);
+  if (r < 0)
+    CHECK (memcmp (copy, data, size) == 0);
+  for (ssize_t i = 0; i < r; i++)
+    {
+      CHECK (addrs[i].family == AF_INET || addrs[i].family == AF_INET6);
+      CHECK (addrs[i].ttl <= 300);
+      size_t len = strnlen (addrs[i].name, sizeof addrs[i].name);
+      CHECK (len <= SBX_DNS_NAME_MAX);
+      for (size_t k = 0; k < len; k++)
+        CHECK (strchr ("abcdefghijklmnopqrstuvwxyz0123456789-_.", addrs[i].name[k]) != NULL);
+    }
+  if (r > 0)
+    answers_read++;
+  free (copy);
+}
+
+static void
+check_rule (const uint8_t *data, size_t size)
+{
+  char *text = malloc (size + 1);
+  CHECK (text != NULL);
+  memcpy (text, data, size);
+  text[size] = '\0';
+  char *r = NULL;
+  sbx_error *err = NULL;
+  if (sbx_domain_rule_parse (text, &r, &err) == 0)
+    {
+      char *again = NULL;
+      CHECK (sbx_domain_rule_parse (r, &again, NULL) == 0 && strcmp (again, r) == 0);
+      char *rules[] = { r, NULL };
+      if (strncmp (r, "*.", 2) != 0)
+        CHECK (sbx_domain_match (rules, r));
+      else
+        CHECK (!sbx_domain_match (rules, r + 2));
+      free (again);
+      free (r);
+      rules_taken++;
+    }
+  else
+    CHECK (err != NULL && err->code == SBX_E_INVALID_ARGUMENT && r == NULL);
+  sbx_error_free (err);
+  char *rules[] = { (char *) "example.com", (char *) "*.pypi.org", NULL };
+  (void) sbx_domain_match (rules, text);
+  free (text);
+}
 
 /* The rules read again: the name as a list of labels, its wire length
  * summed from them, then room for type and class. */
@@ -64,6 +130,16 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
   else
     refused++;
   free (copy);
+  check_answer (data, size);
+  check_rule (data, size > 300 ? 300 : size);
+  /* The question's name as text, and as a wildcard: rules that parse. */
+  char name[SBX_DNS_NAME_MAX + 3] = "*.";
+  bool odd;
+  if (size > 12 && sbx_dns_name_read (data, size, 12, name + 2, &odd) >= 0)
+    {
+      check_rule ((const uint8_t *) name + 2, strlen (name + 2));
+      check_rule ((const uint8_t *) name, strlen (name));
+    }
   return 0;
 }
 
@@ -149,6 +225,52 @@ mutate (uint8_t *out, size_t n)
   return n;
 }
 
+/* An answer to SEED's query (N bytes): CNAMEs, A and AAAA records, some
+ * owners as pointers to the question, some to other names. */
+static size_t
+make_answer (uint8_t *out, size_t n)
+{
+  static const char *const names[] = { "\3www\7example\3com", "\4edge\3cdn\4test", "\1a\1b" };
+  out[2] |= 0x80;
+  unsigned count = 1 + fuzz_rnd (6);
+  for (unsigned i = 0; i < count && n + 300 < INPUT_MAX; i++)
+    {
+      unsigned type = fuzz_rnd (3) == 0 ? 5 : fuzz_rnd (2) ? 1 : 28;
+      if (fuzz_rnd (2))
+        {
+          out[n++] = 0xc0;
+          out[n++] = 12;
+        }
+      else
+        {
+          const char *nm = names[fuzz_rnd (3)];
+          size_t l = strlen (nm) + 1;
+          memcpy (out + n, nm, l);
+          n += l;
+        }
+      out[n++] = 0;
+      out[n++] = (uint8_t) type;
+      out[n++] = 0;
+      out[n++] = 1;
+      for (int k = 0; k < 4; k++)
+        out[n++] = (uint8_t) fuzz_rnd (256);
+      size_t rdlen = type == 1 ? 4 : type == 28 ? 16 : 0;
+      const char *target = names[fuzz_rnd (3)];
+      if (type == 5)
+        rdlen = strlen (target) + 1;
+      out[n++] = 0;
+      out[n++] = (uint8_t) rdlen;
+      if (type == 5)
+        memcpy (out + n, target, rdlen);
+      else
+        for (size_t k = 0; k < rdlen; k++)
+          out[n + k] = (uint8_t) fuzz_rnd (256);
+      n += rdlen;
+      out[7]++;
+    }
+  return n;
+}
+
 /* A query, as it is for every fourth input, else mutated; every sixteenth
  * input random bytes instead (the query is still made first, so the numbers
  * drawn for the inputs after it stay the same). */
@@ -156,6 +278,8 @@ static size_t
 make_input (unsigned i, uint8_t *out)
 {
   size_t n = make_seed (out);
+  if (i % 3 == 1)
+    n = make_answer (out, n);
   if (i % 4 != 0)
     n = mutate (out, n);
   if (i % 16 == 15)
@@ -178,9 +302,11 @@ main (void)
     .what = "messages to the query check, which agrees with the reference",
   };
 
-  fuzz_corpus_run (&corpus, 3);
+  fuzz_corpus_run (&corpus, 5);
   tap_ok (accepted > CORPUS_SIZE / 5, "%zu of them accepted", accepted);
   tap_ok (refused > CORPUS_SIZE / 5, "%zu of them refused", refused);
+  tap_ok (answers_read > CORPUS_SIZE / 50, "%zu of them read as answers with addresses", answers_read);
+  tap_ok (rules_taken > 0, "%zu of them taken as domain rules", rules_taken);
   return tap_done ();
 }
 

@@ -8,6 +8,12 @@ port 7 ("echo from ADDR: DATA"), and with --dns ADDR a DNS server on ADDR:53
 (UDP and TCP) that knows the names given with --name NAME=ADDR[,ADDR] (an A
 record for each IPv4 address, AAAA for each IPv6 one); anything else is
 NXDOMAIN. It looks nothing up itself. Standard library only.
+
+For the domain rules (domains.bats): --ttl SECONDS (default 60) is the TTL
+of every record; --cname NAME=TARGET makes NAME a CNAME of TARGET (the
+answer carries the chain and TARGET's records); a known name answers TXT
+queries with "hello NAME"; --log FILE appends "NAME TYPE" for every query
+the server gets, over UDP or TCP, before it answers.
 """
 import selectors
 import socket
@@ -15,10 +21,25 @@ import struct
 import sys
 
 NAMES = {}
+CNAMES = {}
+TTL = [60]
+LOG = [None]
 
 
 def family(addr):
     return socket.AF_INET6 if ":" in addr else socket.AF_INET
+
+
+def wire_name(name):
+    out = b""
+    for label in name.split(b"."):
+        if label:
+            out += bytes([len(label)]) + label
+    return out + b"\0"
+
+
+def rr(owner, qtype, rdata):
+    return wire_name(owner) + struct.pack("!HHIH", qtype, 1, TTL[0], len(rdata)) + rdata
 
 
 def dns_answer(q):
@@ -36,15 +57,26 @@ def dns_answer(q):
     qtype, qclass = struct.unpack("!HH", q[pos:pos + 4])
     question = q[12:pos + 4]
     name = b".".join(labels).lower()
-    rdata = NAMES.get((name, qtype))
-    known = any(k[0] == name for k in NAMES)
-    rcode = 0 if known else 3
-    an = 1 if rdata else 0
-    hdr = struct.pack("!HHHHHH", qid, 0x8180 | rcode, 1, an, 0, 0)
-    out = hdr + question
+    if LOG[0]:
+        with open(LOG[0], "a") as f:
+            f.write("%s %d\n" % (name.decode("ascii", "replace"), qtype))
+    records = []
+    seen = set()
+    cur = name
+    while cur in CNAMES and cur not in seen:
+        seen.add(cur)
+        records.append(rr(cur, 5, wire_name(CNAMES[cur])))
+        cur = CNAMES[cur]
+    rdata = NAMES.get((cur, qtype))
     if rdata:
-        out += b"\xc0\x0c" + struct.pack("!HHIH", qtype, 1, 60, len(rdata)) + rdata
-    return out
+        records.append(rr(cur, qtype, rdata))
+    elif qtype == 16 and any(k[0] == cur for k in NAMES):
+        txt = b"hello " + cur
+        records.append(rr(cur, 16, bytes([len(txt)]) + txt))
+    known = any(k[0] == cur for k in NAMES) or name in CNAMES
+    rcode = 0 if known else 3
+    hdr = struct.pack("!HHHHHH", qid, 0x8180 | rcode, 1, len(records), 0, 0)
+    return hdr + question + b"".join(records)
 
 
 def main():
@@ -53,6 +85,19 @@ def main():
     if "--dns" in args:
         i = args.index("--dns")
         dns = args[i + 1]
+        del args[i:i + 2]
+    while "--ttl" in args:
+        i = args.index("--ttl")
+        TTL[0] = int(args[i + 1])
+        del args[i:i + 2]
+    while "--log" in args:
+        i = args.index("--log")
+        LOG[0] = args[i + 1]
+        del args[i:i + 2]
+    while "--cname" in args:
+        i = args.index("--cname")
+        name, _, target = args[i + 1].partition("=")
+        CNAMES[name.lower().encode()] = target.lower().encode()
         del args[i:i + 2]
     while "--name" in args:
         i = args.index("--name")

@@ -682,6 +682,222 @@ act_udp (char **argv)
   return 0;
 }
 
+/* The name at P[AT..) of the message P[0..N) as dotted text into OUT (256
+ * bytes), compression followed; the offset after it, or -1. */
+static long
+dns_name (const unsigned char *p, size_t n, size_t at, char *out)
+{
+  size_t len = 0;
+  long end = -1;
+  for (int jumps = 0; jumps < 32 && at < n;)
+    {
+      unsigned l = p[at];
+      if ((l & 0xc0) == 0xc0)
+        {
+          if (at + 1 >= n)
+            return -1;
+          if (end < 0)
+            end = (long) at + 2;
+          at = (size_t) ((l & 0x3f) << 8 | p[at + 1]);
+          jumps++;
+          continue;
+        }
+      if (l == 0)
+        {
+          out[len] = '\0';
+          return end >= 0 ? end : (long) at + 1;
+        }
+      if (at + 1 + l > n || len + l + 2 > 256)
+        return -1;
+      if (len)
+        out[len++] = '.';
+      memcpy (out + len, p + at + 1, l);
+      len += l;
+      at += 1 + l;
+    }
+  return -1;
+}
+
+/* dns SERVER NAME TYPE [tcp]: one query (A, AAAA, TXT, MX or a number),
+ * over UDP or TCP, 3 s for the answer; prints `rcode N`, then each answer
+ * record: `A ADDR TTL`, `AAAA ADDR TTL`, `CNAME NAME TTL`, `TXT TEXT TTL`,
+ * or `TYPE N TTL`. */
+static int
+act_dns (char **argv)
+{
+  struct sockaddr_in s4 = { .sin_family = AF_INET, .sin_port = htons (53) };
+  bool tcp = argv[3] && strcmp (argv[3], "tcp") == 0;
+  if (inet_pton (AF_INET, argv[0], &s4.sin_addr) != 1)
+    return 2;
+  int qtype = strcmp (argv[2], "A") == 0      ? 1
+              : strcmp (argv[2], "AAAA") == 0 ? 28
+              : strcmp (argv[2], "TXT") == 0  ? 16
+              : strcmp (argv[2], "MX") == 0   ? 15
+                                              : atoi (argv[2]);
+  unsigned char q[600] = { 0 }, a[65536 + 2];
+  size_t qn = 2;
+  q[qn] = 0x5b, q[qn + 1] = 0x42, q[qn + 2] = 0x01, q[qn + 5] = 1; /* id, RD, QDCOUNT */
+  qn += 12;
+  for (const char *s = argv[1]; *s;)
+    {
+      size_t l = strcspn (s, ".");
+      if (l == 0 || l > 63 || qn + l + 8 > sizeof q)
+        return 2;
+      q[qn++] = (unsigned char) l;
+      memcpy (q + qn, s, l);
+      qn += l;
+      s += l + (s[l] == '.');
+    }
+  q[qn++] = 0;
+  q[qn++] = (unsigned char) (qtype >> 8), q[qn++] = (unsigned char) qtype;
+  q[qn++] = 0, q[qn++] = 1;
+  q[0] = (unsigned char) ((qn - 2) >> 8), q[1] = (unsigned char) (qn - 2);
+  int fd = socket (AF_INET, tcp ? SOCK_STREAM : SOCK_DGRAM, 0);
+  struct timeval tv = { 3, 0 };
+  setsockopt (fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  if (fd < 0 || connect (fd, (struct sockaddr *) &s4, sizeof s4) < 0)
+    return failed (errno);
+  ssize_t n;
+  const unsigned char *p = a;
+  if (tcp)
+    {
+      if (write (fd, q, qn) != (ssize_t) qn)
+        return failed (errno);
+      size_t got = 0;
+      while ((got < 2 || got < 2 + (size_t) (a[0] << 8 | a[1])) && (n = read (fd, a + got, sizeof a - got)) > 0)
+        got += (size_t) n;
+      if (got < 2)
+        return failed (errno ? errno : EPROTO);
+      n = (ssize_t) got - 2;
+      p = a + 2;
+    }
+  else
+    {
+      if (send (fd, q + 2, qn - 2, 0) < 0)
+        return failed (errno);
+      n = recv (fd, a, sizeof a, 0);
+      if (n < 0)
+        return failed (errno);
+    }
+  if (n < 12)
+    return failed (EPROTO);
+  printf ("rcode %d\n", p[3] & 0x0f);
+  char name[256];
+  long at = dns_name (p, (size_t) n, 12, name);
+  if (at < 0 || (p[5] == 0 && p[4] == 0))
+    return 0;
+  at += 4;
+  for (unsigned i = 0, an = (unsigned) (p[6] << 8 | p[7]); i < an; i++)
+    {
+      at = dns_name (p, (size_t) n, (size_t) at, name);
+      if (at < 0 || at + 10 > n)
+        return failed (EPROTO);
+      unsigned type = (unsigned) (p[at] << 8 | p[at + 1]), rdlen = (unsigned) (p[at + 8] << 8 | p[at + 9]);
+      unsigned long ttl = (unsigned long) p[at + 4] << 24 | (unsigned long) p[at + 5] << 16
+                          | (unsigned long) p[at + 6] << 8 | p[at + 7];
+      size_t rd = (size_t) at + 10;
+      if (rd + rdlen > (size_t) n)
+        return failed (EPROTO);
+      char text[256] = "";
+      if (type == 1 && rdlen == 4)
+        inet_ntop (AF_INET, p + rd, text, sizeof text);
+      else if (type == 28 && rdlen == 16)
+        inet_ntop (AF_INET6, p + rd, text, sizeof text);
+      else if (type == 5)
+        dns_name (p, (size_t) n, rd, text);
+      else if (type == 16 && rdlen > 0 && p[rd] < rdlen)
+        snprintf (text, sizeof text, "%.*s", p[rd], (const char *) p + rd + 1);
+      const char *tn = type == 1 ? "A" : type == 28 ? "AAAA" : type == 5 ? "CNAME" : type == 16 ? "TXT" : NULL;
+      if (tn)
+        printf ("%s %s %lu\n", tn, text, ttl);
+      else
+        printf ("TYPE %u %lu\n", type, ttl);
+      at = (long) (rd + rdlen);
+    }
+  return 0;
+}
+
+static long long
+now_us (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (long long) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* dns-time SERVER NAME COUNT: COUNT A queries over UDP, one after the
+ * other, each under a new id; prints each one's microseconds, query sent to
+ * answer read (contrib/bench/bench-domains.sh). */
+static int
+act_dns_time (char **argv)
+{
+  struct sockaddr_in s4 = { .sin_family = AF_INET, .sin_port = htons (53) };
+  int count = atoi (argv[2]);
+  if (inet_pton (AF_INET, argv[0], &s4.sin_addr) != 1 || count < 1)
+    return 2;
+  unsigned char q[300] = { 0 }, a[4096];
+  size_t qn = 12;
+  q[2] = 0x01, q[5] = 1;
+  for (const char *s = argv[1]; *s;)
+    {
+      size_t l = strcspn (s, ".");
+      if (l == 0 || l > 63 || qn + l + 8 > sizeof q)
+        return 2;
+      q[qn++] = (unsigned char) l;
+      memcpy (q + qn, s, l);
+      qn += l;
+      s += l + (s[l] == '.');
+    }
+  q[qn++] = 0;
+  q[qn++] = 0, q[qn++] = 1, q[qn++] = 0, q[qn++] = 1;
+  int fd = socket (AF_INET, SOCK_DGRAM, 0);
+  struct timeval tv = { 3, 0 };
+  setsockopt (fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  if (fd < 0 || connect (fd, (struct sockaddr *) &s4, sizeof s4) < 0)
+    return failed (errno);
+  for (int i = 0; i < count; i++)
+    {
+      q[0] = (unsigned char) (i >> 8), q[1] = (unsigned char) i;
+      long long t0 = now_us ();
+      if (send (fd, q, qn, 0) < 0)
+        return failed (errno);
+      ssize_t n;
+      do
+        n = recv (fd, a, sizeof a, 0);
+      while (n >= 2 && (a[0] != q[0] || a[1] != q[1]));
+      if (n < 12)
+        return failed (n < 0 ? errno : EPROTO);
+      if ((a[3] & 0x0f) != 0)
+        return failed (EPROTO);
+      printf ("%lld\n", now_us () - t0);
+    }
+  return 0;
+}
+
+/* connect-time ADDR PORT COUNT: COUNT TCP connections, one after the
+ * other, each closed once made; prints each connect's microseconds. */
+static int
+act_connect_time (char **argv)
+{
+  struct sockaddr_in s4 = { .sin_family = AF_INET, .sin_port = htons ((uint16_t) atoi (argv[1])) };
+  int count = atoi (argv[2]);
+  if (inet_pton (AF_INET, argv[0], &s4.sin_addr) != 1 || count < 1)
+    return 2;
+  for (int i = 0; i < count; i++)
+    {
+      int fd = socket (AF_INET, SOCK_STREAM, 0);
+      if (fd < 0)
+        return failed (errno);
+      long long t0 = now_us ();
+      if (connect (fd, (struct sockaddr *) &s4, sizeof s4) < 0)
+        return failed (errno);
+      long long t1 = now_us ();
+      close (fd);
+      printf ("%lld\n", t1 - t0);
+    }
+  return 0;
+}
+
 /* ping ADDR: one echo request through an ICMP datagram socket, the way
  * iputils' ping works without CAP_NET_RAW (allowed by the namespace's
  * net.ipv4.ping_group_range), and its reply within 2 s. A probe. */
@@ -873,6 +1089,9 @@ static const action actions[] = {
   { "udp", "ADDR PORT DATA", 3, 3, act_udp },
   { "rawudp", "SRC DST PORT DATA", 4, 4, act_rawudp },
   { "ping", "ADDR", 1, 1, act_ping },
+  { "dns", "SERVER NAME TYPE [tcp]", 3, 4, act_dns },
+  { "dns-time", "SERVER NAME COUNT", 3, 3, act_dns_time },
+  { "connect-time", "ADDR PORT COUNT", 3, 3, act_connect_time },
   { "hostname", "", 0, 0, act_hostname },
 };
 

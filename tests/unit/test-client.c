@@ -202,12 +202,19 @@ test_simple_ops (void)
 
   char *allow[] = { (char *) "10.0.0.0/8", (char *) "2001:db8::/32", NULL };
   t = serve ("{\"mode\":\"allow\",\"allow\":[\"10.0.0.0/8\",\"2001:db8::/32\"]}");
-  r = sbx_client_net (&store, ID, "allow", allow, &err);
-  check_request (t, "net", "{\"op\":\"net\",\"mode\":\"allow\",\"allow\":[\"10.0.0.0/8\",\"2001:db8::/32\"]}");
+  r = sbx_client_net (&store, ID, "allow", allow, NULL, &err);
+  check_request (t, "net",
+                 "{\"op\":\"net\",\"mode\":\"allow\",\"allow\":[\"10.0.0.0/8\",\"2001:db8::/32\"],\"domains\":[]}");
   tap_ok (r == 0, "net succeeds");
+  char *domains[] = { (char *) "*.pypi.org", NULL };
+  t = serve ("{\"mode\":\"allow\",\"allow\":[],\"domains\":[\"*.pypi.org\"]}");
+  r = sbx_client_net (&store, ID, "allow", NULL, domains, &err);
+  check_request (t, "net --allow-domain",
+                 "{\"op\":\"net\",\"mode\":\"allow\",\"allow\":[],\"domains\":[\"*.pypi.org\"]}");
+  tap_ok (r == 0, "net with domain rules succeeds");
   t = serve ("{\"mode\":\"block\",\"allow\":[]}");
-  r = sbx_client_net (&store, ID, "block", NULL, &err);
-  check_request (t, "net --block", "{\"op\":\"net\",\"mode\":\"block\",\"allow\":[]}");
+  r = sbx_client_net (&store, ID, "block", NULL, NULL, &err);
+  check_request (t, "net --block", "{\"op\":\"net\",\"mode\":\"block\",\"allow\":[],\"domains\":[]}");
 
   char *url = NULL;
   bool pub = true;
@@ -436,7 +443,7 @@ main (void)
   listen_fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (listen_fd < 0 || bind (listen_fd, (struct sockaddr *) &sa, sizeof sa) < 0 || listen (listen_fd, 4) < 0)
     abort ();
-  tap_plan (50);
+  tap_plan (52);
   test_op_names ();
   test_simple_ops ();
   test_table_ops ();

@@ -124,6 +124,40 @@ strv_is (char *const *v, const char *const *want)
   return v == NULL ? i == 0 : v[i] == NULL;
 }
 
+/* The domain rules' keys: domain_ttl_grace, domain_ttl_min, domain_ttl_max. */
+static void
+test_domain_keys (void)
+{
+  _cleanup_error_ sbx_error *err = NULL;
+  _cleanup_conf_ sbx_conf *c = parse ("", &err);
+  tap_ok (c && c->domain_ttl_grace == 10 && c->domain_ttl_min == 30 && c->domain_ttl_max == 3600,
+          "domain rules: defaults 10, 30, 3600 s (%s)", errmsg (err));
+  sbx_conf_free (steal_pointer (&c));
+  c = parse ("domain_ttl_grace = 0\ndomain_ttl_min = 1\ndomain_ttl_max = 86400\n", &err);
+  tap_ok (c && c->domain_ttl_grace == 0 && c->domain_ttl_min == 1 && c->domain_ttl_max == 86400,
+          "domain rules: the bounds taken (%s)", errmsg (err));
+  static const char *const bad[][2] = {
+    { "domain_ttl_grace = -1\n", "domain_ttl_grace: `-1` is not a number of seconds from 0 to 86400" },
+    { "domain_ttl_grace = 86401\n", "from 0 to 86400" },
+    { "domain_ttl_min = 0\n", "domain_ttl_min: `0` is not a number of seconds from 1 to 86400" },
+    { "domain_ttl_max = 1h\n", "domain_ttl_max: `1h`" },
+    { "domain_ttl_max = 10\ndomain_ttl_min = 20\n",
+      ".conf:2: domain_ttl_min: domain_ttl_min (20) is above domain_ttl_max (10)" },
+    { "domain_ttl_min = 20\ndomain_ttl_max = 10\n", ".conf:2: domain_ttl_max: domain_ttl_min (20) is above" },
+    { "domain_ttl_max = 20\n", "domain_ttl_min (30) is above domain_ttl_max (20)" },
+    { "domain_ttl_grace = 5\ndomain_ttl_grace = 6\n", "given twice" },
+  };
+  for (size_t i = 0; i < ARRAY_SIZE (bad); i++)
+    {
+      sbx_error_free (err);
+      err = NULL;
+      sbx_conf *b = parse (bad[i][0], &err);
+      tap_ok (b == NULL && err && err->code == SBX_E_INVALID_ARGUMENT && strstr (err->msg, bad[i][1]),
+              "refused: %s (%s)", bad[i][1], errmsg (err));
+      sbx_conf_free (b);
+    }
+}
+
 /* mount_deny, mount_allow: lists of absolute paths, made normal, each once. */
 static void
 test_mount_paths (void)
@@ -847,6 +881,7 @@ main (void)
   test_limits ();
   test_registries ();
   test_mount_paths ();
+  test_domain_keys ();
   test_errors ();
   test_load ();
   test_resolv ();

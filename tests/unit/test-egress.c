@@ -1294,6 +1294,137 @@ test_private_traffic (void)
   netenv_teardown (&ne);
 }
 
+/* ---- Domain rules: the sets with timeouts, and the refused ranges ---- */
+
+static sbx_egress_elem
+elem (const char *addr, uint64_t ms, const char *name)
+{
+  sbx_egress_elem e = { .addr = cidr (addr), .timeout_ms = ms };
+  snprintf (e.name, sizeof e.name, "%s", name);
+  return e;
+}
+
+static const sbx_egress_elem *
+find_elem (const sbx_egress_elem *v, size_t n, const char *addr)
+{
+  sbx_cidr c = cidr (addr);
+  for (size_t i = 0; i < n; i++)
+    if (sbx_cidr_equal (&v[i].addr, &c))
+      return &v[i];
+  return NULL;
+}
+
+static void
+test_domain_sets (void)
+{
+  _cleanup_free_ char *hex = random_hex (4);
+  _cleanup_free_ char *table = xasprintf ("sbxtest%s", hex);
+  _cleanup_free_ char *ifa = xasprintf ("sd%.6sa", hex);
+  test_table = table;
+  sbx_egress_pool pool = { .v4 = cidr ("198.18.0.0/24"),
+                           .v6 = cidr ("2001:db8:5b::/64"),
+                           .ifprefix = "sd",
+                           .dns = true };
+  _cleanup_error_ sbx_error *err = NULL;
+  int r = sbx_egress_init (table, &pool, &err);
+  tap_ok (r == 0, "domains: init (%s)", r ? errmsg (err) : "ok");
+  sbx_egress_elem first[] = { elem ("192.0.2.10", 60000, "www.example.com") };
+  r = sbx_egress_apply_domains (table, "d1", ifa, &test_src, SBX_EGRESS_ALLOW, NULL, 0, true, first, 1, &err);
+  tap_ok (r == 0, "apply with domain rules, no CIDR, one address (%s)", r ? errmsg (err) : "ok");
+  tap_ok (sh ("nft list set inet %s sandbox-d1-dns4 | grep -q 'flags timeout'", table) == 0
+              && sh ("nft list set inet %s sandbox-d1-dns4 | grep -q '192.0.2.10 timeout 1m'", table) == 0,
+          "set sandbox-d1-dns4: timeouts, the address for 60 s");
+  tap_ok (sh ("nft list chain inet %s sandbox-d1 | grep -q 'ct mark 0x'", table) == 0
+              && sh ("nft list chain inet %s sandbox-d1 | grep -q 'ip daddr @sandbox-d1-dns4 ct mark set 0x'", table)
+                     == 0,
+          "chain: the marked connections, then the set marking new ones");
+  sbx_egress_elem more[] = { elem ("192.0.2.10", 1000, "www.example.com"), elem ("192.0.2.11", 1000, "a.example"),
+                             elem ("2001:db8::11", 30000, "a.example") };
+  r = sbx_egress_domain_add (table, "d1", more, ARRAY_SIZE (more), &err);
+  tap_ok (r == 0, "add three, one already there (%s)", r ? errmsg (err) : "ok");
+  r = sbx_egress_domain_add (table, "d1", more, ARRAY_SIZE (more), &err);
+  tap_ok (r == 0, "add the same again (%s)", r ? errmsg (err) : "ok");
+  _cleanup_free_ sbx_egress_elem *v = NULL;
+  size_t n = 0;
+  r = sbx_egress_domain_list (table, "d1", &v, &n, &err);
+  const sbx_egress_elem *e10 = find_elem (v, n, "192.0.2.10"), *e6 = find_elem (v, n, "2001:db8::11");
+  tap_ok (r == 0 && n == 3 && e10 && e6, "list: 3 addresses (%s)", r ? errmsg (err) : "ok");
+  tap_ok (e10 && e10->timeout_ms <= 1000 && strcmp (e10->name, "www.example.com") == 0,
+          "the address added again took the new, shorter timeout (%llu ms left) and its name",
+          e10 ? (unsigned long long) e10->timeout_ms : 0ULL);
+  tap_ok (e6 && e6->timeout_ms > 20000 && e6->timeout_ms <= 30000 && strcmp (e6->name, "a.example") == 0,
+          "the IPv6 address: its time left and name");
+  usleep (1600 * 1000);
+  free (v);
+  v = NULL;
+  r = sbx_egress_domain_list (table, "d1", &v, &n, &err);
+  tap_ok (r == 0 && n == 1 && find_elem (v, n, "2001:db8::11"), "after 1.6 s the 1 s addresses are gone (%zu left)", n);
+  _cleanup_strv_ char **ids = NULL;
+  r = sbx_egress_list (table, &ids, &err);
+  tap_ok (r == 0 && strv_len (ids) == 1 && strcmp (ids[0], "d1") == 0, "the sandbox is listed");
+  /* A change keeps what it is given, a change without domains drops the sets. */
+  sbx_egress_elem keep[] = { elem ("192.0.2.12", 5000, "b.example") };
+  r = sbx_egress_apply_domains (table, "d1", ifa, &test_src, SBX_EGRESS_ALLOW, NULL, 0, true, keep, 1, &err);
+  free (v);
+  v = NULL;
+  tap_ok (r == 0 && sbx_egress_domain_list (table, "d1", &v, &n, NULL) == 0 && n == 1 && find_elem (v, n, "192.0.2.12"),
+          "apply again: the sets hold what it was given");
+  r = sbx_egress_apply (table, "d1", ifa, &test_src, SBX_EGRESS_OPEN, NULL, 0, &err);
+  tap_ok (r == 0 && sh ("nft list set inet %s sandbox-d1-dns4 >/dev/null 2>&1", table) != 0,
+          "apply without domain rules: the sets are gone");
+  r = sbx_egress_domain_add (table, "d1", keep, 1, &err);
+  tap_ok (r < 0 && err->code == SBX_E_NOT_FOUND, "adding to sets that are gone: NOT_FOUND (%s)", errmsg (err));
+  sbx_error_free (err);
+  err = NULL;
+  sbx_egress_elem wide = elem ("192.0.2.0/24", 1000, "x");
+  tap_ok (sbx_egress_domain_add (table, "d1", &wide, 1, &err) < 0 && err->code == SBX_E_INVALID_ARGUMENT,
+          "a domain address that is not a host address: INVALID_ARGUMENT");
+  sbx_error_free (err);
+  err = NULL;
+  r = sbx_egress_apply_domains (table, "d1", ifa, &test_src, SBX_EGRESS_ALLOW, NULL, 0, true, NULL, 0, &err);
+  r = r == 0 ? sbx_egress_remove (table, "d1", ifa, &err) : r;
+  tap_ok (r == 0 && sh ("nft list table inet %s | grep -q 'sandbox-d1'", table) != 0,
+          "remove: the chain and every set of the sandbox gone");
+  drop_test_table ();
+  test_table = NULL;
+}
+
+static void
+test_addr_refused (void)
+{
+  sbx_cidr opened[] = { cidr ("10.9.0.0/16") };
+  sbx_egress_pool pool = { .v4 = cidr ("10.200.0.0/16"), .open = opened, .nopen = 1 };
+  struct {
+    const char *addr;
+    int want; /* 0 allowed, 1 always refused, 2 private */
+  } cases[] = {
+    { "169.254.169.254", 1 },
+    { "127.0.0.1", 1 },
+    { "0.1.2.3", 1 },
+    { "10.200.3.4", 1 },
+    { "::ffff:169.254.169.254", 1 },
+    { "64:ff9b::a9fe:a9fe", 1 },
+    { "fd00:ec2::254", 1 },
+    { "::1", 1 },
+    { "10.0.0.5", 2 },
+    { "192.168.1.1", 2 },
+    { "100.64.0.1", 2 },
+    { "fd12::1", 2 },
+    { "::ffff:10.0.0.5", 2 },
+    { "10.9.1.1", 0 },
+    { "192.0.2.1", 0 },
+    { "2001:db8::1", 0 },
+    { "8.8.8.8", 0 },
+  };
+  for (size_t i = 0; i < ARRAY_SIZE (cases); i++)
+    {
+      sbx_cidr c = cidr (cases[i].addr);
+      const char *why = sbx_egress_addr_refused (&pool, &c);
+      int got = why == NULL ? 0 : strstr (why, "private") ? 2 : 1;
+      tap_ok (got == cases[i].want, "a name resolving to %s: %s", cases[i].addr, why ? why : "allowed");
+    }
+}
+
 int
 main (void)
 {
@@ -1301,11 +1432,13 @@ main (void)
   atexit (drop_test_table);
   test_src.v4 = cidr ("198.18.0.2");
   test_src.v6 = cidr ("2001:db8:5b::2");
+  test_addr_refused ();
   if (geteuid () != 0 || system ("nft --version >/dev/null 2>&1") != 0)
     tap_skip ("nftables tests: need root and nft(8)");
   else
     {
       test_ruleset ();
+      test_domain_sets ();
       test_concurrent ();
       test_traffic ();
       test_private_traffic ();

@@ -10,7 +10,10 @@
  * refused and counted, SERVFAIL after the timeout, failover on timeout and
  * on refusal, the bounds on queries outstanding and on connections, idle
  * connections closed, and an upstream that is the resolver itself never
- * used; listening on addresses not up yet, and the bound on addresses. */
+ * used; listening on addresses not up yet, and the bound on addresses.
+ * Domain rules: only listed names forwarded (others REFUSED here, UDP and
+ * TCP), the answer's addresses handed over first, TTLs capped, SERVFAIL when
+ * they cannot be allowed. */
 #include "config.h"
 #include "resolver.h"
 #include "tap.h"
@@ -727,15 +730,97 @@ test_failures (void)
   sbx_resolver_free (r);
 }
 
+/* ---- Domain rules ---- */
+
+static struct {
+  unsigned calls;
+  char qname[256];
+  sbx_dns_addr first;
+  size_t n;
+  int ret;
+} allowed;
+
+static int
+allow_cb (void *data, const char *qname, const sbx_dns_addr *addrs, size_t n)
+{
+  (void) data;
+  allowed.calls++;
+  snprintf (allowed.qname, sizeof allowed.qname, "%s", qname);
+  allowed.n = n;
+  if (n)
+    allowed.first = addrs[0];
+  return allowed.ret;
+}
+
+static void
+test_domains (void)
+{
+  uint16_t port;
+  unsigned char q[512], a[65600];
+  sbx_resolver *r = resolver_on ((const int[]){ 1 }, 1, false, &port);
+  if (!r)
+    exit (1);
+  char *rules[] = { (char *) "www.example.com", (char *) "*.ok.example", NULL };
+  sbx_resolver_set_domains (r, rules, 30, allow_cb, NULL);
+  int u = client (SOCK_DGRAM, port);
+
+  size_t n = make_query (q, 0x7001, "WWW.example.com");
+  ssize_t m = ask_udp (r, u, q, n, a, 1000);
+  tap_ok (is_answer (a, m, 0x7001, 0, A_UDP) && allowed.calls == 1 && strcmp (allowed.qname, "www.example.com") == 0
+              && allowed.n == 1 && memcmp (allowed.first.addr, A_UDP, 4) == 0 && allowed.first.ttl == 30,
+          "a listed name (any case): answered, its address handed over first with the TTL capped (%u calls)",
+          allowed.calls);
+  tap_ok (m >= 16 && get16 (a + m - 10) == 0 && get16 (a + m - 8) == 30, "the answer's TTL lowered from 60 to 30");
+
+  unsigned seen = fakes[0].udp_seen;
+  bool ok = true;
+  const char *unlisted[] = { "evil.example", "ok.example", "x.www.example.com", "www.example.com.evil" };
+  for (size_t i = 0; i < ARRAY_SIZE (unlisted); i++)
+    {
+      n = make_query (q, (uint16_t) (0x7100 + i), unlisted[i]);
+      m = ask_udp (r, u, q, n, a, 500);
+      ok = ok && is_answer (a, m, (uint16_t) (0x7100 + i), 5, NULL) && (size_t) m == n;
+    }
+  tap_ok (ok && fakes[0].udp_seen == seen && sbx_resolver_refused_count (r) == 4,
+          "unlisted names (the wildcard's own name included): REFUSED, never sent upstream");
+  n = make_query (q, 0x7201, "deep.a.ok.example");
+  m = ask_udp (r, u, q, n, a, 1000);
+  tap_ok (is_answer (a, m, 0x7201, 0, A_UDP) && allowed.calls == 2, "a name under a wildcard: answered");
+
+  int t = tcp_client (r, port);
+  unsigned char buf[512];
+  n = make_query (buf + 2, 0x7301, "evil.example");
+  put16 (buf, (uint16_t) n);
+  unsigned tseen = fakes[0].tcp_seen;
+  send (t, buf, n + 2, MSG_NOSIGNAL);
+  m = read_tcp (r, t, a, 1000);
+  tap_ok (is_answer (a, m, 0x7301, 5, NULL) && fakes[0].tcp_seen == tseen, "over TCP too: REFUSED, not sent upstream");
+  close (t);
+
+  allowed.ret = -1;
+  n = make_query (q, 0x7401, "www.example.com");
+  m = ask_udp (r, u, q, n, a, 1000);
+  tap_ok (is_answer (a, m, 0x7401, 2, NULL), "addresses that cannot be allowed: SERVFAIL, not the answer");
+  allowed.ret = 0;
+
+  sbx_resolver_set_domains (r, NULL, 0, NULL, NULL);
+  n = make_query (q, 0x7501, "evil.example");
+  m = ask_udp (r, u, q, n, a, 1000);
+  tap_ok (is_answer (a, m, 0x7501, 0, A_UDP), "rules taken away: every name forwarded again");
+  close (u);
+  sbx_resolver_free (r);
+}
+
 int
 main (void)
 {
   if (!fakes_start ())
     tap_skip_all ("cannot bind fake upstreams on 127.0.0.1 and 127.0.0.2");
-  tap_plan (22);
+  tap_plan (29);
   test_check ();
   test_listen ();
   test_answers ();
   test_failures ();
+  test_domains ();
   return tap_done ();
 }
