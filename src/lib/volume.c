@@ -5,6 +5,7 @@
 #include "disk.h"
 #include "json.h"
 #include "layer.h"
+#include "lifecycle.h"
 #include "sandbox.h"
 #include "sbx-limits.h"
 #include "util.h"
@@ -461,11 +462,21 @@ sbx_volume_remove (const sbx_store *st, const char *name, sbx_error **err)
   _cleanup_volume_ sbx_volume *v = NULL;
   if (read_record (st, name, &v, err) < 0 || sbx_store_begin_write (st, "volume rm", err) < 0)
     return -1;
+  /* A user may be a sandbox whose monitor is still tearing it down to
+   * remove it (sbx run --rm returns first): that one is waited for, as
+   * sbx rm and gc wait. */
+  _cleanup_strv_ char **users = NULL;
+  if (volume_users (st, name, &users, err) < 0)
+    return -1;
+  if (users[0])
+    {
+      sbx_teardown_wait_all (st);
+      strv_free (steal_pointer (&users));
+    }
   _cleanup_close_ int lk = lock_volume (st, name, LOCK_EX, err);
   if (lk < 0)
     return -1;
-  _cleanup_strv_ char **users = NULL;
-  if (volume_users (st, name, &users, err) < 0)
+  if (users == NULL && volume_users (st, name, &users, err) < 0)
     return -1;
   if (users[0])
     {
