@@ -13,6 +13,7 @@
 #include "config.h"
 #include "hostmount.h"
 #include "sbx-limits.h"
+#include "spec.h"
 #include "util.h"
 
 #include <dirent.h>
@@ -140,9 +141,6 @@ sbx_hostpath_normalize (const char *path, char **ret, sbx_error **err)
   return 0;
 }
 
-/* Where the runtime or sbx mounts its own: never a DEST. */
-static const char *const dest_reserved[] = { "/proc", "/sys", "/dev", "/.sbx", NULL };
-
 /* Whether PATH is P or below it (both normal). */
 static bool
 path_at_or_below (const char *path, const char *p)
@@ -159,10 +157,9 @@ check_dest (const char *dest, sbx_error **err)
   _cleanup_free_ char *q = printable_escaped (dest, 128);
   if (strcmp (dest, "/") == 0)
     return sbx_error_set (err, SBX_E_PATH_INVALID, 0, "--mount: `%s`: the sandbox's root cannot be a mount", q);
-  for (size_t i = 0; dest_reserved[i]; i++)
-    if (path_at_or_below (dest, dest_reserved[i]))
-      return sbx_error_set (err, SBX_E_PATH_INVALID, 0, "--mount: `%s`: %s is the runtime's or sbx's own", q,
-                            dest_reserved[i]);
+  const char *own = sbx_spec_reserved_dest (dest);
+  if (own)
+    return sbx_error_set (err, SBX_E_PATH_INVALID, 0, "--mount: `%s`: %s is the runtime's or sbx's own", q, own);
   return 0;
 }
 

@@ -123,6 +123,19 @@ gen_mount (yajl_gen g, const char *dest, const char *type, const char *src, cons
   j_endmap (g);
 }
 
+const char *
+sbx_spec_reserved_dest (const char *destination)
+{
+  static const char *const reserved[] = { "/proc", "/sys", "/dev", "/.sbx", NULL };
+  for (size_t i = 0; reserved[i]; i++)
+    {
+      size_t n = strlen (reserved[i]);
+      if (strncmp (destination, reserved[i], n) == 0 && (destination[n] == '\0' || destination[n] == '/'))
+        return reserved[i];
+    }
+  return NULL;
+}
+
 void
 sbx_spec_binds_free (sbx_spec_bind *binds, size_t n)
 {

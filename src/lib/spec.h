@@ -24,6 +24,12 @@ typedef struct sbx_spec_bind {
 
 void sbx_spec_binds_free (sbx_spec_bind *binds, size_t n);
 
+/* Where the runtime or sbx mounts its own (/proc, /sys, /dev, /.sbx): an
+ * extra bind's DESTINATION (normal, absolute) at or below one of them would
+ * hide sbx's agent or the kernel's view of the sandbox. Returns that
+ * directory, or NULL when DESTINATION is free. */
+const char *sbx_spec_reserved_dest (const char *destination);
+
 typedef struct sbx_spec_params {
   const sbx_sandbox *sb;
   const char *rootfs;         /* host path of the merged root */

@@ -7,6 +7,7 @@
 #include "layer.h"
 #include "lifecycle.h"
 #include "sandbox.h"
+#include "spec.h"
 #include "sbx-limits.h"
 #include "util.h"
 
@@ -54,10 +55,6 @@ sbx_volume_name_is_valid (const char *name)
   return name_is_valid (name);
 }
 
-/* What sbx and the runtime mount themselves: a mount over them would hide
- * sbx's agent or the kernel's view of the sandbox. */
-static const char *const reserved_dests[] = { "/.sbx", "/proc", "/sys", "/dev" };
-
 int
 sbx_mount_dest_clean (const char *dest, const char *what, char **ret, sbx_error **err)
 {
@@ -88,14 +85,11 @@ sbx_mount_dest_clean (const char *dest, const char *what, char **ret, sbx_error 
     }
   if (len == 0)
     return sbx_error_set (err, SBX_E_PATH_INVALID, 0, "%s: the destination cannot be `/`", what);
-  for (size_t i = 0; i < ARRAY_SIZE (reserved_dests); i++)
-    {
-      size_t l = strlen (reserved_dests[i]);
-      if (strncmp (clean, reserved_dests[i], l) == 0 && (clean[l] == '\0' || clean[l] == '/'))
-        return sbx_error_set (err, SBX_E_PATH_INVALID, 0,
-                              "%s: the destination `%s` is over %s, which sbx or the runtime mounts itself", what,
-                              shown, reserved_dests[i]);
-    }
+  const char *own = sbx_spec_reserved_dest (clean);
+  if (own)
+    return sbx_error_set (err, SBX_E_PATH_INVALID, 0,
+                          "%s: the destination `%s` is over %s, which sbx or the runtime mounts itself", what, shown,
+                          own);
   *ret = steal_pointer (&clean);
   return 0;
 }
