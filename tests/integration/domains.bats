@@ -20,6 +20,7 @@
 # back, takes a grace of 30 s).
 
 load ../helpers/common
+load ../helpers/testhosts
 
 METADATA=169.254.169.254
 
@@ -44,40 +45,11 @@ net_vars () {
   DNS_LOG=$BATS_FILE_TMPDIR/dns.log
 }
 
-net_down () {
-  if [ -f "$BATS_FILE_TMPDIR/testnet.pid" ]; then
-    kill "$(cat "$BATS_FILE_TMPDIR/testnet.pid")" 2>/dev/null || true
-    rm -f "$BATS_FILE_TMPDIR/testnet.pid"
-  fi
-  ip link del "$HOST_IF" 2>/dev/null || true
-  ip netns del "$NS" 2>/dev/null || true
-  return 0
-}
-
-route_ok () {
-  local r
-  r=$(ip route get "$1" 2>&1) || fail "no route to $1: $r"
-  case $r in
-    *" dev $HOST_IF "*) return 0 ;;
-  esac
-  fail "the route to $1 does not lead into the test namespace ($r): stopping before sending anything"
-}
-
 net_setup () {
   net_vars || return
   sbx_check_test_addr "$METADATA/32" || return
   net_down
-  ip netns add "$NS"
-  ip link add "$HOST_IF" type veth peer name "$NS_IF" netns "$NS"
-  ip addr add "$LINK_HOST/30" dev "$HOST_IF"
-  ip -6 addr add "$LINK_HOST6/64" dev "$HOST_IF" nodad
-  ip link set "$HOST_IF" up
-  ip -n "$NS" link set lo up
-  ip -n "$NS" addr add "$LINK_NS/30" dev "$NS_IF"
-  ip -n "$NS" -6 addr add "$LINK_NS6/64" dev "$NS_IF" nodad
-  ip -n "$NS" link set "$NS_IF" up
-  ip -n "$NS" route add "$SBX_NET_POOL4" via "$LINK_HOST"
-  ip -n "$NS" -6 route add "$SBX_NET_POOL6" via "$LINK_HOST6"
+  net_link_up
   local a
   for a in $INET $INET2 $INET3 $INET4 $DNS $PRIVATE $METADATA; do
     ip -n "$NS" addr add "$a/32" dev lo
@@ -100,20 +72,11 @@ setup_file () {
   sbx_net_unlock
   [ $rc -eq 0 ] || return $rc
   : >"$DNS_LOG"
-  ip netns exec "$NS" "$PYTHON" -I -S "$SBX_TESTS_DIR/helpers/testnet.py" --dns "$DNS" --ttl 2 --log "$DNS_LOG" \
+  testnet_start --dns "$DNS" --ttl 2 --log "$DNS_LOG" \
     --name "www.listed.test=$INET,$INET6" --cname alias.listed.test=target.elsewhere.test \
     --name "target.elsewhere.test=$INET2" --name "api.wild.test=$INET3" --name "wild.test=$INET3" \
     --name "unlisted.test=$INET4" --name "meta.listed.test=$METADATA" --name "priv.listed.test=$PRIVATE" \
-    $INET $INET2 $INET3 $INET4 $PRIVATE $METADATA $INET6 >"$BATS_FILE_TMPDIR/testnet.out" 2>&1 &
-  echo $! >"$BATS_FILE_TMPDIR/testnet.pid"
-  local i
-  for i in $(seq 100); do
-    grep -q ready "$BATS_FILE_TMPDIR/testnet.out" && return 0
-    sleep 0.05
-  done
-  cat "$BATS_FILE_TMPDIR/testnet.out" >&2
-  net_down
-  fail "the test hosts did not start"
+    $INET $INET2 $INET3 $INET4 $PRIVATE $METADATA $INET6
 }
 
 teardown_file () {
@@ -133,28 +96,6 @@ domain_ttl_max = 30"
 
 teardown () {
   sbx_teardown
-}
-
-in_sb () {
-  local id=$1
-  shift
-  run --separate-stderr sbx exec "$id" -- sh -c "$*"
-}
-
-reaches () {
-  local a=${2#[}
-  a=${a%]}
-  in_sb "$1" "nc -w 3 $2 ${3:-80} </dev/null"
-  [ "$status" -eq 0 ] && [ "$output" = "hello from $a" ] \
-    || fail "$1 could not reach $2:${3:-80} (status $status): $output ${stderr-}"
-}
-
-# refused ID ADDR [PORT]: fails, and fast (a reset or an ICMP error).
-refused () {
-  local t0=$SECONDS
-  in_sb "$1" "nc -w 5 $2 ${3:-80} </dev/null"
-  [ "$status" -ne 0 ] && [ -z "$output" ] || fail "$1 reached $2:${3:-80}: $output"
-  [ $((SECONDS - t0)) -lt 4 ] || fail "$1 -> $2: refused only by a timeout"
 }
 
 # lookup ID NAME [TYPE [tcp]]: the answer of the sandbox's resolver, as

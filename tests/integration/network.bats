@@ -14,6 +14,7 @@
 # its link and the sandboxes' pools, and reaches nothing else.
 
 load ../helpers/common
+load ../helpers/testhosts
 
 METADATA=169.254.169.254
 METADATA6=fd00:ec2::254
@@ -39,27 +40,6 @@ net_vars () {
   SBX_TEST_DNS=$DNS
 }
 
-net_down () {
-  if [ -f "$BATS_FILE_TMPDIR/testnet.pid" ]; then
-    kill "$(cat "$BATS_FILE_TMPDIR/testnet.pid")" 2>/dev/null || true
-    rm -f "$BATS_FILE_TMPDIR/testnet.pid"
-  fi
-  # The routes go with the link.
-  ip link del "$HOST_IF" 2>/dev/null || true
-  ip netns del "$NS" 2>/dev/null || true
-  return 0
-}
-
-# route_ok ADDR: the host's route to ADDR leads into the test namespace.
-route_ok () {
-  local r
-  r=$(ip route get "$1" 2>&1) || fail "no route to $1: $r"
-  case $r in
-    *" dev $HOST_IF "*) return 0 ;;
-  esac
-  fail "the route to $1 does not lead into the test namespace ($r): stopping before sending anything"
-}
-
 setup_file () {
   sbx_build_payload_tar
   sbx_net_lock || return
@@ -67,17 +47,8 @@ setup_file () {
   net_setup || rc=$?
   sbx_net_unlock
   [ $rc -eq 0 ] || return $rc
-  ip netns exec "$NS" "$PYTHON" -I -S "$SBX_TESTS_DIR/helpers/testnet.py" --dns "$DNS" --name "inet.test=$INET,$INET6" \
-    $INET $INET2 $PRIVATE $OPENED $METADATA $INET6 $INET6_2 $METADATA6 >"$BATS_FILE_TMPDIR/testnet.out" 2>&1 &
-  echo $! >"$BATS_FILE_TMPDIR/testnet.pid"
-  local i
-  for i in $(seq 100); do
-    grep -q ready "$BATS_FILE_TMPDIR/testnet.out" && return 0
-    sleep 0.05
-  done
-  cat "$BATS_FILE_TMPDIR/testnet.out" >&2
-  net_down
-  fail "the test hosts did not start"
+  testnet_start --dns "$DNS" --name "inet.test=$INET,$INET6" \
+    $INET $INET2 $PRIVATE $OPENED $METADATA $INET6 $INET6_2 $METADATA6
 }
 
 net_setup () {
@@ -85,19 +56,7 @@ net_setup () {
   # The two addresses that are what they are: no host route may cover them.
   sbx_check_test_addr "$METADATA/32" "$METADATA6/128" || return
   net_down
-  ip netns add "$NS"
-  ip link add "$HOST_IF" type veth peer name "$NS_IF" netns "$NS"
-  ip addr add "$LINK_HOST/30" dev "$HOST_IF"
-  ip -6 addr add "$LINK_HOST6/64" dev "$HOST_IF" nodad
-  ip link set "$HOST_IF" up
-  ip -n "$NS" link set lo up
-  ip -n "$NS" addr add "$LINK_NS/30" dev "$NS_IF"
-  ip -n "$NS" -6 addr add "$LINK_NS6/64" dev "$NS_IF" nodad
-  ip -n "$NS" link set "$NS_IF" up
-  # Back to the sandboxes, should their traffic arrive unmasqueraded: the
-  # pools' routes, never a default one.
-  ip -n "$NS" route add "$SBX_NET_POOL4" via "$LINK_HOST"
-  ip -n "$NS" -6 route add "$SBX_NET_POOL6" via "$LINK_HOST6"
+  net_link_up
   local a
   for a in $INET $INET2 $DNS $PRIVATE $OPENED $METADATA; do
     ip -n "$NS" addr add "$a/32" dev lo
@@ -130,31 +89,6 @@ setup () {
 teardown () {
   [ -n "${HOST_LISTENER-}" ] && kill "$HOST_LISTENER" 2>/dev/null
   sbx_teardown
-}
-
-# in_sb ID SCRIPT: runs SCRIPT under sh in the sandbox.
-in_sb () {
-  local id=$1
-  shift
-  run --separate-stderr sbx exec "$id" -- sh -c "$*"
-}
-
-# reaches ID ADDR: a TCP connection to ADDR:80 is answered.
-reaches () {
-  local a=${2#[}
-  a=${a%]}
-  in_sb "$1" "nc -w 3 $2 80 </dev/null"
-  [ "$status" -eq 0 ] && [ "$output" = "hello from $a" ] \
-    || fail "$1 could not reach $2:80 (status $status): $output ${stderr-}"
-}
-
-# refused ID ADDR [PORT]: a TCP connection fails, and fast (a reset or an
-# ICMP error, not a timeout).
-refused () {
-  local t0=$SECONDS
-  in_sb "$1" "nc -w 5 $2 ${3:-80} </dev/null"
-  [ "$status" -ne 0 ] && [ -z "$output" ] || fail "$1 reached $2:${3:-80}: $output"
-  [ $((SECONDS - t0)) -lt 4 ] || fail "$1 -> $2: refused only by a timeout"
 }
 
 udp_echo () {
