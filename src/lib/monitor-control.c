@@ -331,6 +331,13 @@ handle_rootfd (struct mon *m, struct client *c, sbx_op op, yajl_val req)
   c->closing = true;
 }
 
+void
+mon_set_deadline (struct mon *m, int64_t secs)
+{
+  m->deadline = now_ms_monotonic () + (uint64_t) secs * 1000;
+  m->sb->deadline = now_unix () + secs;
+}
+
 static void
 handle_ttl (struct mon *m, struct client *c, sbx_op op, yajl_val req)
 {
@@ -340,8 +347,7 @@ handle_ttl (struct mon *m, struct client *c, sbx_op op, yajl_val req)
       mon_reply_error (c, SBX_E_INVALID_ARGUMENT, "ttl: seconds must be between 1 and 86400");
       return;
     }
-  m->deadline = now_ms_monotonic () + (uint64_t) secs * 1000;
-  m->sb->deadline = now_unix () + secs;
+  mon_set_deadline (m, secs);
   mon_save_state (m);
   mon_reply_int (c, "deadline", m->sb->deadline);
   c->closing = true;

@@ -222,6 +222,8 @@ struct mon_exec {
 
 /* monitor-control.c */
 int mon_exec_start (struct mon *m, const struct mon_exec *x, uint32_t *ret_chan, sbx_error **err);
+/* The hard lifetime ends SECS from now (sbx ttl, sbx update --timeout). */
+void mon_set_deadline (struct mon *m, int64_t secs);
 void mon_client_send_frame (struct client *c, uint16_t type, const void *p, size_t n);
 void mon_reply_json (struct client *c, const char *json);
 void mon_reply_int (struct client *c, const char *key, long long v);

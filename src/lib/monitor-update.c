@@ -167,8 +167,7 @@ apply_lifetimes (struct mon *m, const struct update *u)
   if (u->has_timeout)
     {
       m->sb->opts.timeout = u->timeout;
-      m->deadline = now_ms_monotonic () + (uint64_t) u->timeout * 1000;
-      m->sb->deadline = now_unix () + u->timeout;
+      mon_set_deadline (m, u->timeout);
     }
 }
 
