@@ -182,6 +182,7 @@ opts_defaults (sbx_sandbox_opts *o)
   o->keep_warm = SBX_KEEP_WARM_DEFAULT;
   o->timeout = SBX_TIMEOUT_DEFAULT;
   o->pids = SBX_PIDS_DEFAULT;
+  o->priority = SBX_PRIORITY_DEFAULT;
   o->cpu_default = o->memory_default = true;
   o->disk = -1; /* sbx.conf's */
   o->env = xmalloc0 (sizeof (char *));

@@ -437,6 +437,7 @@ sandbox_up (build *b, char **ret_id, sbx_error **err)
   o.keep_warm = -1;
   o.timeout = SBX_TIMEOUT_MAX;
   o.pids = 4096;
+  o.priority = SBX_PRIORITY_DEFAULT;
   o.disk = -1;
   o.env = xmalloc0 (sizeof (char *));
   _cleanup_sandbox_ sbx_sandbox *sb = NULL;

@@ -96,6 +96,9 @@ sbx_sandbox_opts_validate (const sbx_sandbox_opts *o, sbx_error **err)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "the working directory `%s` is not an absolute path", o->cwd);
   if (sbx_lifetimes_validate (o->keep_warm, o->timeout, err) < 0)
     return -1;
+  if (o->priority < 0 || o->priority > 9)
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "priority %lld is not between 0 and 9",
+                          (long long) o->priority);
   /* The bounds the options' parsers apply: here too for options that did
    * not come through them (a snapshot's, read back from the store). */
   if (sbx_limits_validate (o->cpu, o->memory, o->pids, err) < 0)

@@ -86,6 +86,9 @@ sbx_sandbox_opts_clear (sbx_sandbox_opts *o)
   strv_free (o->copy_in);
   strv_free (o->cmd);
   strv_free (o->allow_domains);
+  free (o->gpus);
+  free (o->namespace);
+  free (o->pool);
   memset (o, 0, sizeof *o);
 }
 
@@ -168,6 +171,11 @@ sbx_sandbox_opts_gen (void *gp, const sbx_sandbox_opts *o)
   j_kstrv (g, "cmd", o->cmd);
   j_kbool (g, "exit_with_cmd", o->exit_with_cmd);
   j_kstrv (g, "allow_domains", o->allow_domains);
+  j_kstr (g, "gpus", o->gpus);
+  j_kbool (g, "docker", o->docker);
+  j_kstr (g, "namespace", o->namespace);
+  j_kint (g, "priority", o->priority);
+  j_kstr (g, "pool", o->pool);
   j_endmap (g);
 }
 
@@ -305,6 +313,12 @@ sbx_sandbox_opts_parse (const void *obj, sbx_sandbox_opts *opts, sbx_error **err
       || j_get_strv (o, "copy_in", false, &opts->copy_in, err) < 0 || j_get_strv (o, "cmd", false, &opts->cmd, err) < 0
       || j_get_bool (o, "exit_with_cmd", false, &opts->exit_with_cmd, err) < 0
       || j_get_strv (o, "allow_domains", false, &opts->allow_domains, err) < 0)
+    return -1;
+  /* A record from before --priority existed has the default. */
+  opts->priority = SBX_PRIORITY_DEFAULT;
+  if (dup_str (o, "gpus", &opts->gpus, err) < 0 || j_get_bool (o, "docker", false, &opts->docker, err) < 0
+      || dup_str (o, "namespace", &opts->namespace, err) < 0
+      || j_get_int (o, "priority", false, &opts->priority, err) < 0 || dup_str (o, "pool", &opts->pool, err) < 0)
     return -1;
   const char *on_idle = NULL;
   if (j_get_str (o, "on_idle", false, &on_idle, err) < 0)

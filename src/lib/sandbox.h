@@ -34,6 +34,8 @@ typedef enum sbx_state {
 #define SBX_KEEP_WARM_DEFAULT 600
 #define SBX_TIMEOUT_DEFAULT 3600
 #define SBX_PIDS_DEFAULT 1024
+/* --priority: 0-9, this when not given (issue 21). */
+#define SBX_PRIORITY_DEFAULT 5
 
 typedef struct sbx_sandbox_opts {
   char *name;
@@ -67,6 +69,14 @@ typedef struct sbx_sandbox_opts {
   bool exit_with_cmd;  /* --exit-with-cmd: the sandbox ends when the initial command does */
   /* Egress by domain name (issue 22): --allow-domain NAME (NAME or *.NAME). */
   char **allow_domains;
+  /* GPUs, Docker inside and the operator's policy (issue 21). */
+  char *gpus;       /* --gpu all|N|INDEX[,INDEX]|UUID|TYPE[:N] as given; NULL: none */
+  bool docker;      /* --docker: dockerd started inside at creation */
+  char *namespace;  /* --namespace NAME; NULL is "default" */
+  int64_t priority; /* --priority 0-9 (SBX_PRIORITY_DEFAULT when not given) */
+  /* Warm pools (issue 23): the pool this sandbox was made for or claimed
+   * from, as the user named it; NULL: none. */
+  char *pool;
 } sbx_sandbox_opts;
 
 typedef struct sbx_sandbox {
