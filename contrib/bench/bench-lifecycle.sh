@@ -520,6 +520,8 @@ RATIOS=(
   "sbx-exec-runsc/runsc-exec sbx-exec-runsc runsc-exec <= 0.3"
   "sbx-exec-runc/podman-exec sbx-exec-runc podman-exec < 1.0"
 )
+# --exec-only: only the exec ratios that ran.
+$EXEC_ONLY && RATIOS=("${RATIOS[@]:6:2}")
 # The value judged is the median of the per-round ratios (paired_ratio,
 # lib.sh: both cases ran in the same round, in a random order); the ratio
 # of the two medians is shown beside it.
