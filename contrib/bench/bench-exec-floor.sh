@@ -98,12 +98,7 @@ mkdir -p "$SBX_ROOT" "$SAMPLES"
 : >"$LOG"
 
 ROOTFS=$WORK/rootfs
-mkdir -p "$ROOTFS"/{bin,dev,proc,sys,tmp,etc,root,run}
-cp "$BUSYBOX" "$ROOTFS/bin/busybox"
-for a in $("$BUSYBOX" --list); do
-  [[ -e $ROOTFS/bin/$a ]] || ln -s busybox "$ROOTFS/bin/$a"
-done
-chmod 1777 "$ROOTFS/tmp"
+busybox_rootfs "$ROOTFS" "$BUSYBOX" || die "cannot make the busybox rootfs in $ROOTFS"
 "$CC" -O2 -static -o "$ROOTFS/bin/exec-floor" "$HERE/exec-floor.c" >>"$LOG" 2>&1 ||
   die "$CC -static exec-floor.c failed (a static libc is needed: libc6-dev)"
 "$CC" -O2 -nostdlib -static -fno-stack-protector -o "$ROOTFS/bin/exec-exit" "$HERE/exec-exit.c" >>"$LOG" 2>&1 ||

@@ -193,12 +193,7 @@ mkdir -p "$SBX_ROOT" "$RUNC_ROOT" "$RUNSC_ROOT" "$SAMPLES"
 TAG=bench$$
 
 ROOTFS=$WORK/rootfs
-mkdir -p "$ROOTFS"/{bin,dev,proc,sys,tmp,etc,root,run}
-cp "$BUSYBOX" "$ROOTFS/bin/busybox"
-for a in $("$BUSYBOX" --list); do
-  [[ -e $ROOTFS/bin/$a ]] || ln -s busybox "$ROOTFS/bin/$a"
-done
-chmod 1777 "$ROOTFS/tmp"
+busybox_rootfs "$ROOTFS" "$BUSYBOX" || die "cannot make the busybox rootfs in $ROOTFS"
 
 # Two bundles on that rootfs: /bin/true, and a long sleep for the exec cases.
 make_bundle ()
