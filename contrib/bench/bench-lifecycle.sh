@@ -16,6 +16,7 @@ STREAM_SIZE=1G
 RUNSC_STREAM_SIZE=256M
 STREAM_RUNS=3
 KEEP=false
+EXEC_ONLY=false
 
 usage ()
 {
@@ -48,6 +49,8 @@ Options:
   --stream-size SIZE      bytes per runc stream run (default $STREAM_SIZE; K/M/G = 1024^n)
   --runsc-stream-size SIZE  bytes per runsc stream run (default $RUNSC_STREAM_SIZE)
   --stream-runs K         timed stream runs per runtime (default $STREAM_RUNS)
+  --exec-only             only the exec cases (sbx-exec-*, runc-exec,
+                          runsc-exec), no streams: use a large -n
   --keep                  keep the work directory (logs) instead of removing it
   -h, --help              show this help
 
@@ -67,6 +70,7 @@ while (($#)); do
     --stream-size) STREAM_SIZE=${2:-}; shift 2 || die "--stream-size wants a value" ;;
     --runsc-stream-size) RUNSC_STREAM_SIZE=${2:-}; shift 2 || die "--runsc-stream-size wants a value" ;;
     --stream-runs) [[ ${2:-} =~ ^[0-9]+$ ]] || die "--stream-runs wants an integer"; STREAM_RUNS=$2; shift 2 ;;
+    --exec-only) EXEC_ONLY=true; STREAM_RUNS=0; shift ;;
     --keep) KEEP=true; shift ;;
     -h|--help) usage; exit 0 ;;
     *) usage >&2; exit 2 ;;
@@ -92,8 +96,8 @@ for t in runc tar awk sort; do
 done
 HAVE_RUNSC=false HAVE_PODMAN=false HAVE_BWRAP=false
 command -v runsc >/dev/null && HAVE_RUNSC=true
-command -v podman >/dev/null && HAVE_PODMAN=true
-command -v bwrap >/dev/null && HAVE_BWRAP=true
+command -v podman >/dev/null && ! $EXEC_ONLY && HAVE_PODMAN=true
+command -v bwrap >/dev/null && ! $EXEC_ONLY && HAVE_BWRAP=true
 $HAVE_RUNSC || note "runsc not installed: its cases are skipped"
 BUSYBOX=$(command -v busybox) || die "busybox is needed (apt-get install busybox-static)"
 ldd "$BUSYBOX" >/dev/null 2>&1 && die "$BUSYBOX is dynamically linked (apt-get install busybox-static)"
@@ -189,12 +193,7 @@ mkdir -p "$SBX_ROOT" "$RUNC_ROOT" "$RUNSC_ROOT" "$SAMPLES"
 TAG=bench$$
 
 ROOTFS=$WORK/rootfs
-mkdir -p "$ROOTFS"/{bin,dev,proc,sys,tmp,etc,root,run}
-cp "$BUSYBOX" "$ROOTFS/bin/busybox"
-for a in $("$BUSYBOX" --list); do
-  [[ -e $ROOTFS/bin/$a ]] || ln -s busybox "$ROOTFS/bin/$a"
-done
-chmod 1777 "$ROOTFS/tmp"
+busybox_rootfs "$ROOTFS" "$BUSYBOX" || die "cannot make the busybox rootfs in $ROOTFS"
 
 # Two bundles on that rootfs: /bin/true, and a long sleep for the exec cases.
 make_bundle ()
@@ -264,8 +263,8 @@ spec_cgroup ()
     if [[ -e $d/tasks ]]; then SPEC_CGROUP_PROCS+=("$d/tasks"); else SPEC_CGROUP_PROCS+=("$d/cgroup.procs"); fi
   done
 }
-sbx_spec_bundle runc "$WORK/bundle-sbxspec-runc" && HAVE_SPEC_RUNC=true
-$HAVE_RUNSC && sbx_spec_bundle runsc "$WORK/bundle-sbxspec-runsc" && HAVE_SPEC_RUNSC=true
+! $EXEC_ONLY && sbx_spec_bundle runc "$WORK/bundle-sbxspec-runc" && HAVE_SPEC_RUNC=true
+$HAVE_RUNSC && ! $EXEC_ONLY && sbx_spec_bundle runsc "$WORK/bundle-sbxspec-runsc" && HAVE_SPEC_RUNSC=true
 if $HAVE_SPEC_RUNSC && [[ " ${RUNSC_SPEC_FLAGS[*]} " == *" --ignore-cgroups "* ]] && ! spec_cgroup; then
   note "cannot make the cgroup for runsc-run-sbxspec; dropped"
   HAVE_SPEC_RUNSC=false
@@ -302,12 +301,15 @@ c_runc_exec () { runc --root "$RUNC_ROOT" exec "$TAG-rx" /bin/true; }
 c_runsc_exec () { runsc --root "$RUNSC_ROOT" --network=none exec "$TAG-sx" /bin/true; }
 c_podman_exec () { "${PODMAN[@]}" exec "$PODMAN_ID" /bin/true; }
 
-CASES=(sbx-run-runc runc-run)
-$HAVE_SPEC_RUNC && CASES+=(runc-run-sbxspec)
-$HAVE_RUNSC && CASES+=(sbx-run-runsc runsc-run)
-$HAVE_SPEC_RUNSC && CASES+=(runsc-run-sbxspec)
-$HAVE_PODMAN && CASES+=(podman-run)
-$HAVE_BWRAP && CASES+=(bwrap-run)
+CASES=()
+if ! $EXEC_ONLY; then
+  CASES+=(sbx-run-runc runc-run)
+  $HAVE_SPEC_RUNC && CASES+=(runc-run-sbxspec)
+  $HAVE_RUNSC && CASES+=(sbx-run-runsc runsc-run)
+  $HAVE_SPEC_RUNSC && CASES+=(runsc-run-sbxspec)
+  $HAVE_PODMAN && CASES+=(podman-run)
+  $HAVE_BWRAP && CASES+=(bwrap-run)
+fi
 CASES+=(sbx-exec-runc runc-exec)
 $HAVE_RUNSC && CASES+=(sbx-exec-runsc runsc-exec)
 $HAVE_PODMAN && CASES+=(podman-exec)
@@ -509,10 +511,12 @@ RATIOS=(
   "sbx-run-runsc/runsc-run-sbxspec sbx-run-runsc runsc-run-sbxspec <= 1.2"
   "sbx-run-runc/podman-run sbx-run-runc podman-run < 1.0"
   "sbx-run-runsc/podman-run sbx-run-runsc podman-run < 1.0"
-  "sbx-exec-runc/runc-exec sbx-exec-runc runc-exec <= 0.2"
+  "sbx-exec-runc/runc-exec sbx-exec-runc runc-exec <= 0.15"
   "sbx-exec-runsc/runsc-exec sbx-exec-runsc runsc-exec <= 0.3"
   "sbx-exec-runc/podman-exec sbx-exec-runc podman-exec < 1.0"
 )
+# --exec-only: only the exec ratios that ran.
+$EXEC_ONLY && RATIOS=("${RATIOS[@]:6:2}")
 # The value judged is the median of the per-round ratios (paired_ratio,
 # lib.sh: both cases ran in the same round, in a random order); the ratio
 # of the two medians is shown beside it.

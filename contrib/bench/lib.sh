@@ -11,6 +11,19 @@ else
   stamp () { local ns; ns=$(date +%s%N); printf -v "$1" '%s' "$((ns / 1000))"; }
 fi
 
+# busybox_rootfs DIR BUSYBOX: a minimal rootfs in DIR, the static BUSYBOX
+# at /bin/busybox with a symlink per applet, /tmp world-writable.
+busybox_rootfs ()
+{
+  local dir=$1 bb=$2 a
+  mkdir -p "$dir"/{bin,dev,proc,sys,tmp,etc,root,run} || return 1
+  cp "$bb" "$dir/bin/busybox" || return 1
+  for a in $("$bb" --list); do
+    [[ -e $dir/bin/$a ]] || ln -s busybox "$dir/bin/$a"
+  done
+  chmod 1777 "$dir/tmp"
+}
+
 umount_under ()  # DIR: every mount below it, deepest first
 {
   # Lazily, so that a busy one does not stop the rest.
