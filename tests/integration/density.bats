@@ -94,3 +94,21 @@ create_many () {
   expect_status 0
   expect_eq "$(sbx ls -q | grep -c . || true)" 0 "sandboxes left"
 }
+
+@test "density: sbx info reports the host limits on idle sandboxes" {
+  run --separate-stderr sbx --json info
+  expect_status 0
+  local pid_max pool
+  pid_max=$(cat /proc/sys/kernel/pid_max)
+  expect_eq "$(jget 'd["limits"]["pid_max"]["value"]')" "$pid_max" "pid_max"
+  expect_eq "$(jget 'd["limits"]["pid_max"]["runc_sandboxes"]')" $((pid_max / 2)) "runc sandboxes pid_max allows"
+  expect_eq "$(jget 'd["limits"]["pid_max"]["runsc_sandboxes"]')" $((pid_max / 37)) "runsc sandboxes pid_max allows"
+  expect_eq "$(jget 'd["limits"]["threads_max"]["value"]')" "$(cat /proc/sys/kernel/threads-max)" "threads-max"
+  # One slot of 4 addresses per sandbox with a network, less slot 0.
+  pool=$(py -c 'import ipaddress, sys; print(ipaddress.ip_network(sys.argv[1]).num_addresses // 4 - 1)' \
+    "$(jget 'd["network"]["pool4"]')")
+  expect_eq "$(jget 'd["limits"]["address_pool"]["value"]')" "$pool" "address pool"
+  run sbx info
+  expect_status 0
+  expect_contains "$output" "limits.pid_max: $pid_max (idle sandboxes it allows: runc $((pid_max / 2)), runsc $((pid_max / 37)))"
+}
