@@ -274,8 +274,9 @@ sbx_host_info_text (const sbx_host_info *hi)
   else
     fprintf (f, "network_config_error: %s\n", or_dash (hi->network_config_error));
   for (size_t i = 0; i < hi->nlimits; i++)
-    fprintf (f, "limits.%s: %lld (idle sandboxes it allows: runc %lld, runsc %lld)\n", hi->limits[i].name,
-             (long long) hi->limits[i].value, (long long) hi->limits[i].runc, (long long) hi->limits[i].runsc);
+    fprintf (f, "limits.%s: source=%s value=%lld runc_sandboxes=%lld runsc_sandboxes=%lld\n", hi->limits[i].name,
+             hi->limits[i].what, (long long) hi->limits[i].value, (long long) hi->limits[i].runc,
+             (long long) hi->limits[i].runsc);
   if (fclose (f) != 0)
     abort ();
   return buf;

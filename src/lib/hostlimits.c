@@ -43,7 +43,7 @@ pool_limit (const sbx_conf *conf)
         slots = s6;
     }
   int64_t n = slots > 0 ? (int64_t) slots - 1 : 0;
-  return (sbx_host_limit){ "address_pool", "sbx.conf pool4/pool6 (sandboxes with a network)", n, n, n };
+  return (sbx_host_limit){ "address_pool", "sbx.conf pool4/pool6", n, n, n };
 }
 
 size_t

@@ -110,5 +110,5 @@ create_many () {
   expect_eq "$(jget 'd["limits"]["address_pool"]["value"]')" "$pool" "address pool"
   run sbx info
   expect_status 0
-  expect_contains "$output" "limits.pid_max: $pid_max (idle sandboxes it allows: runc $((pid_max / 2)), runsc $((pid_max / 37)))"
+  expect_contains "$output" "limits.pid_max: source=/proc/sys/kernel/pid_max value=$pid_max runc_sandboxes=$((pid_max / 2)) runsc_sandboxes=$((pid_max / 37))"
 }
