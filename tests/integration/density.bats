@@ -21,7 +21,7 @@ ctx_switches () {
 # that happens to fall in them).
 idle_monitor () {
   local id pid a b
-  id=$(sbx create --runtime runc --image payload "$@")
+  id=$(sbx create --image payload "$@")
   pid=$(monitor_pid "$id")
   [ -n "$pid" ] && [ -d "/proc/$pid" ] || fail "no monitor for $id"
   a=$(ctx_switches "$pid")
@@ -34,17 +34,24 @@ idle_monitor () {
   sbx terminate "$id" >/dev/null
 }
 
-@test "density: an idle monitor sleeps [runc --block-network]" { idle_monitor --block-network; }
-
+@test "density: an idle monitor sleeps [runc --block-network]" {
+  require_runtime runc
+  idle_monitor --runtime runc --block-network
+}
 @test "density: an idle monitor sleeps [runc, network]" {
-  sbx_pick_test_nets
-  idle_monitor
+  require_runtime runc
+  idle_monitor --runtime runc
+}
+@test "density: an idle monitor sleeps [runsc --block-network]" {
+  require_runtime runsc
+  idle_monitor --runtime runsc --block-network
 }
 
 # The kernel's OOM event (v1: an eventfd; v2: memory.events) wakes the
 # monitor, which writes the count to the record: state.json, not status's
 # live read of the cgroup.
 @test "density: the monitor records an OOM kill when the kernel reports it [runc]" {
+  require_runtime runc
   local id n i
   id=$(sbx create --runtime runc --image payload --block-network --memory 64Mi)
   run sbx exec "$id" -- /bin/sbx-testpayload memhog 256
@@ -73,6 +80,7 @@ create_many () {
 }
 
 @test "density: 200 idle sandboxes start, list, count and go [runc]" {
+  require_runtime runc
   create_many 200
   local ids
   ids=$(wc -l <"$SBX_TEST_DIR/ids")
