@@ -12,8 +12,8 @@
 
 /* Host tasks (processes and threads) of one idle sandbox, its monitor
  * included, as bench-density.sh counts them: runc's is sbx-init alone,
- * runsc's its sandbox and gofer processes and their threads (release
- * 20221xxx, ptrace platform). */
+ * runsc's its sandbox and gofer processes and their threads (Debian's
+ * 2022 runsc, ptrace platform, measured on the development machine). */
 #define SBX_TASKS_RUNC 2
 #define SBX_TASKS_RUNSC 37
 
