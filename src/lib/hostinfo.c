@@ -60,8 +60,10 @@ probe_network (sbx_host_info *hi)
   if (sbx_conf_load (NULL, &conf, &ce) < 0)
     {
       hi->network_config_error = xstrdup (ce->msg);
+      hi->nlimits = sbx_host_limits_probe (NULL, hi->limits);
       return;
     }
+  hi->nlimits = sbx_host_limits_probe (conf, hi->limits);
   char b[SBX_CIDR_STRLEN];
   hi->network_ok = true;
   hi->network_config = xstrdup (conf->path ? conf->path : "(defaults)");
@@ -144,6 +146,27 @@ gen_runtime (yajl_gen g, const sbx_host_runtime *r)
   j_endmap (g);
 }
 
+/* "limits": {NAME: {value, runc_sandboxes, runsc_sandboxes}}; -1 is
+ * unknown. */
+static void
+gen_limits (yajl_gen g, const sbx_host_info *hi)
+{
+  j_str (g, "limits");
+  j_map (g);
+  for (size_t i = 0; i < hi->nlimits; i++)
+    {
+      const sbx_host_limit *l = &hi->limits[i];
+      j_str (g, l->name);
+      j_map (g);
+      j_kstr (g, "source", l->what);
+      j_kint (g, "value", l->value);
+      j_kint (g, "runc_sandboxes", l->runc);
+      j_kint (g, "runsc_sandboxes", l->runsc);
+      j_endmap (g);
+    }
+  j_endmap (g);
+}
+
 void
 sbx_host_info_gen (void *yajl_gen_g, const sbx_host_info *hi)
 {
@@ -183,6 +206,7 @@ sbx_host_info_gen (void *yajl_gen_g, const sbx_host_info *hi)
     }
   else
     j_kstr (g, "network_config_error", hi->network_config_error);
+  gen_limits (g, hi);
   j_endmap (g);
 }
 
@@ -249,6 +273,10 @@ sbx_host_info_text (const sbx_host_info *hi)
     }
   else
     fprintf (f, "network_config_error: %s\n", or_dash (hi->network_config_error));
+  for (size_t i = 0; i < hi->nlimits; i++)
+    fprintf (f, "limits.%s: source=%s value=%lld runc_sandboxes=%lld runsc_sandboxes=%lld\n", hi->limits[i].name,
+             hi->limits[i].what, (long long) hi->limits[i].value, (long long) hi->limits[i].runc,
+             (long long) hi->limits[i].runsc);
   if (fclose (f) != 0)
     abort ();
   return buf;

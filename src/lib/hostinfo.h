@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 
+#include "hostlimits.h"
 #include "store.h"
 
 typedef struct sbx_host_runtime {
@@ -37,6 +38,9 @@ typedef struct sbx_host_info {
   const char *private_policy;
   char *expose_address;
   char *network_config_error;
+  /* The host's limits on idle sandboxes (hostlimits.h). */
+  sbx_host_limit limits[SBX_HOST_LIMITS_MAX];
+  size_t nlimits;
 } sbx_host_info;
 
 void sbx_host_info_probe (const sbx_store *st, sbx_host_info *ret);

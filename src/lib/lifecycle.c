@@ -581,15 +581,26 @@ sbx_teardown_wait_all (const sbx_store *st)
   ending_scan (st, SIZE_MAX);
 }
 
+static int
+cmp_str_ptr (const void *a, const void *b)
+{
+  return strcmp (*(char *const *) a, *(char *const *) b);
+}
+
+/* KNOWN: the sandboxes whose monitors lived a moment ago, sorted. A
+ * runtime whose state root holds only theirs has no orphan, and is not
+ * started to list them. */
 static void
 gc_orphan_containers (const sbx_store *st, char *const *known, sbx_gc_report *rep)
 {
   static const char *const names[] = { "runc", "runsc" };
+  size_t nknown = strv_len (known);
   for (size_t r = 0; r < ARRAY_SIZE (names); r++)
     {
       _cleanup_runtime_ sbx_runtime *rt = NULL;
       _cleanup_strv_ char **ids = NULL;
-      if (sbx_runtime_find (st, names[r], &rt, NULL) < 0 || sbx_runtime_list (rt, &ids, NULL) < 0)
+      if (sbx_runtime_find (st, names[r], &rt, NULL) < 0 || sbx_runtime_root_within (rt, known, nknown)
+          || sbx_runtime_list (rt, &ids, NULL) < 0)
         continue;
       for (size_t i = 0; ids[i]; i++)
         {
@@ -713,14 +724,14 @@ sbx_gc (const sbx_store *st, sbx_gc_report *ret, sbx_error **err)
     }
   /* Network leftovers: leases nobody holds (any store's), and what this
    * store's ended sandboxes left without one. */
-  _cleanup_strv_ char **dead = xmalloc0 (sizeof (char *));
+  _cleanup_strv_ char **dead = xmalloc0 (sizeof (char *)), **live = xmalloc0 (sizeof (char *));
   for (size_t i = 0; ids[i]; i++)
-    if (!sbx_sandbox_monitor_alive (st, ids[i]))
-      strv_push (&dead, ids[i]);
+    strv_push (sbx_sandbox_monitor_alive (st, ids[i]) ? &live : &dead, ids[i]);
+  qsort (live, strv_len (live), sizeof *live, cmp_str_ptr);
   int nn = sbx_net_gc (dead, NULL);
   rep.networks = nn > 0 ? nn : 0;
   sbx_net_gc_idle (NULL);
-  gc_orphan_containers (st, ids, &rep);
+  gc_orphan_containers (st, live, &rep);
   gc_orphan_cgroups (st, &rep);
   gc_leftovers (st);
   gc_layer_tmp (st);

@@ -10,6 +10,7 @@
 #include "proxy.h"
 #include "resolver.h"
 #include "cgroup.h"
+#include "cgroup-watch.h"
 #include "conf.h"
 #include "image.h"
 #include "lifecycle.h"
@@ -128,7 +129,12 @@ struct mon {
   int stderr_r, stderr_w; /* the runtime's and the init's stderr: a pipe into the log */
   int agent_end;          /* the init's end of the agent's socketpair, until the runtime has it */
   int go_w, ready_r;      /* the runtime's process before its exec (runtime_fork) */
+  /* The cgroup's limit events (cgroup-watch.h), which wake the loop to
+   * read the counters; no tick. next_sample: when they are read again
+   * without one (schedule_sample, monitor.c), RESAMPLES times more. */
+  sbx_cgroup_watch cg_watch;
   uint64_t next_sample;
+  int resamples;
   int64_t pids_peak, pids_host_limit;
   sbx_state end_state;
   const char *end_reason;

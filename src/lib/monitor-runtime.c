@@ -3,6 +3,7 @@
  * runsc is shown of the sandbox's memory. */
 #include "config.h"
 #include "monitor-internal.h"
+#include "netns.h"
 #include "volume.h"
 #include "secret.h"
 
@@ -31,7 +32,12 @@
 /* --- setup ------------------------------------------------------------- */
 
 /* The monitor's own mount namespace, where the sandbox's root is mounted
- * and the runtime runs: nothing of it shows on the host. */
+ * and the runtime runs: nothing of it shows on the host. The other
+ * sandboxes' network namespaces (one bind mount each under
+ * sbx_netns_dir) are dropped from it at once: every namespace the runtime
+ * makes from this one would copy them, a cost that grows with the number
+ * of sandboxes. Nothing here uses them by path (the runtime gets the
+ * monitor's fd), and the unlink at teardown still detaches the host's. */
 int
 mon_private_mount_ns (sbx_error **err)
 {
@@ -39,6 +45,8 @@ mon_private_mount_ns (sbx_error **err)
     return sbx_error_errno (err, errno, "unshare mount namespace");
   if (mount (NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
     return sbx_error_errno (err, errno, "make / private");
+  if (umount2 (sbx_netns_dir (), MNT_DETACH | UMOUNT_NOFOLLOW) < 0 && errno != EINVAL && errno != ENOENT)
+    return sbx_error_errno (err, errno, "unmount %s", sbx_netns_dir ());
   return 0;
 }
 

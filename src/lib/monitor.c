@@ -145,6 +145,14 @@ mon_to_agent (struct mon *m, uint16_t type, uint32_t chan, const void *p, size_t
 
 static void sample_limits (struct mon *m);
 
+/* Observe mode counts connections to private ranges in nftables, which
+ * notifies nobody: that count alone is read each second. */
+static bool
+observe_sampled (const struct mon *m)
+{
+  return m->conf && m->conf->observe && m->net;
+}
+
 void
 mon_save_state (struct mon *m)
 {
@@ -437,8 +445,10 @@ start_cmd (struct mon *m, sbx_error **err)
 /* --- limits ------------------------------------------------------------ */
 
 /* The cgroup's counters, kept at their highest: a runtime that ends the
- * container deletes its cgroup, so they are sampled while it lives (each
- * exec's end, every second, the init's exit) rather than at teardown. */
+ * container deletes its cgroup, so they are sampled while it lives (when
+ * the kernel reports an OOM kill or a refused fork, at the init's exit,
+ * at shutdown) rather than at teardown alone. No tick: an idle monitor
+ * sleeps. `status` reads them live. */
 static void
 sample_limits (struct mon *m)
 {
@@ -456,7 +466,63 @@ sample_limits (struct mon *m)
     }
   if (changed && !m->shutting_down)
     mon_save_state (m);
-  m->next_sample = now_ms_monotonic () + 1000;
+}
+
+/* When the loop reads the counters next with no event: each second in
+ * observe mode, 100 ms and 1 s after an event (v1 signals an OOM before
+ * its kill is counted), else never (UINT64_MAX). */
+static void
+schedule_sample (struct mon *m, bool event)
+{
+  uint64_t now = now_ms_monotonic ();
+  if (event)
+    m->resamples = 2;
+  else if (m->resamples > 0)
+    m->resamples--;
+  if (event)
+    m->next_sample = now + 100;
+  else if (m->resamples > 0 || observe_sampled (m))
+    m->next_sample = now + 1000;
+  else
+    m->next_sample = UINT64_MAX;
+}
+
+/* The kernel's word on the cgroup's limits (cgroup-watch.h): with none
+ * (an old kernel, a controller missing), OOM kills and refused forks are
+ * still counted at the init's exit and at teardown, and `status` reads
+ * them live. */
+static void
+watch_limits (struct mon *m)
+{
+  _cleanup_error_ sbx_error *err = NULL;
+  if (sbx_cgroup_watch_open (m->cgroup, &m->cg_watch, &err) < 0)
+    mon_log (m, "limit events not watched: %s", err->msg);
+  schedule_sample (m, false);
+}
+
+static size_t
+watch_pollfds (struct mon *m, struct pollfd *pf)
+{
+  for (size_t i = 0; i < m->cg_watch.n; i++)
+    pf[i] = (struct pollfd){ m->agent_gone ? -1 : m->cg_watch.fd[i], m->cg_watch.events[i], 0 };
+  return m->cg_watch.n;
+}
+
+static void
+watch_dispatch (struct mon *m, const struct pollfd *pf, size_t n)
+{
+  bool hit = false;
+  for (size_t i = 0; i < n; i++)
+    if (pf[i].revents)
+      {
+        sbx_cgroup_watch_ack (&m->cg_watch, i);
+        hit = true;
+      }
+  if (hit)
+    {
+      sample_limits (m);
+      schedule_sample (m, true);
+    }
 }
 
 /* --- the loop ---------------------------------------------------------- */
@@ -563,7 +629,9 @@ flush_clients (struct mon *m)
 static void
 run_loop (struct mon *m)
 {
-  struct pollfd *pf = xmalloc ((MAX_CLIENTS + 4 + RESOLVER_FDS_MAX + PROXY_FDS_MAX + RELAYS_MAX) * sizeof *pf);
+  struct pollfd *pf = xmalloc ((MAX_CLIENTS + 4 + RESOLVER_FDS_MAX + PROXY_FDS_MAX + RELAYS_MAX + SBX_CGROUP_WATCH_MAX)
+                               * sizeof *pf);
+  watch_limits (m);
   for (;;)
     {
       if (m->agent_gone && m->agent_gone_at == 0)
@@ -592,6 +660,8 @@ run_loop (struct mon *m)
       n += pn;
       size_t lbase = n, ln = mon_relay_pollfds (m, pf + n);
       n += ln;
+      size_t wbase = n, wn = watch_pollfds (m, pf + n);
+      n += wn;
       int r = poll (pf, n, m->agent_gone ? 10 : poll_timeout (m));
       if (r < 0 && errno != EINTR)
         break;
@@ -620,6 +690,7 @@ run_loop (struct mon *m)
             mon_accept_client (m);
           if (pf[3].revents)
             mon_drain_stderr (m);
+          watch_dispatch (m, pf + wbase, wn);
         }
       /* A proxied connection is activity (keep-warm). */
       if (m->proxy && sbx_proxy_last_activity_ms (m->proxy) > m->last_activity)
@@ -628,12 +699,17 @@ run_loop (struct mon *m)
       /* Sampled when the loop is idle, or when a busy loop is overdue: never
        * on the path of an exec's reply. */
       uint64_t now = now_ms_monotonic ();
-      if (!m->agent_gone && ((r == 0 && now >= m->next_sample) || now >= m->next_sample + 1000))
-        sample_limits (m);
+      if (!m->agent_gone && m->next_sample != UINT64_MAX
+          && ((r == 0 && now >= m->next_sample) || now >= m->next_sample + 1000))
+        {
+          sample_limits (m);
+          schedule_sample (m, false);
+        }
       check_timers (m);
       if (m->shutting_down && now_ms_monotonic () >= m->shutdown_deadline)
         break;
     }
+  sbx_cgroup_watch_close (&m->cg_watch);
   free (pf);
 }
 

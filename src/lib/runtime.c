@@ -147,6 +147,54 @@ sbx_runtime_destroy (const sbx_runtime *rt, const char *id, bool kill_first, sbx
   return 0;
 }
 
+static int
+cmp_id (const void *a, const void *b)
+{
+  return strcmp (*(char *const *) a, *(char *const *) b);
+}
+
+/* The container of a state root's entry NAME, into BUF; false if NAME is
+ * none sbx knows. */
+static bool
+root_entry_id (const sbx_runtime *rt, const char *name, char *buf, size_t len)
+{
+  size_t l = strlen (name);
+  if (strcmp (rt->name, "runsc") == 0)
+    {
+      const char *sep = strstr (name, "_sandbox:");
+      if (sep == NULL)
+        return false;
+      l = (size_t) (sep - name);
+      const char *tail = sep + strlen ("_sandbox:");
+      if (strncmp (tail, name, l) != 0 || (strcmp (tail + l, ".state") != 0 && strcmp (tail + l, ".lock") != 0))
+        return false;
+    }
+  if (l == 0 || l >= len)
+    return false;
+  memcpy (buf, name, l);
+  buf[l] = '\0';
+  return name_is_valid (buf);
+}
+
+bool
+sbx_runtime_root_within (const sbx_runtime *rt, char *const *ids, size_t n)
+{
+  _cleanup_closedir_ DIR *d = opendir (rt->state_root);
+  if (d == NULL)
+    return errno == ENOENT;
+  struct dirent *de;
+  while ((de = readdir (d)) != NULL)
+    {
+      char id[256];
+      const char *key = id;
+      if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0)
+        continue;
+      if (!root_entry_id (rt, de->d_name, id, sizeof id) || bsearch (&key, ids, n, sizeof *ids, cmp_id) == NULL)
+        return false;
+    }
+  return true;
+}
+
 int
 sbx_runtime_list (const sbx_runtime *rt, char ***ret_ids, sbx_error **err)
 {

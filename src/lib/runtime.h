@@ -47,5 +47,11 @@ int sbx_runtime_call (const sbx_runtime *rt, const char *verb, const char *const
 int sbx_runtime_destroy (const sbx_runtime *rt, const char *id, bool kill_first, sbx_error **err);
 /* Ids of the containers in this store's runtime state dir. */
 int sbx_runtime_list (const sbx_runtime *rt, char ***ret_ids, sbx_error **err);
+/* Whether every container in RT's state root is one of IDS (sorted with
+ * strcmp), read from the directory without starting the runtime (whose
+ * `list` costs ~100 ms and grows with the containers): runc's directory
+ * per container, runsc's ID_sandbox:ID.state and .lock files. Any other
+ * entry: false, and the caller asks the runtime. */
+bool sbx_runtime_root_within (const sbx_runtime *rt, char *const *ids, size_t n);
 
 #endif

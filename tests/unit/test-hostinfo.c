@@ -46,10 +46,11 @@ reference_text (const char *doc, size_t len)
                 {
                   yajl_val z = y->u.object.values[l];
                   fprintf (f, " %s=%s", y->u.object.keys[l],
-                           YAJL_IS_STRING (z)  ? z->u.string
-                           : YAJL_IS_TRUE (z)  ? "yes"
-                           : YAJL_IS_FALSE (z) ? "no"
-                                               : "-");
+                           YAJL_IS_STRING (z)    ? z->u.string
+                           : YAJL_IS_TRUE (z)    ? "yes"
+                           : YAJL_IS_FALSE (z)   ? "no"
+                           : YAJL_IS_INTEGER (z) ? z->u.number.r
+                                                 : "-");
                 }
               fprintf (f, "\n");
             }
