@@ -3,14 +3,17 @@
  * monitor's half, starting dockerd and waiting for it, is monitor-docker.c.
  *
  * Measured on this project's hosts (docs/design.md, "Docker inside"): under
- * runsc 2022-12-19 (ptrace platform) dockerd cannot make a container, so
- * --docker under runsc is refused before anything is made. Under runc it
- * needs CAP_SYS_ADMIN (mounts, namespaces), CAP_NET_ADMIN (its own
- * interfaces) and the namespace and mount calls the default seccomp profile
- * denies; it runs with vfs storage (overlay on the sandbox's overlay root
- * is refused by the kernel) and without its own bridge or iptables: nested
- * containers use the sandbox's network (`docker run --network host`), so
- * the sandbox's egress rules and `sbx expose` apply to them as they are. */
+ * runsc 2022-12-19 dockerd does not start (RUNSC_REASON), so --docker
+ * under runsc is refused before anything is made. Under runc it needs
+ * CAP_SYS_ADMIN (mounts, namespaces, sethostname), CAP_NET_ADMIN, the
+ * capabilities moby gives every container (runc cannot raise one above the
+ * bounding set: MKNOD, NET_RAW, AUDIT_WRITE), the device rules moby's runc
+ * writes, a writable cgroup mount, and the namespace and mount calls the
+ * default seccomp profile denies (sbx-init --docker). dockerd runs with vfs
+ * storage (no overlay on the sandbox's overlay root) and without a bridge
+ * or iptables of its own: nested containers use the sandbox's network
+ * (`docker run --network host`), so the sandbox's egress rules and `sbx
+ * expose` apply to them as they are. */
 #include "config.h"
 #include "docker.h"
 #include "secret.h"
@@ -64,8 +67,8 @@ sbx_docker_runc (const sbx_sandbox *sb, const char *runtime)
 }
 
 /* The device rules dockerd's runc writes for every container (moby's
- * default spec) that sbx's own list lacks: mknod of any node (CAP_MKNOD is
- * still not in the set: nothing can make one), /dev/console and
+ * default spec) that sbx's own list lacks: mknod of any node (reading or
+ * writing one stays refused but for the allowed devices), /dev/console and
  * /dev/net/tun (which the sandbox does not have). */
 void
 sbx_docker_gen_devices (yajl_gen g)

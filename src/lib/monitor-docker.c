@@ -20,7 +20,7 @@ log_dockerd_tail (struct mon *m, uint32_t chan)
   if (pr == NULL)
     return;
   _cleanup_free_ char *buf = xmalloc (pr->log.cap + 1);
-  char tail[2048];
+  char tail[4096];
   size_t tl = 0;
   uint64_t off = 0;
   uint8_t type;
@@ -36,10 +36,18 @@ log_dockerd_tail (struct mon *m, uint32_t chan)
       memcpy (tail + tl, buf + (size_t) n - k, k);
       tl += k;
     }
-  while (tl > 0 && tail[tl - 1] == '\n')
-    tl--;
-  if (tl > 0)
-    mon_log (m, "dockerd's last output:\n%.*s", (int) tl, tail);
+  /* Whole lines, one log line each: the first, cut, is dropped. */
+  char *p = memchr (tail, '\n', tl), *end = tail + tl;
+  p = p && tl == sizeof tail ? p + 1 : tail;
+  mon_log (m, "dockerd's last output:");
+  while (p < end)
+    {
+      char *nl = memchr (p, '\n', (size_t) (end - p));
+      size_t len = nl ? (size_t) (nl - p) : (size_t) (end - p);
+      if (len > 0)
+        mon_log (m, "dockerd: %.*s", (int) len, p);
+      p += len + 1;
+    }
 }
 
 int
