@@ -26,8 +26,10 @@ const char *const sbx_docker_extra_caps[] = { "CAP_SYS_ADMIN", "CAP_NET_ADMIN", 
                                               "CAP_NET_RAW",   "CAP_AUDIT_WRITE", NULL };
 
 /* What this runsc lacks, as measured (docs/design.md). */
-#define RUNSC_REASON                                                                                                 \
-  "this host's runsc (release 2022-12-19, ptrace platform) cannot run Docker inside: RUNSC_MEASURED; use --runtime " \
+#define RUNSC_REASON                                                                                         \
+  "this host's runsc (release 2022-12-19) cannot run Docker inside: its cgroupfs has no devices controller " \
+  "(dockerd: \"Devices cgroup isn't mounted\"), a mount propagation change fails with EINVAL (runc's "       \
+  "container setup) and there is no nftables netlink (iptables: \"Protocol not supported\"); use --runtime " \
   "runc where sbx.conf's docker_runtime allows it"
 
 int
