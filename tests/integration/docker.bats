@@ -1,8 +1,9 @@
 #!/usr/bin/env bats
 # Docker inside (--docker, sbx-create(1)): a with_docker image (debian:bookworm
 # by debootstrap, then docker.io by apt-get in the build sandbox: the
-# distribution's mirror, as debian.bats; built once per file, about three to
-# four minutes, and shared with the tests by hard links), dockerd started at
+# distribution's mirror, as debian.bats; built once per file by the first
+# test that needs it: debootstrap's minutes plus 66 MB of packages, then
+# shared with the tests by hard links), dockerd started at
 # creation under runc, a tiny image made here (busybox in a docker-save
 # archive: no registry) loaded with `docker load` and run, the nested
 # container on the sandbox's network (its egress refusals, sbx expose);
