@@ -273,6 +273,7 @@ complete -c sbx -n '__sbx_opts_for create' -l copy-in -x -a '(__fish_complete_di
 complete -c sbx -n '__sbx_opts_for create' -l secret -x -d 'Pass secret NAME as environment variable VAR (default NAME) of every command (repeatable; needs --allow-secrets)'
 complete -c sbx -n '__sbx_opts_for create' -l secret-file -x -d 'Pass secret NAME as the file /run/secrets/NAME, on a tmpfs (repeatable; needs --allow-secrets)'
 complete -c sbx -n '__sbx_opts_for create' -l allow-secrets -d 'Acknowledge that the sandbox\'s code can read the secrets it is given'
+complete -c sbx -n '__sbx_opts_for create' -l docker -d 'Start dockerd inside at creation (an image with Docker: a blueprint\'s with_docker; runc only as sbx.conf\'s docker_runtime allows)'
 complete -c sbx -n '__sbx_opts_for create' -l cwd -x -d 'Working directory for every command (absolute)'
 complete -c sbx -n '__sbx_opts_for create' -l run-cmd -d 'Start the image\'s cmd (entrypoint + cmd) as the initial command, in place of CMD'
 complete -c sbx -n '__sbx_opts_for create' -l exit-with-cmd -d 'End the sandbox when the initial command ends (reason exited, its exit code)'
@@ -301,6 +302,7 @@ complete -c sbx -n '__sbx_opts_for run' -l copy-in -x -a '(__fish_complete_direc
 complete -c sbx -n '__sbx_opts_for run' -l secret -x -d 'Pass secret NAME as environment variable VAR (default NAME) of every command (repeatable; needs --allow-secrets)'
 complete -c sbx -n '__sbx_opts_for run' -l secret-file -x -d 'Pass secret NAME as the file /run/secrets/NAME, on a tmpfs (repeatable; needs --allow-secrets)'
 complete -c sbx -n '__sbx_opts_for run' -l allow-secrets -d 'Acknowledge that the sandbox\'s code can read the secrets it is given'
+complete -c sbx -n '__sbx_opts_for run' -l docker -d 'Start dockerd inside at creation (an image with Docker: a blueprint\'s with_docker; runc only as sbx.conf\'s docker_runtime allows)'
 complete -c sbx -n '__sbx_opts_for run' -l cwd -x -d 'Working directory for every command (absolute)'
 complete -c sbx -n '__sbx_opts_for run' -l rm -d 'Remove the sandbox and its files afterwards'
 

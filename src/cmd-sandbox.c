@@ -58,6 +58,7 @@ enum {
   O_RUN_CMD,
   O_EXIT_WITH_CMD,
   O_ALLOW_DOMAIN,
+  O_DOCKER,
 };
 
 #define CREATE_OPTS                                                                                                      \
@@ -122,6 +123,9 @@ enum {
         "pass secret NAME as the file /run/secrets/NAME, on a tmpfs (repeatable; needs --allow-secrets)" },              \
       { "allow-secrets", O_ALLOW_SECRETS, no_argument, NULL,                                                             \
         "acknowledge that the sandbox's code can read the secrets it is given" },                                        \
+      { "docker", O_DOCKER, no_argument, NULL,                                                                           \
+        "start dockerd inside at creation (an image with Docker: a blueprint's with_docker; runc only as sbx.conf's "    \
+        "docker_runtime allows)" },                                                                                      \
   {                                                                                                                      \
     "cwd", O_CWD, required_argument, "DIR", "working directory for every command (absolute)"                             \
   }
@@ -291,6 +295,9 @@ create_opt (sbx_sandbox_opts *o, int key, const char *arg, sbx_error **err)
       return 1;
     case O_ALLOW_SECRETS:
       o->allow_secrets = true;
+      return 1;
+    case O_DOCKER:
+      o->docker = true;
       return 1;
     case 'e':
       if (!env_entry_is_valid (arg))

@@ -1710,10 +1710,16 @@ setup_signals (struct agent *a)
  * TSYNC: nothing else runs in this process yet. A sandbox never runs without
  * its filter: failing, init exits before HELLO and the start fails. */
 static void
-load_seccomp (void)
+load_seccomp (bool docker)
 {
   struct sock_fprog prog = { .len = (unsigned short) (sizeof sbx_seccomp_filter / sizeof sbx_seccomp_filter[0]),
                              .filter = (struct sock_filter *) sbx_seccomp_filter };
+  /* `--docker`, which only the spec of a runc sandbox made with --docker
+   * passes (spec.c): the profile that lets dockerd make containers. */
+  if (docker)
+    prog = (struct sock_fprog){ .len = (unsigned short) (sizeof sbx_seccomp_filter_docker
+                                                         / sizeof sbx_seccomp_filter_docker[0]),
+                                .filter = (struct sock_filter *) sbx_seccomp_filter_docker };
   if (prctl (PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || syscall (SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
     {
       char msg[160];
@@ -1748,7 +1754,7 @@ main (int argc, char **argv)
       return 2;
     }
 
-  load_seccomp ();
+  load_seccomp (argc == 2 && strcmp (argv[1], "--docker") == 0);
   prctl (PR_SET_DUMPABLE, 0, 0, 0, 0);
   signal (SIGPIPE, SIG_IGN);
   setup_limits (a);

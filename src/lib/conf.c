@@ -94,6 +94,7 @@ typedef enum conf_key {
   KEY_DOMAIN_TTL_GRACE,
   KEY_DOMAIN_TTL_MIN,
   KEY_DOMAIN_TTL_MAX,
+  KEY_DOCKER_RUNTIME,
   KEY__MAX
 } conf_key;
 
@@ -246,6 +247,20 @@ set_private_policy (parser *p, const char *key, const char *v, sbx_error **err)
       return perr (p, key, err, "expected `drop` or `observe`, not `%s`", q);
     }
   p->conf->observe = strcmp (v, "observe") == 0;
+  return 0;
+}
+
+/* docker_runtime: what --docker on runc gets (issue 21): log (allowed, with
+ * an audit record) or enforce (POLICY_REFUSED). */
+static int
+set_docker_runtime (parser *p, const char *key, const char *v, sbx_error **err)
+{
+  if (strcmp (v, "log") != 0 && strcmp (v, "enforce") != 0)
+    {
+      _cleanup_free_ char *q = printable_escaped (v, 64);
+      return perr (p, key, err, "expected `log` or `enforce`, not `%s`", q);
+    }
+  p->conf->docker_enforce = strcmp (v, "enforce") == 0;
   return 0;
 }
 
@@ -670,6 +685,7 @@ static const struct {
   [KEY_DOMAIN_TTL_GRACE] = { "domain_ttl_grace", set_domain_ttl_grace, false },
   [KEY_DOMAIN_TTL_MIN] = { "domain_ttl_min", set_domain_ttl_min, false },
   [KEY_DOMAIN_TTL_MAX] = { "domain_ttl_max", set_domain_ttl_max, false },
+  [KEY_DOCKER_RUNTIME] = { "docker_runtime", set_docker_runtime, false },
 };
 
 /* One line of N bytes (no newline, no NUL): `key = value`, a comment or blank. */

@@ -81,6 +81,7 @@ typedef struct sbx_conf {
   sbx_conf_open *open; /* operator-opened private destinations, in file order */
   size_t nopen;
   bool observe;                    /* private_policy = observe (default: drop) */
+  bool docker_enforce;             /* docker_runtime = enforce: --docker on runc refused (default: log) */
   char *expose_address;            /* address exposed ports listen on; default "127.0.0.1"; an IPv4 or IPv6 literal */
   char *expose_host;               /* host name printed in URLs; default: expose_address (IPv6 in brackets) */
   unsigned expose_head_timeout_ms; /* a new connection's first request head, within; default 10000 */

@@ -5,6 +5,7 @@
 #include "conf.h"
 #include "copyin.h"
 #include "disk.h"
+#include "docker.h"
 #include "hostmount.h"
 #include "net.h"
 #include "cgroup.h"
@@ -281,6 +282,8 @@ create_common (const sbx_store *st, sbx_sandbox_opts *opts, const sbx_image *ima
   if (sbx_runtime_find (st, opts->runtime, &rt, err) < 0)
     return -1;
   sbx_runtime_free (rt);
+  if (sbx_docker_check (opts, NULL, err) < 0)
+    return -1;
 
   _cleanup_sandbox_ sbx_sandbox *sb = xmalloc0 (sizeof *sb);
   sb->id = sbx_sandbox_new_id ();
@@ -303,7 +306,7 @@ create_common (const sbx_store *st, sbx_sandbox_opts *opts, const sbx_image *ima
   int made = make_record (st, sb, &lk, err);
   sbx_volumes_release (&vh);
   if (made < 0 || (sb->opts.disk > 0 && sbx_disk_make (st, sb->id, (uint64_t) sb->opts.disk, err) < 0)
-      || audit_secrets (st, sb, err) < 0)
+      || audit_secrets (st, sb, err) < 0 || sbx_docker_audit (st, sb, err) < 0)
     {
       discard (st, sb->id, sb->opts.name);
       return sbx_error_wrap (err, "create sandbox");

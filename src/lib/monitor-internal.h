@@ -244,6 +244,11 @@ int mon_listen_control (struct mon *m, sbx_error **err);
 
 /* monitor-proc.c */
 struct proc *mon_proc_by_chan (struct mon *m, uint32_t chan);
+/* monitor.c: reads the agent until CHAN's command started (or with ENDED,
+ * ended), within TIMEOUT_MS; its ERROR (127: NOT_FOUND) is the error. */
+int mon_wait_chan (struct mon *m, uint32_t chan, bool ended, const char *what, int timeout_ms, sbx_error **err);
+/* monitor-docker.c: --docker's dockerd, started and answering, or the error. */
+int mon_docker_start (struct mon *m, sbx_error **err);
 void mon_proc_new (struct mon *m, uint32_t chan, char *const *argv, bool detached, bool tty);
 struct proc *mon_proc_frame (struct mon *m, struct proc *p, const struct sbx_frame_hdr *h, const unsigned char *data);
 void mon_procs_json (yajl_gen g, const struct mon *m, enum proc_form form);

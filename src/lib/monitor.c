@@ -363,40 +363,42 @@ mon_drain_stderr (struct mon *m)
 /* Why the initial command did not start: the agent's ERROR (126: cannot
  * run, 127: not found, as for any exec). */
 static int
-cmd_start_error (struct mon *m, const struct sbx_frame_hdr *h, const unsigned char *p, sbx_error **err)
+cmd_start_error (const struct sbx_frame_hdr *h, const unsigned char *p, const char *what, sbx_error **err)
 {
   int32_t st = 125;
   if (h->len >= sizeof st)
     memcpy (&st, p, sizeof st);
   int ml = h->len > 8 ? (int) (h->len - 8) : 0;
   if (ml == 0)
-    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "`%s` could not start", m->sb->opts.cmd[0]);
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "%s could not start", what);
   return sbx_error_set (err, st == 127 ? SBX_E_NOT_FOUND : SBX_E_INVALID_ARGUMENT, 0, "%.*s", ml, (const char *) p + 8);
 }
 
-/* Reads the agent until CHAN's STARTED (its pid) or ERROR. The agent sends
- * STARTED before any output or EXIT of a channel, and frames are read one
- * at a time, so nothing after it is consumed here: the loop sees the rest. */
-static int
-wait_cmd_started (struct mon *m, uint32_t chan, sbx_error **err)
+/* Reads the agent until CHAN's STARTED (its pid) or ERROR, or with ENDED
+ * until its end, within TIMEOUT_MS. The agent sends STARTED before any
+ * output or EXIT of a channel, and frames are read one at a time, so nothing
+ * after it is consumed here: the loop sees the rest. WHAT names the command
+ * in errors. */
+int
+mon_wait_chan (struct mon *m, uint32_t chan, bool ended, const char *what, int timeout_ms, sbx_error **err)
 {
-  uint64_t until = now_ms_monotonic () + HELLO_TIMEOUT_MS;
+  uint64_t until = now_ms_monotonic () + (uint64_t) timeout_ms;
   for (;;)
     {
       struct proc *pr = mon_proc_by_chan (m, chan);
-      if (pr && pr->pid != 0)
+      if (pr && (ended ? pr->ended : pr->pid != 0))
         return 0;
       if (m->agent_gone || pr == NULL)
-        return sbx_error_set (err, SBX_E_INTERNAL, 0,
-                              "the sandbox's init went away before the initial command started");
+        return sbx_error_set (err, SBX_E_INTERNAL, 0, "the sandbox's init went away before %s %s", what,
+                              ended ? "ended" : "started");
       struct sbx_frame_hdr h;
       const unsigned char *p;
       int r = sbx_frame_read (m->agent_fd, &m->ard, &h, &p);
       if (r < 0)
         m->agent_gone = true;
-      else if (r == 1 && h.chan == chan && h.type == SBX_MSG_ERROR)
+      else if (r == 1 && h.chan == chan && h.type == SBX_MSG_ERROR && pr->pid == 0)
         {
-          int ret = cmd_start_error (m, &h, p, err);
+          int ret = cmd_start_error (&h, p, what, err);
           agent_frame (m, &h, p);
           return ret;
         }
@@ -406,8 +408,8 @@ wait_cmd_started (struct mon *m, uint32_t chan, sbx_error **err)
         continue;
       uint64_t now = now_ms_monotonic ();
       if (now >= until)
-        return sbx_error_set (err, SBX_E_TIMEOUT, 0, "the initial command did not start within %d s",
-                              HELLO_TIMEOUT_MS / 1000);
+        return sbx_error_set (err, SBX_E_TIMEOUT, 0, "%s did not %s within %d s", what, ended ? "end" : "start",
+                              timeout_ms / 1000);
       struct pollfd pf = { m->agent_fd, POLLIN | (m->aout.len ? POLLOUT : 0), 0 };
       poll (&pf, 1, 50);
       if (pf.revents & POLLOUT && mon_buf_flush (&m->aout, m->agent_fd) < 0)
@@ -431,7 +433,8 @@ start_cmd (struct mon *m, sbx_error **err)
     return 0;
   struct mon_exec x = { .argv = m->sb->opts.cmd, .flags = SBX_EXEC_F_DETACH };
   uint32_t chan;
-  if (mon_exec_start (m, &x, &chan, err) < 0 || wait_cmd_started (m, chan, err) < 0)
+  if (mon_exec_start (m, &x, &chan, err) < 0
+      || mon_wait_chan (m, chan, false, "the initial command", HELLO_TIMEOUT_MS, err) < 0)
     return sbx_error_wrap (err, "initial command");
   struct proc *pr = mon_proc_by_chan (m, chan);
   pr->initial = true;
@@ -872,6 +875,8 @@ setup (struct mon *m, sbx_error **err)
     mon_restore_procs (m);
   if (mon_expose_create_ports (m, err) < 0 || mon_listen_control (m, err) < 0)
     return -1;
+  if (mon_docker_start (m, err) < 0)
+    return sbx_error_wrap (err, "docker");
   return start_cmd (m, err);
 }
 

@@ -448,34 +448,96 @@ static const char *const runsc_names[] = { "pselect", NULL };
     NAMES (name), SCMP_ACT_ALLOW, true, { idx, op, v, v2 } \
   }
 
+/* The rules both profiles share after the allow-list: personality, socket,
+ * clone3. */
+#define COMMON_RULES                                                                                      \
+  /* personality: the query and the personas moby allows, nothing else. */                                \
+  ALLOW_IF ("personality", 0, SCMP_CMP_EQ, 0x0, 0),         /* PER_LINUX */                               \
+      ALLOW_IF ("personality", 0, SCMP_CMP_EQ, 0x8, 0),     /* PER_LINUX32 */                             \
+      ALLOW_IF ("personality", 0, SCMP_CMP_EQ, 0x20000, 0), /* UNAME26 */                                 \
+      ALLOW_IF ("personality", 0, SCMP_CMP_EQ, 0x20008, 0), /* | PER_LINUX32 */                           \
+      ALLOW_IF ("personality", 0, SCMP_CMP_EQ, 0xffffffff, 0),                                            \
+      /* query */ /* socket: every family below AF_ALG, and the others Linux has but                      \
+                   * AF_VSOCK. A family Linux adds later gets EPERM until it is listed. */                \
+      ALLOW_IF ("socket", 0, SCMP_CMP_LT, AF_ALG, 0), ALLOW_IF ("socket", 0, SCMP_CMP_EQ, AF_NFC, 0),     \
+      ALLOW_IF ("socket", 0, SCMP_CMP_EQ, AF_KCM, 0), ALLOW_IF ("socket", 0, SCMP_CMP_EQ, AF_QIPCRTR, 0), \
+      ALLOW_IF ("socket", 0, SCMP_CMP_EQ, AF_SMC, 0), ALLOW_IF ("socket", 0, SCMP_CMP_EQ, AF_XDP, 0),     \
+      ALLOW_IF ("socket", 0, SCMP_CMP_EQ, AF_MCTP, 0), CLONE3_RULE
+
+/* clone3 keeps its flags in memory a filter cannot read, so it must
+ * answer ENOSYS, on which libc falls back to clone. SCMP_ACT_ERRNO (ENOSYS)
+ * would say so plainly, but runsc 2022-12-19 ignores errnoRet and answers
+ * EPERM, on which glibc's pthread_create fails. SCMP_ACT_TRACE answers
+ * ENOSYS in both runtimes when no tracer listens, and none can: ptrace is
+ * denied inside, and outside only root could attach. */
+#define CLONE3_RULE                                         \
+  {                                                         \
+    NAMES ("clone3"), SCMP_ACT_TRACE (ENOSYS), false, { 0 } \
+  }
+
 static const sc_rule rules[] = {
   { allowed, SCMP_ACT_ALLOW, false, { 0 } },
-  /* personality: the query and the personas moby allows, nothing else. */
-  ALLOW_IF ("personality", 0, SCMP_CMP_EQ, 0x0, 0),        /* PER_LINUX */
-  ALLOW_IF ("personality", 0, SCMP_CMP_EQ, 0x8, 0),        /* PER_LINUX32 */
-  ALLOW_IF ("personality", 0, SCMP_CMP_EQ, 0x20000, 0),    /* UNAME26 */
-  ALLOW_IF ("personality", 0, SCMP_CMP_EQ, 0x20008, 0),    /* UNAME26 | PER_LINUX32 */
-  ALLOW_IF ("personality", 0, SCMP_CMP_EQ, 0xffffffff, 0), /* query */
   /* clone unless it asks for a namespace: the kernel reads the low 32 bits. */
   ALLOW_IF ("clone", 0, SCMP_CMP_MASKED_EQ, CLONE_NEW_FLAGS, 0),
-  /* socket: every family below AF_ALG, and the others Linux has but
-   * AF_VSOCK. A family Linux adds later gets EPERM until it is listed. */
-  ALLOW_IF ("socket", 0, SCMP_CMP_LT, AF_ALG, 0),
-  ALLOW_IF ("socket", 0, SCMP_CMP_EQ, AF_NFC, 0),
-  ALLOW_IF ("socket", 0, SCMP_CMP_EQ, AF_KCM, 0),
-  ALLOW_IF ("socket", 0, SCMP_CMP_EQ, AF_QIPCRTR, 0),
-  ALLOW_IF ("socket", 0, SCMP_CMP_EQ, AF_SMC, 0),
-  ALLOW_IF ("socket", 0, SCMP_CMP_EQ, AF_XDP, 0),
-  ALLOW_IF ("socket", 0, SCMP_CMP_EQ, AF_MCTP, 0),
-  /* clone3 keeps its flags in memory a filter cannot read, so it must
-   * answer ENOSYS, on which libc falls back to clone. SCMP_ACT_ERRNO (ENOSYS)
-   * would say so plainly, but runsc 2022-12-19 ignores errnoRet and answers
-   * EPERM, on which glibc's pthread_create fails. SCMP_ACT_TRACE answers
-   * ENOSYS in both runtimes when no tracer listens, and none can: ptrace is
-   * denied inside, and outside only root could attach. */
-  { NAMES ("clone3"), SCMP_ACT_TRACE (ENOSYS), false, { 0 } },
+  COMMON_RULES,
   { denied, SCMP_ACT_ERRNO (EPERM), false, { 0 } },
 };
+
+/* --docker (runc only, docker.c): what dockerd and the runc it drives need
+ * to make containers, and nothing else more. Namespaces but a user
+ * namespace (clone, unshare), setns, the classic mount calls and
+ * pivot_root are allowed; the keyring calls answer ENOSYS, on which runc
+ * goes on without a session keyring of its own (EPERM would fail it); the
+ * rest of `denied` stays denied. */
+static const char *const denied_docker[] = {
+  "socketcall",
+  "io_uring_setup",
+  "io_uring_enter",
+  "io_uring_register",
+  "userfaultfd",
+  "bpf",
+  "perf_event_open",
+  "kexec_load",
+  "kexec_file_load",
+  "init_module",
+  "finit_module",
+  "delete_module",
+  "fsopen",
+  "fsconfig",
+  "fsmount",
+  "fspick",
+  "move_mount",
+  "open_tree",
+  "mount_setattr",
+  "ptrace",
+  "process_vm_readv",
+  "process_vm_writev",
+  "open_by_handle_at",
+  NULL,
+};
+
+static const sc_rule docker_rules[] = {
+  { allowed, SCMP_ACT_ALLOW, false, { 0 } },
+  ALLOW_IF ("clone", 0, SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, 0),
+  ALLOW_IF ("unshare", 0, SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, 0),
+  { NAMES ("mount", "umount2", "pivot_root", "setns", "sethostname", "setdomainname"), SCMP_ACT_ALLOW, false, { 0 } },
+  { NAMES ("keyctl", "add_key", "request_key"), SCMP_ACT_TRACE (ENOSYS), false, { 0 } },
+  COMMON_RULES,
+  { denied_docker, SCMP_ACT_ERRNO (EPERM), false, { 0 } },
+};
+
+typedef struct sc_table {
+  const sc_rule *rules;
+  size_t n;
+} sc_table;
+
+static sc_table
+table_of (sbx_seccomp_kind kind)
+{
+  if (kind == SBX_SECCOMP_DOCKER)
+    return (sc_table){ docker_rules, ARRAY_SIZE (docker_rules) };
+  return (sc_table){ rules, ARRAY_SIZE (rules) };
+}
 
 static const struct {
   uint32_t scmp;
@@ -618,25 +680,25 @@ rules_compatible (const sc_rule *a, const sc_rule *b)
 }
 
 static int
-check_name_once (size_t rule, const char *const *name, sbx_error **err)
+check_name_once (sc_table t, size_t rule, const char *const *name, sbx_error **err)
 {
-  for (size_t k = rule; k < ARRAY_SIZE (rules); k++)
-    for (const char *const *n = k == rule ? name + 1 : rules[k].names; *n; n++)
-      if (strcmp (*n, *name) == 0 && !rules_compatible (&rules[rule], &rules[k]))
+  for (size_t k = rule; k < t.n; k++)
+    for (const char *const *n = k == rule ? name + 1 : t.rules[k].names; *n; n++)
+      if (strcmp (*n, *name) == 0 && !rules_compatible (&t.rules[rule], &t.rules[k]))
         return sbx_error_set (err, SBX_E_INTERNAL, 0, "`%s` is in conflicting rules", *name);
   return 0;
 }
 
 static int
-check_table (sbx_error **err)
+check_table (sc_table t, sbx_error **err)
 {
-  for (size_t i = 0; i < ARRAY_SIZE (rules); i++)
+  for (size_t i = 0; i < t.n; i++)
     {
       /* JSON integers are signed 64-bit. */
-      if (rules[i].cond.value > INT64_MAX || rules[i].cond.value_two > INT64_MAX)
+      if (t.rules[i].cond.value > INT64_MAX || t.rules[i].cond.value_two > INT64_MAX)
         return sbx_error_set (err, SBX_E_INTERNAL, 0, "argument value out of range");
-      for (const char *const *n = rules[i].names; *n; n++)
-        if (check_name_once (i, n, err) < 0)
+      for (const char *const *n = t.rules[i].names; *n; n++)
+        if (check_name_once (t, i, n, err) < 0)
           return -1;
     }
   return 0;
@@ -684,9 +746,10 @@ add_rule (scmp_filter_ctx ctx, const sc_rule *r, int *max_nr, sbx_error **err)
 /* The bad-architecture action is runc's (libseccomp's default, which runc
  * keeps), so that a test that loads the profile sees what a sandbox sees. */
 static int
-build_filter (scmp_filter_ctx *ret_ctx, int *ret_max_nr, sbx_error **err)
+build_filter (sbx_seccomp_kind kind, scmp_filter_ctx *ret_ctx, int *ret_max_nr, sbx_error **err)
 {
-  if (native_arch (NULL, err) < 0 || check_table (err) < 0)
+  sc_table t = table_of (kind);
+  if (native_arch (NULL, err) < 0 || check_table (t, err) < 0)
     return -1;
   _cleanup_seccomp_ scmp_filter_ctx ctx = seccomp_init (DEFAULT_ACTION);
   if (ctx == NULL)
@@ -697,8 +760,8 @@ build_filter (scmp_filter_ctx *ret_ctx, int *ret_max_nr, sbx_error **err)
   if (rc < 0)
     return sbx_error_set (err, SBX_E_INTERNAL, -rc, "seccomp filter attributes");
   int max_nr = 0;
-  for (size_t i = 0; i < ARRAY_SIZE (rules); i++)
-    if (add_rule (ctx, &rules[i], &max_nr, err) < 0)
+  for (size_t i = 0; i < t.n; i++)
+    if (add_rule (ctx, &t.rules[i], &max_nr, err) < 0)
       return -1;
   if (ret_max_nr)
     *ret_max_nr = max_nr;
@@ -709,9 +772,9 @@ build_filter (scmp_filter_ctx *ret_ctx, int *ret_max_nr, sbx_error **err)
 int
 sbx_seccomp_check (sbx_error **err)
 {
-  _cleanup_free_ unsigned char *prog = NULL;
+  _cleanup_free_ unsigned char *prog = NULL, *docker = NULL;
   size_t len = 0;
-  if (sbx_seccomp_export (&prog, &len, err) < 0)
+  if (sbx_seccomp_export (&prog, &len, err) < 0 || sbx_seccomp_export_kind (SBX_SECCOMP_DOCKER, &docker, &len, err) < 0)
     return sbx_error_wrap (err, "check seccomp profile");
   return 0;
 }
@@ -740,9 +803,15 @@ prelude (struct sock_filter *f, uint32_t arch, uint32_t max_nr)
 int
 sbx_seccomp_export (unsigned char **ret, size_t *ret_len, sbx_error **err)
 {
+  return sbx_seccomp_export_kind (SBX_SECCOMP_DEFAULT, ret, ret_len, err);
+}
+
+int
+sbx_seccomp_export_kind (sbx_seccomp_kind kind, unsigned char **ret, size_t *ret_len, sbx_error **err)
+{
   _cleanup_seccomp_ scmp_filter_ctx ctx = NULL;
   int max_nr = 0;
-  if (build_filter (&ctx, &max_nr, err) < 0)
+  if (build_filter (kind, &ctx, &max_nr, err) < 0)
     return -1;
   _cleanup_close_ int fd = memfd_create ("sbx-seccomp", MFD_CLOEXEC);
   if (fd < 0)

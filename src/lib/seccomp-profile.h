@@ -28,6 +28,12 @@ int sbx_seccomp_check (sbx_error **err);
  * libseccomp's program (bad architecture: kill the thread). */
 int sbx_seccomp_export (unsigned char **ret, size_t *ret_len, sbx_error **err);
 
+/* The profiles sbx-init can load: the default, and --docker's on runc
+ * (sbx-init --docker), which allows what dockerd needs to make containers
+ * (seccomp-profile.c, docker_rules). */
+typedef enum sbx_seccomp_kind { SBX_SECCOMP_DEFAULT, SBX_SECCOMP_DOCKER } sbx_seccomp_kind;
+int sbx_seccomp_export_kind (sbx_seccomp_kind kind, unsigned char **ret, size_t *ret_len, sbx_error **err);
+
 /* Loads that program into the calling process, which must have
  * no_new_privs or CAP_SYS_ADMIN. For tests: a sandbox gets it from sbx-init. */
 int sbx_seccomp_load (sbx_error **err);

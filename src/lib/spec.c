@@ -5,6 +5,7 @@
 #include "config.h"
 #include "spec.h"
 #include "cgroup.h"
+#include "docker.h"
 #include "json.h"
 #include "util.h"
 
@@ -43,13 +44,17 @@ static const char *const readonly_paths[] = {
 };
 
 static void
-gen_caps (yajl_gen g)
+gen_caps (yajl_gen g, const sbx_spec_params *p)
 {
   static const char *const sets[] = { "bounding", "effective", "permitted" };
+  _cleanup_strv_ char **caps = strv_dup ((char *const *) sbx_default_caps);
+  if (sbx_docker_runc (p->sb, p->runtime))
+    for (size_t i = 0; sbx_docker_extra_caps[i]; i++)
+      strv_push (&caps, sbx_docker_extra_caps[i]);
   j_str (g, "capabilities");
   j_map (g);
   for (size_t i = 0; i < ARRAY_SIZE (sets); i++)
-    j_kstrv (g, sets[i], (char *const *) sbx_default_caps);
+    j_kstrv (g, sets[i], caps);
   j_kstrv (g, "inheritable", NULL);
   j_kstrv (g, "ambient", NULL);
   j_endmap (g);
@@ -89,13 +94,15 @@ gen_process (yajl_gen g, const sbx_spec_params *p)
   j_str (g, "args");
   j_arr (g);
   j_str (g, SBX_INIT_IN_SANDBOX);
+  if (sbx_docker_runc (p->sb, p->runtime))
+    j_str (g, "--docker"); /* its seccomp profile */
   j_endarr (g);
   j_str (g, "env");
   j_arr (g);
   j_str (g, "PATH=" SBX_DEFAULT_PATH);
   j_endarr (g);
   j_kstr (g, "cwd", "/");
-  gen_caps (g);
+  gen_caps (g, p);
   j_str (g, "rlimits");
   j_arr (g);
   gen_rlimit (g, "RLIMIT_NOFILE", RLIMIT_NOFILE, 65536);
@@ -168,7 +175,7 @@ gen_mounts (yajl_gen g, const sbx_spec_params *p)
   static const char *const shm[] = { "nosuid", "noexec", "nodev", "mode=1777", "size=65536k", NULL };
   static const char *const mq[] = { "nosuid", "noexec", "nodev", NULL };
   static const char *const sys[] = { "nosuid", "noexec", "nodev", "ro", NULL };
-  static const char *const cg[] = { "nosuid", "noexec", "nodev", "relatime", "ro", NULL };
+  static const char *const cg[] = { "ro", "nosuid", "noexec", "nodev", "relatime", NULL };
   j_str (g, "mounts");
   j_arr (g);
   gen_mount (g, "/proc", "proc", "proc", proc);
@@ -177,7 +184,8 @@ gen_mounts (yajl_gen g, const sbx_spec_params *p)
   gen_mount (g, "/dev/shm", "tmpfs", "shm", shm);
   gen_mount (g, "/dev/mqueue", "mqueue", "mqueue", mq);
   gen_mount (g, "/sys", "sysfs", "sysfs", sys);
-  gen_mount (g, "/sys/fs/cgroup", "cgroup", "cgroup", cg);
+  /* dockerd's runc makes its containers' cgroups below the sandbox's own. */
+  gen_mount (g, "/sys/fs/cgroup", "cgroup", "cgroup", sbx_docker_runc (p->sb, p->runtime) ? cg + 1 : cg);
   if (strcmp (p->runtime, "runsc") == 0)
     {
       /* gVisor puts its own tmpfs over an empty /tmp unless /tmp is a
@@ -226,8 +234,8 @@ gen_masked (yajl_gen g)
   j_kstrv (g, "readonlyPaths", (char *const *) readonly_paths);
 }
 
-static void
-gen_device_rule (yajl_gen g, bool allow, const char *type, long major, long minor)
+void
+sbx_spec_gen_device_rule (yajl_gen g, bool allow, const char *type, long major, long minor, const char *access)
 {
   j_map (g);
   j_kbool (g, "allow", allow);
@@ -237,28 +245,38 @@ gen_device_rule (yajl_gen g, bool allow, const char *type, long major, long mino
     j_kint (g, "major", major);
   if (minor >= 0)
     j_kint (g, "minor", minor);
-  j_kstr (g, "access", "rwm");
+  j_kstr (g, "access", access);
   j_endmap (g);
 }
 
-/* Deny every device, then allow the standard ones. */
 static void
-gen_devices (yajl_gen g)
+gen_device_rule (yajl_gen g, bool allow, const char *type, long major, long minor)
+{
+  sbx_spec_gen_device_rule (g, allow, type, major, minor, "rwm");
+}
+
+/* Deny every device, then allow the standard ones (and, for --docker on
+ * runc, the rules dockerd's runc writes for its containers: a child cgroup
+ * gets no more than its parent). */
+static void
+gen_devices (yajl_gen g, const sbx_spec_params *p)
 {
   j_str (g, "devices");
   j_arr (g);
   gen_device_rule (g, false, NULL, -1, -1);
   for (size_t i = 0; i < sbx_std_devices_n; i++)
     gen_device_rule (g, true, "c", sbx_std_devices[i].major, sbx_std_devices[i].minor);
+  if (sbx_docker_runc (p->sb, p->runtime))
+    sbx_docker_gen_devices (g);
   j_endarr (g);
 }
 
 static void
-gen_resources (yajl_gen g)
+gen_resources (yajl_gen g, const sbx_spec_params *p)
 {
   j_str (g, "resources");
   j_map (g);
-  gen_devices (g);
+  gen_devices (g, p);
   /* The limits themselves are on sbx's own parent cgroup (cgroup.h); runsc
    * leaves cgroups to sbx (--ignore-cgroups, monitor.c). */
   j_endmap (g);
@@ -298,7 +316,7 @@ gen_linux (yajl_gen g, const sbx_spec_params *p)
       j_endmap (g);
     }
   gen_masked (g);
-  gen_resources (g);
+  gen_resources (g, p);
   j_kstr (g, "cgroupsPath", p->cgroup_path);
   j_endmap (g);
 }

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <yajl/yajl_gen.h>
 
 #include "error.h"
 #include "sandbox.h"
@@ -43,6 +44,9 @@ typedef struct sbx_spec_params {
 
 /* The default capability set: the container ecosystem's, nothing more. */
 extern const char *const sbx_default_caps[];
+
+/* One rule of linux.resources.devices (MAJOR, MINOR -1: any; TYPE NULL: all). */
+void sbx_spec_gen_device_rule (yajl_gen g, bool allow, const char *type, long major, long minor, const char *access);
 
 int sbx_spec_generate (const sbx_spec_params *p, char **ret_json, size_t *ret_len, sbx_error **err);
 int sbx_spec_write (const sbx_spec_params *p, const char *bundle_dir, sbx_error **err);

@@ -114,6 +114,26 @@ test_sizes (void)
     }
 }
 
+/* docker_runtime: log (the default) or enforce, nothing else. */
+static void
+test_docker_runtime (void)
+{
+  _cleanup_error_ sbx_error *err = NULL;
+  _cleanup_conf_ sbx_conf *c = parse ("", &err);
+  tap_ok (c && !c->docker_enforce, "docker_runtime defaults to log (%s)", errmsg (err));
+  sbx_conf_free (steal_pointer (&c));
+  c = parse ("docker_runtime = enforce\n", &err);
+  tap_ok (c && c->docker_enforce, "docker_runtime = enforce (%s)", errmsg (err));
+  sbx_conf_free (steal_pointer (&c));
+  c = parse ("docker_runtime = log\n", &err);
+  tap_ok (c && !c->docker_enforce, "docker_runtime = log (%s)", errmsg (err));
+  sbx_conf_free (steal_pointer (&c));
+  c = parse ("docker_runtime = allow\n", &err);
+  tap_ok (c == NULL && err && err->code == SBX_E_INVALID_ARGUMENT
+              && strstr (err->msg, "t.conf:1: docker_runtime: expected `log` or `enforce`, not `allow`"),
+          "docker_runtime = allow is refused (%s)", errmsg (err));
+}
+
 static bool
 strv_is (char *const *v, const char *const *want)
 {
@@ -875,6 +895,7 @@ main (void)
   unsetenv ("SBX_CONF");
   test_defaults ();
   test_sizes ();
+  test_docker_runtime ();
   test_every_key ();
   test_default_limits ();
   test_values ();
