@@ -72,6 +72,16 @@ probe_network (sbx_host_info *hi)
   hi->pool6 = xstrdup (conf->pool6.family ? b : "off");
   hi->private_policy = conf->observe ? "observe" : "drop";
   hi->expose_address = conf->expose_address ? xstrdup (conf->expose_address) : NULL;
+  hi->gpu_runtime = conf->gpu_runtime_runc ? "runc" : "runsc";
+}
+
+static void
+probe_gpus (sbx_host_info *hi)
+{
+  _cleanup_error_ sbx_error *e = NULL;
+  if (sbx_gpu_host_probe (&hi->gpu, &e) < 0)
+    hi->gpu_error = xstrdup (e->msg);
+  hi->runsc_nvproxy = hi->runtimes[0].available && sbx_gpu_runsc_nvproxy (hi->runtimes[0].path);
 }
 
 void
@@ -101,6 +111,7 @@ sbx_host_info_probe (const sbx_store *st, sbx_host_info *ret)
   if (ee)
     hi.egress_error = xstrdup (ee->msg);
   probe_network (&hi);
+  probe_gpus (&hi);
   *ret = hi;
 }
 
@@ -123,6 +134,8 @@ sbx_host_info_clear (sbx_host_info *hi)
   free (hi->pool6);
   free (hi->expose_address);
   free (hi->network_config_error);
+  sbx_gpu_host_clear (&hi->gpu);
+  free (hi->gpu_error);
   memset (hi, 0, sizeof *hi);
 }
 
@@ -183,6 +196,12 @@ sbx_host_info_gen (void *yajl_gen_g, const sbx_host_info *hi)
     }
   else
     j_kstr (g, "network_config_error", hi->network_config_error);
+  j_kbool (g, "runsc_nvproxy", hi->runsc_nvproxy);
+  j_kstr (g, "gpu_runtime", hi->gpu_runtime);
+  j_str (g, "gpus");
+  sbx_gpu_host_gen (g, &hi->gpu);
+  if (hi->gpu_error)
+    j_kstr (g, "gpu_error", hi->gpu_error);
   j_endmap (g);
 }
 
@@ -218,6 +237,27 @@ text_nested (FILE *f, const char *k, const char *v)
   fprintf (f, "network.%s:%s%s\n", k, v ? " " : "", v ? v : "");
 }
 
+/* gpus.passed: cdi|direct|-, then one gpus.N line per GPU. */
+static void
+text_gpus (FILE *f, const sbx_host_info *hi)
+{
+  const sbx_gpu_host *h = &hi->gpu;
+  fprintf (f, "gpus.passed: %s\n", h->ngpus == 0 ? "-" : h->cdi ? "cdi" : "direct");
+  for (size_t i = 0; i < h->nspecs; i++)
+    fprintf (f, "gpus.cdi_spec: %s\n", h->specs[i]->path);
+  for (size_t i = 0; i < h->ngpus; i++)
+    {
+      const sbx_gpu *d = &h->gpus[i];
+      char mem[32] = "-";
+      if (d->memory)
+        snprintf (mem, sizeof mem, "%lluMiB", (unsigned long long) (d->memory >> 20));
+      fprintf (f, "gpus.%u: model=%s uuid=%s memory=%s bus=%s\n", d->index, or_dash (d->model), or_dash (d->uuid), mem,
+               or_dash (d->bus));
+    }
+  if (hi->gpu_error)
+    fprintf (f, "gpu_error: %s\n", hi->gpu_error);
+}
+
 char *
 sbx_host_info_text (const sbx_host_info *hi)
 {
@@ -249,6 +289,8 @@ sbx_host_info_text (const sbx_host_info *hi)
     }
   else
     fprintf (f, "network_config_error: %s\n", or_dash (hi->network_config_error));
+  fprintf (f, "runsc_nvproxy: %s\ngpu_runtime: %s\n", yes_no (hi->runsc_nvproxy), or_dash (hi->gpu_runtime));
+  text_gpus (f, hi);
   if (fclose (f) != 0)
     abort ();
   return buf;

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 
+#include "gpu.h"
 #include "store.h"
 
 typedef struct sbx_host_runtime {
@@ -37,6 +38,12 @@ typedef struct sbx_host_info {
   const char *private_policy;
   char *expose_address;
   char *network_config_error;
+  /* GPUs (gpu.h): what discovery found, or why it failed; whether runsc
+   * has --nvproxy; sbx.conf's gpu_runtime. */
+  sbx_gpu_host gpu;
+  char *gpu_error;
+  bool runsc_nvproxy;
+  const char *gpu_runtime;
 } sbx_host_info;
 
 void sbx_host_info_probe (const sbx_store *st, sbx_host_info *ret);
