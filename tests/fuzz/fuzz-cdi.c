@@ -130,22 +130,22 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 /* The seed corpus: what nvidia-ctk writes, trimmed, as YAML and as JSON,
  * and the spec's corners (flow style, anchors, empty lists, nulls). */
 static const char *const seeds[] = {
-  "cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices:\n- name: \"0\"\n  containerEdits:\n    deviceNodes:\n    - "
-  "path: /dev/nvidia0\n- name: all\n  containerEdits:\n    deviceNodes:\n    - path: /dev/nvidia0\ncontainerEdits:\n"
-  "  env:\n  - NVIDIA_VISIBLE_DEVICES=void\n  deviceNodes:\n  - path: /dev/nvidiactl\n  - path: /dev/nvidia-uvm\n"
-  "  hooks:\n  - hookName: createContainer\n    path: /usr/bin/nvidia-ctk\n    args:\n    - nvidia-ctk\n    - hook\n"
-  "    - update-ldcache\n    - --folder\n    - /usr/lib/x86_64-linux-gnu\n  mounts:\n  - hostPath: "
-  "/usr/lib/x86_64-linux-gnu/libcuda.so.535.104.05\n    containerPath: "
-  "/usr/lib/x86_64-linux-gnu/libcuda.so.535.104.05\n    options:\n    - ro\n    - nosuid\n    - nodev\n    - bind\n",
-  "{\"cdiVersion\":\"0.6.0\",\"kind\":\"nvidia.com/gpu\",\"devices\":[{\"name\":\"GPU-0a1b\",\"containerEdits\":{"
-  "\"deviceNodes\":[{\"path\":\"/dev/nvidia1\",\"type\":\"c\",\"major\":195,\"minor\":1,\"fileMode\":438,\"uid\":0,"
-  "\"gid\":0,\"permissions\":\"rw\"}]}}],\"containerEdits\":{\"env\":[\"A=1\"],\"hooks\":[{\"hookName\":"
-  "\"createRuntime\",\"path\":\"/bin/true\",\"timeout\":3,\"env\":[\"B=2\"]}],\"additionalGIDs\":[]}}",
-  "cdiVersion: \"0.5.0\"\nkind: vendor.com/device\nannotations: {a: b}\ndevices: [{name: x, containerEdits: {env: "
-  "&e [\"K=V\"]}}, {name: y, annotations: {c: d}, containerEdits: {env: *e, mounts: [{hostPath: /a, "
-  "containerPath: /b, type: bind, options: [rbind, noexec]}]}}]\ncontainerEdits: ~\n",
-  "cdiVersion: 0.3.0\nkind: a.b/c\ndevices: []\ncontainerEdits:\n  deviceNodes: [{path: /dev/fuse, type: u, major: "
-  "10, minor: 229, fileMode: 0o666}]\n",
+  ("cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices:\n- name: \"0\"\n  containerEdits:\n    deviceNodes:\n    - "
+   "path: /dev/nvidia0\n- name: all\n  containerEdits:\n    deviceNodes:\n    - path: /dev/nvidia0\ncontainerEdits:\n"
+   "  env:\n  - NVIDIA_VISIBLE_DEVICES=void\n  deviceNodes:\n  - path: /dev/nvidiactl\n  - path: /dev/nvidia-uvm\n"
+   "  hooks:\n  - hookName: createContainer\n    path: /usr/bin/nvidia-ctk\n    args:\n    - nvidia-ctk\n    - hook\n"
+   "    - update-ldcache\n    - --folder\n    - /usr/lib/x86_64-linux-gnu\n  mounts:\n  - hostPath: "
+   "/usr/lib/x86_64-linux-gnu/libcuda.so.535.104.05\n    containerPath: "
+   "/usr/lib/x86_64-linux-gnu/libcuda.so.535.104.05\n    options:\n    - ro\n    - nosuid\n    - nodev\n    - bind\n"),
+  ("{\"cdiVersion\":\"0.6.0\",\"kind\":\"nvidia.com/gpu\",\"devices\":[{\"name\":\"GPU-0a1b\",\"containerEdits\":{"
+   "\"deviceNodes\":[{\"path\":\"/dev/nvidia1\",\"type\":\"c\",\"major\":195,\"minor\":1,\"fileMode\":438,\"uid\":0,"
+   "\"gid\":0,\"permissions\":\"rw\"}]}}],\"containerEdits\":{\"env\":[\"A=1\"],\"hooks\":[{\"hookName\":"
+   "\"createRuntime\",\"path\":\"/bin/true\",\"timeout\":3,\"env\":[\"B=2\"]}],\"additionalGIDs\":[]}}"),
+  ("cdiVersion: \"0.5.0\"\nkind: vendor.com/device\nannotations: {a: b}\ndevices: [{name: x, containerEdits: {env: "
+   "&e [\"K=V\"]}}, {name: y, annotations: {c: d}, containerEdits: {env: *e, mounts: [{hostPath: /a, "
+   "containerPath: /b, type: bind, options: [rbind, noexec]}]}}]\ncontainerEdits: ~\n"),
+  ("cdiVersion: 0.3.0\nkind: a.b/c\ndevices: []\ncontainerEdits:\n  deviceNodes: [{path: /dev/fuse, type: u, major: "
+   "10, minor: 229, fileMode: 0o666}]\n"),
 };
 
 static const char *const tokens[] = { ":",     " ",      "\n",    "-", "[", "]",  "{",  "}",  ",",  "\"",
