@@ -17,7 +17,7 @@ sbx=${SBX_BIN:-sbx}
 
 info=$("$sbx" info) || { echo "gpu-check: sbx info failed" >&2; exit 1; }
 printf '%s\n' "$info" | grep -E '^(gpus|gpu_|runsc_nvproxy)'
-if ! printf '%s\n' "$info" | grep -q '^gpus\.0:'; then
+if ! printf '%s\n' "$info" | grep -q '^gpus\.devices\.0:'; then
   echo "gpu-check: no GPU found on this host (see gpus.* above)" >&2
   exit 2
 fi

@@ -237,22 +237,27 @@ text_nested (FILE *f, const char *k, const char *v)
   fprintf (f, "network.%s:%s%s\n", k, v ? " " : "", v ? v : "");
 }
 
-/* gpus.passed: cdi|direct|-, then one gpus.N line per GPU. */
+/* gpus.passed (nothing when no GPU), gpus.cdi_specs (the paths), then one
+ * gpus.devices.I line per GPU, as the JSON view has them. */
 static void
 text_gpus (FILE *f, const sbx_host_info *hi)
 {
   const sbx_gpu_host *h = &hi->gpu;
-  fprintf (f, "gpus.passed: %s\n", h->ngpus == 0 ? "-" : h->cdi ? "cdi" : "direct");
+  const char *passed = h->ngpus == 0 ? NULL : h->cdi ? "cdi" : "direct";
+  fprintf (f, "gpus.passed:%s%s\ngpus.cdi_specs:", passed ? " " : "", passed ? passed : "");
   for (size_t i = 0; i < h->nspecs; i++)
-    fprintf (f, "gpus.cdi_spec: %s\n", h->specs[i]->path);
+    fprintf (f, " %s", h->specs[i]->path);
+  fputc ('\n', f);
+  if (h->ngpus == 0)
+    fprintf (f, "gpus.devices:\n");
   for (size_t i = 0; i < h->ngpus; i++)
     {
       const sbx_gpu *d = &h->gpus[i];
       char mem[32] = "-";
       if (d->memory)
-        snprintf (mem, sizeof mem, "%lluMiB", (unsigned long long) (d->memory >> 20));
-      fprintf (f, "gpus.%u: model=%s uuid=%s memory=%s bus=%s\n", d->index, or_dash (d->model), or_dash (d->uuid), mem,
-               or_dash (d->bus));
+        snprintf (mem, sizeof mem, "%llu", (unsigned long long) d->memory);
+      fprintf (f, "gpus.devices.%zu: index=%u model=%s uuid=%s memory=%s bus=%s\n", i, d->index, or_dash (d->model),
+               or_dash (d->uuid), mem, or_dash (d->bus));
     }
   if (hi->gpu_error)
     fprintf (f, "gpu_error: %s\n", hi->gpu_error);

@@ -219,8 +219,8 @@ expect_refused () {
   run --separate-stderr sbx info
   expect_status 0
   expect_contains "$output" "gpus.passed: direct"
-  expect_contains "$output" "gpus.0: model=NVIDIA RTX A4500 uuid=GPU-11111111-2222-3333-4444-555555555555 memory=20470MiB bus=0000:01:00.0"
-  expect_contains "$output" "gpus.1: model=NVIDIA A100-SXM4-80GB uuid=GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee memory=81920MiB"
+  expect_contains "$output" "gpus.devices.0: index=0 model=NVIDIA RTX A4500 uuid=GPU-11111111-2222-3333-4444-555555555555 memory=21464350720 bus=0000:01:00.0"
+  expect_contains "$output" "gpus.devices.1: index=1 model=NVIDIA A100-SXM4-80GB uuid=GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee memory=85899345920"
   expect_contains "$output" "runsc_nvproxy: no"
   expect_contains "$output" "gpu_runtime: runsc"
   cdi_yaml

@@ -319,7 +319,7 @@ test_conf (void)
 int
 main (void)
 {
-  tap_plan (9 + 22 + 2 + 13 + 3);
+  tap_plan (8 + 2 + 22 + 13 + 3);
   test_request ();
   test_cdi_parse ();
   test_cdi_refusals ();
