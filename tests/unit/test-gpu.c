@@ -6,6 +6,7 @@
 #include "config.h"
 #include "conf.h"
 #include "gpu.h"
+#include "runtime.h"
 #include "tap.h"
 #include "util.h"
 
@@ -316,10 +317,32 @@ test_conf (void)
   sbx_error_free (err);
 }
 
+/* runsc gets --nvproxy, a global flag, for a sandbox with GPUs only. */
+static void
+test_nvproxy_argv (void)
+{
+  sbx_runtime rt = { .name = (char *) "runsc", .path = (char *) "/usr/bin/runsc", .state_root = (char *) "/r" };
+  const char *args[] = { "sb-1", NULL };
+  char **plain = sbx_runtime_argv (&rt, "run", args);
+  rt.nvproxy = true;
+  char **gpu = sbx_runtime_argv (&rt, "run", args);
+  size_t n = strv_len (gpu), at = 0;
+  while (at < n && strcmp (gpu[at], "--nvproxy") != 0)
+    at++;
+  bool before_verb = at < n && at + 2 < n && strcmp (gpu[n - 2], "run") == 0;
+  bool none = true;
+  for (size_t i = 0; plain[i]; i++)
+    none = none && strcmp (plain[i], "--nvproxy") != 0;
+  tap_ok (before_verb && none, "runsc: --nvproxy before the verb for GPUs, never without");
+  strv_free (plain);
+  strv_free (gpu);
+}
+
 int
 main (void)
 {
-  tap_plan (8 + 2 + 22 + 13 + 3);
+  tap_plan (8 + 2 + 22 + 13 + 3 + 1);
+  test_nvproxy_argv ();
   test_request ();
   test_cdi_parse ();
   test_cdi_refusals ();
