@@ -15,8 +15,8 @@ _sbx_fs_verbs='read write upload download ls stat mkdir rm rmdir find replace wa
 # The options of command $1.
 _sbx_opts() {
 	case $1 in
-	create) echo '--image --pull --name --cpu --memory --pids --disk --runtime --block-network --allow --allow-domain --port --public --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --allow-secrets --docker --cwd --run-cmd --exit-with-cmd' ;;
-	run) echo '--image --pull --name --cpu --memory --pids --disk --runtime --block-network --allow --allow-domain --port --public --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --allow-secrets --docker --cwd --rm' ;;
+	create) echo '--image --pull --name --cpu --memory --pids --disk --runtime --gpu --block-network --allow --allow-domain --port --public --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --allow-secrets --docker --cwd --run-cmd --exit-with-cmd' ;;
+	run) echo '--image --pull --name --cpu --memory --pids --disk --runtime --gpu --block-network --allow --allow-domain --port --public --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --allow-secrets --docker --cwd --rm' ;;
 	exec) echo '-i --interactive -t --tty -d --detach -e --env --cwd --user --timeout' ;;
 	run-code) echo '-l --lang -e --env --cwd --timeout' ;;
 	ps) echo '-q --quiet' ;;
@@ -49,8 +49,8 @@ _sbx_opts() {
 # The options of command $1 that take a value.
 _sbx_opts_with_arg() {
 	case $1 in
-	create) echo '--image --pull --name --cpu --memory --pids --disk --runtime --allow --allow-domain --port --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --cwd' ;;
-	run) echo '--image --pull --name --cpu --memory --pids --disk --runtime --allow --allow-domain --port --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --cwd' ;;
+	create) echo '--image --pull --name --cpu --memory --pids --disk --runtime --gpu --allow --allow-domain --port --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --cwd' ;;
+	run) echo '--image --pull --name --cpu --memory --pids --disk --runtime --gpu --allow --allow-domain --port --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --cwd' ;;
 	exec) echo '-e --env --cwd --user --timeout' ;;
 	run-code) echo '-l --lang -e --env --cwd --timeout' ;;
 	proc) echo '--timeout -s --signal' ;;
@@ -95,6 +95,7 @@ _sbx_value() {
 	create:--image) _sbx_words "$(_sbx_images)" ;;
 	create:--pull) _sbx_words 'missing always never' ;;
 	create:--runtime) _sbx_words 'runsc runc' ;;
+	create:--gpu) _sbx_words 'all 1' ;;
 	create:--keep-warm) _sbx_words '-1 60 600 3600' ;;
 	create:--on-idle) _sbx_words 'terminate pause' ;;
 	create:--mount) _sbx_dirs ;;
@@ -102,6 +103,7 @@ _sbx_value() {
 	run:--image) _sbx_words "$(_sbx_images)" ;;
 	run:--pull) _sbx_words 'missing always never' ;;
 	run:--runtime) _sbx_words 'runsc runc' ;;
+	run:--gpu) _sbx_words 'all 1' ;;
 	run:--keep-warm) _sbx_words '-1 60 600 3600' ;;
 	run:--on-idle) _sbx_words 'terminate pause' ;;
 	run:--mount) _sbx_dirs ;;

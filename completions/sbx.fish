@@ -8,9 +8,9 @@
 function __sbx_opts_with_arg
     switch $argv[1]
         case create
-            printf '%s\n' --image --pull --name --cpu --memory --pids --disk --runtime --allow --allow-domain --port --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --cwd
+            printf '%s\n' --image --pull --name --cpu --memory --pids --disk --runtime --gpu --allow --allow-domain --port --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --cwd
         case run
-            printf '%s\n' --image --pull --name --cpu --memory --pids --disk --runtime --allow --allow-domain --port --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --cwd
+            printf '%s\n' --image --pull --name --cpu --memory --pids --disk --runtime --gpu --allow --allow-domain --port --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --cwd
         case exec
             printf '%s\n' -e --env --cwd --user --timeout
         case run-code
@@ -258,6 +258,7 @@ complete -c sbx -n '__sbx_opts_for create' -l memory -x -d 'Memory limit: MiB, o
 complete -c sbx -n '__sbx_opts_for create' -l pids -x -d 'Process limit (default 1024)'
 complete -c sbx -n '__sbx_opts_for create' -l disk -x -d 'Writable layer limit (default: sbx.conf\'s disk, 10Gi; 0: none)'
 complete -c sbx -n '__sbx_opts_for create' -l runtime -x -a 'runsc runc' -d 'Runsc (default) or runc'
+complete -c sbx -n '__sbx_opts_for create' -l gpu -x -a 'all 1' -d 'Pass GPUs: all, N (any N), INDEX,INDEX..., a UUID or TYPE[:N] (a model such as A100:2); runsc needs --nvproxy, else --runtime runc (sbx-create(1))'
 complete -c sbx -n '__sbx_opts_for create' -l block-network -d 'No network interface: loopback only, no DNS'
 complete -c sbx -n '__sbx_opts_for create' -l allow -x -d 'Reach only these destinations, plus DNS (repeatable; IPv4 or IPv6)'
 complete -c sbx -n '__sbx_opts_for create' -l allow-domain -x -d 'Reach only the addresses NAME (or *.NAME: any name under it) resolves to; other names are refused (repeatable)'
@@ -287,6 +288,7 @@ complete -c sbx -n '__sbx_opts_for run' -l memory -x -d 'Memory limit: MiB, or w
 complete -c sbx -n '__sbx_opts_for run' -l pids -x -d 'Process limit (default 1024)'
 complete -c sbx -n '__sbx_opts_for run' -l disk -x -d 'Writable layer limit (default: sbx.conf\'s disk, 10Gi; 0: none)'
 complete -c sbx -n '__sbx_opts_for run' -l runtime -x -a 'runsc runc' -d 'Runsc (default) or runc'
+complete -c sbx -n '__sbx_opts_for run' -l gpu -x -a 'all 1' -d 'Pass GPUs: all, N (any N), INDEX,INDEX..., a UUID or TYPE[:N] (a model such as A100:2); runsc needs --nvproxy, else --runtime runc (sbx-create(1))'
 complete -c sbx -n '__sbx_opts_for run' -l block-network -d 'No network interface: loopback only, no DNS'
 complete -c sbx -n '__sbx_opts_for run' -l allow -x -d 'Reach only these destinations, plus DNS (repeatable; IPv4 or IPv6)'
 complete -c sbx -n '__sbx_opts_for run' -l allow-domain -x -d 'Reach only the addresses NAME (or *.NAME: any name under it) resolves to; other names are refused (repeatable)'

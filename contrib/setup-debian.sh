@@ -14,7 +14,7 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -q
 apt-get install -y -q --no-install-recommends \
   ca-certificates build-essential autoconf automake pkg-config \
-  libseccomp-dev libcap-dev libarchive-dev libyajl-dev libnftnl-dev libmnl-dev \
+  libseccomp-dev libcap-dev libarchive-dev libyajl-dev libyaml-dev libnftnl-dev libmnl-dev \
   libcurl4-openssl-dev \
   busybox-static runc runsc nftables iproute2 procps \
   bats python3 python3-pip python3-pytest go-md2man \

@@ -10,6 +10,7 @@
 #include "disk.h"
 #include "hostmount.h"
 #include "domain.h"
+#include "gpu.h"
 #include "image.h"
 #include "json.h"
 #include "lifecycle.h"
@@ -59,6 +60,7 @@ enum {
   O_EXIT_WITH_CMD,
   O_ALLOW_DOMAIN,
   O_DOCKER,
+  O_GPU,
 };
 
 #define CREATE_OPTS                                                                                                      \
@@ -82,6 +84,13 @@ enum {
       { "pids", O_PIDS, required_argument, "N", "process limit (default 1024)" },                                        \
       { "disk", O_DISK, required_argument, "SIZE", "writable layer limit (default: sbx.conf's disk, 10Gi; 0: none)" },   \
       { "runtime", O_RUNTIME, required_argument, "RUNTIME", "runsc (default) or runc", "runsc runc" },                   \
+      { "gpu",                                                                                                           \
+        O_GPU,                                                                                                           \
+        required_argument,                                                                                               \
+        "GPUS",                                                                                                          \
+        "pass GPUs: all, N (any N), INDEX,INDEX..., a UUID or TYPE[:N] (a model such as A100:2); runsc needs "           \
+        "--nvproxy, else --runtime runc (sbx-create(1))",                                                                \
+        "all 1" },                                                                                                       \
       { "block-network", O_BLOCK_NET, no_argument, NULL, "no network interface: loopback only, no DNS" },                \
       { "allow", O_ALLOW, required_argument, "CIDR",                                                                     \
         "reach only these destinations, plus DNS (repeatable; IPv4 or IPv6)" },                                          \
@@ -183,6 +192,7 @@ opts_defaults (sbx_sandbox_opts *o)
 {
   memset (o, 0, sizeof *o);
   o->runtime = xstrdup ("runsc");
+  o->runtime_default = true;
   o->keep_warm = SBX_KEEP_WARM_DEFAULT;
   o->timeout = SBX_TIMEOUT_DEFAULT;
   o->pids = SBX_PIDS_DEFAULT;
@@ -239,6 +249,12 @@ create_opt (sbx_sandbox_opts *o, int key, const char *arg, sbx_error **err)
       return 1;
     case O_RUNTIME:
       set_str (&o->runtime, arg);
+      o->runtime_default = false;
+      return 1;
+    case O_GPU:
+      if (sbx_gpu_request_check (arg, err) < 0)
+        return -1;
+      set_str (&o->gpus, arg);
       return 1;
     case O_CWD:
       set_str (&o->cwd, arg);
@@ -696,6 +712,8 @@ print_status_human (const sbx_sandbox *sb, int64_t disk_used)
   if (sb->error)
     printf ("error:      %s\n", sb->error);
   printf ("image:      %s\nruntime:    %s\n", sb->image_id ? sb->image_id : "-", sb->opts.runtime);
+  for (size_t i = 0; sb->gpu_list && sb->gpu_list[i]; i++)
+    printf ("gpu:        %s (%s)\n", sb->gpu_list[i], sb->gpu_mode);
   print_cmd_human (sb);
   printf ("created:    %s\nstarted:    %s\nended:      %s\ndeadline:   %s\n", c, s, e, d);
   printf ("keep-warm:  %lld s\ntimeout:    %lld s\n", (long long) sb->opts.keep_warm, (long long) sb->opts.timeout);

@@ -284,7 +284,7 @@ const sbx_device sbx_std_devices[] = {
 const size_t sbx_std_devices_n = ARRAY_SIZE (sbx_std_devices);
 
 static int
-allow_std_devices (const char *dir, sbx_error **err)
+allow_std_devices (const char *dir, char *const *extra, sbx_error **err)
 {
   if (write_value (dir, "devices.deny", "a", false, err) < 0)
     return -1;
@@ -298,6 +298,9 @@ allow_std_devices (const char *dir, sbx_error **err)
       if (write_value (dir, "devices.allow", v, false, err) < 0)
         return -1;
     }
+  for (size_t i = 0; extra && extra[i]; i++)
+    if (write_value (dir, "devices.allow", extra[i], false, err) < 0)
+      return -1;
   return 0;
 }
 
@@ -384,7 +387,7 @@ create_v1 (const char *rel, const sbx_cgroup_limits *l, sbx_error **err)
         return -1;
       /* A new devices cgroup starts with its parent's list: REL's, set
        * first, is the leaf's too. */
-      if (strcmp (v1_ctrls[i], "devices") == 0 && allow_std_devices (dir, err) < 0)
+      if (strcmp (v1_ctrls[i], "devices") == 0 && allow_std_devices (dir, l->extra_devices, err) < 0)
         return -1;
       _cleanup_free_ char *leaf = xasprintf ("%s/ctr", dir);
       if (l->leaf && make_dir (leaf, err) < 0)

@@ -25,11 +25,12 @@ typedef struct sbx_cgroup_stats {
 /* 1 or 2. */
 int sbx_cgroup_version (void);
 typedef struct sbx_cgroup_limits {
-  uint64_t memory; /* bytes, 0 = none */
-  int64_t pids;    /* 0 = none */
-  double cpu;      /* cores, 0 = none */
-  bool devices;    /* v1: the standard devices only, at REL itself */
-  bool leaf;       /* make REL/ctr too, for sbx_cgroup_join */
+  uint64_t memory;      /* bytes, 0 = none */
+  int64_t pids;         /* 0 = none */
+  double cpu;           /* cores, 0 = none */
+  bool devices;         /* v1: the standard devices only, at REL itself */
+  char **extra_devices; /* with devices: also these devices.allow lines ("c 195:0 rwm"; a GPU's) */
+  bool leaf;            /* make REL/ctr too, for sbx_cgroup_join */
 } sbx_cgroup_limits;
 
 /* The devices a sandbox may use: character devices MAJOR:MINOR (MINOR -1:

@@ -95,6 +95,7 @@ typedef enum conf_key {
   KEY_DOMAIN_TTL_MIN,
   KEY_DOMAIN_TTL_MAX,
   KEY_DOCKER_RUNTIME,
+  KEY_GPU_RUNTIME,
   KEY__MAX
 } conf_key;
 
@@ -655,6 +656,20 @@ set_domain_ttl_max (parser *p, const char *key, const char *v, sbx_error **err)
   return domain_seconds (p, key, v, 1, &p->conf->domain_ttl_max, err);
 }
 
+/* gpu_runtime = runsc | runc (gpu.h): where a GPU sandbox that names no
+ * runtime runs. */
+static int
+set_gpu_runtime (parser *p, const char *key, const char *v, sbx_error **err)
+{
+  if (strcmp (v, "runsc") != 0 && strcmp (v, "runc") != 0)
+    {
+      _cleanup_free_ char *q = printable_escaped (v, 64);
+      return perr (p, key, err, "expected `runsc` or `runc`, not `%s`", q);
+    }
+  p->conf->gpu_runtime_runc = strcmp (v, "runc") == 0;
+  return 0;
+}
+
 typedef int (*key_setter) (parser *p, const char *key, const char *value, sbx_error **err);
 
 static const struct {
@@ -686,6 +701,7 @@ static const struct {
   [KEY_DOMAIN_TTL_MIN] = { "domain_ttl_min", set_domain_ttl_min, false },
   [KEY_DOMAIN_TTL_MAX] = { "domain_ttl_max", set_domain_ttl_max, false },
   [KEY_DOCKER_RUNTIME] = { "docker_runtime", set_docker_runtime, false },
+  [KEY_GPU_RUNTIME] = { "gpu_runtime", set_gpu_runtime, false },
 };
 
 /* One line of N bytes (no newline, no NUL): `key = value`, a comment or blank. */

@@ -102,6 +102,9 @@ typedef struct sbx_conf {
    * itself and what is below it; deny wins. NULL: none. */
   char **mount_deny;
   char **mount_allow;
+  /* gpu_runtime = runc: a GPU sandbox that names no runtime runs under
+   * runc (default runsc, which needs --nvproxy; gpu.h). */
+  bool gpu_runtime_runc;
 } sbx_conf;
 
 /* The entry for registry HOST, or NULL. */

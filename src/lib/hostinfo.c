@@ -74,6 +74,16 @@ probe_network (sbx_host_info *hi)
   hi->pool6 = xstrdup (conf->pool6.family ? b : "off");
   hi->private_policy = conf->observe ? "observe" : "drop";
   hi->expose_address = conf->expose_address ? xstrdup (conf->expose_address) : NULL;
+  hi->gpu_runtime = conf->gpu_runtime_runc ? "runc" : "runsc";
+}
+
+static void
+probe_gpus (sbx_host_info *hi)
+{
+  _cleanup_error_ sbx_error *e = NULL;
+  if (sbx_gpu_host_probe (&hi->gpu, &e) < 0)
+    hi->gpu_error = xstrdup (e->msg);
+  hi->runsc_nvproxy = hi->runtimes[0].available && sbx_gpu_runsc_nvproxy (hi->runtimes[0].path);
 }
 
 void
@@ -103,6 +113,7 @@ sbx_host_info_probe (const sbx_store *st, sbx_host_info *ret)
   if (ee)
     hi.egress_error = xstrdup (ee->msg);
   probe_network (&hi);
+  probe_gpus (&hi);
   *ret = hi;
 }
 
@@ -125,6 +136,8 @@ sbx_host_info_clear (sbx_host_info *hi)
   free (hi->pool6);
   free (hi->expose_address);
   free (hi->network_config_error);
+  sbx_gpu_host_clear (&hi->gpu);
+  free (hi->gpu_error);
   memset (hi, 0, sizeof *hi);
 }
 
@@ -207,6 +220,12 @@ sbx_host_info_gen (void *yajl_gen_g, const sbx_host_info *hi)
   else
     j_kstr (g, "network_config_error", hi->network_config_error);
   gen_limits (g, hi);
+  j_kbool (g, "runsc_nvproxy", hi->runsc_nvproxy);
+  j_kstr (g, "gpu_runtime", hi->gpu_runtime);
+  j_str (g, "gpus");
+  sbx_gpu_host_gen (g, &hi->gpu);
+  if (hi->gpu_error)
+    j_kstr (g, "gpu_error", hi->gpu_error);
   j_endmap (g);
 }
 
@@ -240,6 +259,32 @@ static void
 text_nested (FILE *f, const char *k, const char *v)
 {
   fprintf (f, "network.%s:%s%s\n", k, v ? " " : "", v ? v : "");
+}
+
+/* gpus.passed (nothing when no GPU), gpus.cdi_specs (the paths), then one
+ * gpus.devices.I line per GPU, as the JSON view has them. */
+static void
+text_gpus (FILE *f, const sbx_host_info *hi)
+{
+  const sbx_gpu_host *h = &hi->gpu;
+  const char *passed = h->ngpus == 0 ? NULL : h->cdi ? "cdi" : "direct";
+  fprintf (f, "gpus.passed:%s%s\ngpus.cdi_specs:", passed ? " " : "", passed ? passed : "");
+  for (size_t i = 0; i < h->nspecs; i++)
+    fprintf (f, " %s", h->specs[i]->path);
+  fputc ('\n', f);
+  if (h->ngpus == 0)
+    fprintf (f, "gpus.devices:\n");
+  for (size_t i = 0; i < h->ngpus; i++)
+    {
+      const sbx_gpu *d = &h->gpus[i];
+      char mem[32] = "-";
+      if (d->memory)
+        snprintf (mem, sizeof mem, "%llu", (unsigned long long) d->memory);
+      fprintf (f, "gpus.devices.%zu: index=%u model=%s uuid=%s memory=%s bus=%s\n", i, d->index, or_dash (d->model),
+               or_dash (d->uuid), mem, or_dash (d->bus));
+    }
+  if (hi->gpu_error)
+    fprintf (f, "gpu_error: %s\n", hi->gpu_error);
 }
 
 char *
@@ -277,6 +322,8 @@ sbx_host_info_text (const sbx_host_info *hi)
     fprintf (f, "limits.%s: source=%s value=%lld runc_sandboxes=%lld runsc_sandboxes=%lld\n", hi->limits[i].name,
              hi->limits[i].what, (long long) hi->limits[i].value, (long long) hi->limits[i].runc,
              (long long) hi->limits[i].runsc);
+  fprintf (f, "runsc_nvproxy: %s\ngpu_runtime: %s\n", yes_no (hi->runsc_nvproxy), or_dash (hi->gpu_runtime));
+  text_gpus (f, hi);
   if (fclose (f) != 0)
     abort ();
   return buf;

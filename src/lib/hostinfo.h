@@ -9,6 +9,7 @@
 #include <stdbool.h>
 
 #include "hostlimits.h"
+#include "gpu.h"
 #include "store.h"
 
 typedef struct sbx_host_runtime {
@@ -41,6 +42,12 @@ typedef struct sbx_host_info {
   /* The host's limits on idle sandboxes (hostlimits.h). */
   sbx_host_limit limits[SBX_HOST_LIMITS_MAX];
   size_t nlimits;
+  /* GPUs (gpu.h): what discovery found, or why it failed; whether runsc
+   * has --nvproxy; sbx.conf's gpu_runtime. */
+  sbx_gpu_host gpu;
+  char *gpu_error;
+  bool runsc_nvproxy;
+  const char *gpu_runtime;
 } sbx_host_info;
 
 void sbx_host_info_probe (const sbx_store *st, sbx_host_info *ret);

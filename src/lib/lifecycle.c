@@ -15,6 +15,7 @@
 #include "layer.h"
 #include "monitor.h"
 #include "runtime.h"
+#include "gpu.h"
 #include "client.h"
 #include "secret.h"
 #include "util.h"
@@ -96,6 +97,8 @@ sbx_sandbox_opts_validate (const sbx_sandbox_opts *o, sbx_error **err)
   if (o->cwd && o->cwd[0] != '/')
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "the working directory `%s` is not an absolute path", o->cwd);
   if (sbx_lifetimes_validate (o->keep_warm, o->timeout, err) < 0)
+    return -1;
+  if (o->gpus && sbx_gpu_request_check (o->gpus, err) < 0)
     return -1;
   if (o->priority < 0 || o->priority > 9)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "priority %lld is not between 0 and 9",
@@ -278,6 +281,10 @@ create_common (const sbx_store *st, sbx_sandbox_opts *opts, const sbx_image *ima
    * (which reads the values at its setup). */
   if (sbx_secret_opts_check (st, opts, err) < 0)
     return -1;
+  /* The runtime rule for GPUs may name runc (sbx.conf's gpu_runtime). */
+  _cleanup_gpu_got_ sbx_gpu_got gpus = { NULL };
+  if (sbx_gpu_assign (st, opts, &gpus, err) < 0)
+    return -1;
   sbx_runtime *rt = NULL;
   if (sbx_runtime_find (st, opts->runtime, &rt, err) < 0)
     return -1;
@@ -292,6 +299,9 @@ create_common (const sbx_store *st, sbx_sandbox_opts *opts, const sbx_image *ima
   sb->opts = *opts;
   memset (opts, 0, sizeof *opts);
   fill_from_image (sb, img);
+  sb->gpu_mode = steal_pointer (&gpus.mode);
+  sb->gpu_list = steal_pointer (&gpus.list);
+  sb->gpu_env = steal_pointer (&gpus.env);
   sb->restore_from = restore_from ? xstrdup (restore_from) : NULL;
   sb->chan_base = chan_base;
   _cleanup_close_ int lk = -1;

@@ -141,11 +141,12 @@ mon_client_free (struct mon *m, size_t i)
   m->clients[i] = m->clients[--m->nclients];
 }
 
-/* Merges image env, sandbox env, then the exec's own; later keys win. */
+/* Merges image env, the GPUs' (their CDI spec's), sandbox env, then the
+ * exec's own; later keys win. */
 static char **
 merge_env (const sbx_sandbox *sb, char **extra)
 {
-  char **layers[] = { sb->image_env, sb->opts.env, extra };
+  char **layers[] = { sb->image_env, sb->gpu_env, sb->opts.env, extra };
   char **out = xmalloc0 (sizeof (char *));
   for (size_t l = 0; l < ARRAY_SIZE (layers); l++)
     for (size_t i = 0; layers[l] && layers[l][i]; i++)

@@ -123,12 +123,13 @@ struct mon {
   int runtime_status;
   uint64_t agent_gone_at;
   int lock_fd;
-  int root_fd;            /* O_PATH of the merged root, handed to `sbx fs` calls */
-  const char *workdir;    /* a command's cwd when it names none (choose_workdir, monitor.c) */
-  int cgroup_hold;        /* shared lock on the parent cgroup, until the runtime has made ours */
-  int stderr_r, stderr_w; /* the runtime's and the init's stderr: a pipe into the log */
-  int agent_end;          /* the init's end of the agent's socketpair, until the runtime has it */
-  int go_w, ready_r;      /* the runtime's process before its exec (runtime_fork) */
+  int root_fd;               /* O_PATH of the merged root, handed to `sbx fs` calls */
+  struct sbx_cdi_edits *gpu; /* the GPUs' edits (gpu.h), NULL: none */
+  const char *workdir;       /* a command's cwd when it names none (choose_workdir, monitor.c) */
+  int cgroup_hold;           /* shared lock on the parent cgroup, until the runtime has made ours */
+  int stderr_r, stderr_w;    /* the runtime's and the init's stderr: a pipe into the log */
+  int agent_end;             /* the init's end of the agent's socketpair, until the runtime has it */
+  int go_w, ready_r;         /* the runtime's process before its exec (runtime_fork) */
   /* The cgroup's limit events (cgroup-watch.h), which wake the loop to
    * read the counters; no tick. next_sample: when they are read again
    * without one (schedule_sample, monitor.c), RESAMPLES times more. */

@@ -4,6 +4,7 @@
 #include "config.h"
 #include "monitor-internal.h"
 #include "netns.h"
+#include "gpu.h"
 #include "volume.h"
 #include "secret.h"
 
@@ -463,6 +464,20 @@ mon_prepare_runtime (struct mon *m, sbx_error **err)
    * ms): a memory limit, the default one included, costs a cold start
    * nothing. */
   m->rt->own_cgroups = runsc;
+  /* The GPUs (gpu.h), resolved once for the cgroup's devices (runsc's
+   * nvproxy opens them from the host) and the spec. */
+  _cleanup_strv_ char **gpu_devices = NULL;
+  if (m->sb->gpu_mode && m->gpu == NULL)
+    {
+      m->gpu = xmalloc0 (sizeof *m->gpu);
+      if (sbx_gpu_sandbox_edits (m->sb, m->gpu, err) < 0)
+        return sbx_error_wrap (err, "GPUs");
+    }
+  if (m->gpu)
+    {
+      gpu_devices = sbx_gpu_device_rules (m->gpu);
+      m->rt->nvproxy = runsc;
+    }
   if (runsc && m->sb->opts.memory > 0 && show_runsc_memory (m, m->sb->opts.memory, err) < 0)
     return sbx_error_wrap (err, "gVisor's memory");
   /* runsc's CPU limit waits for the sandbox's init (mon_wait_hello): gVisor's
@@ -472,6 +487,7 @@ mon_prepare_runtime (struct mon *m, sbx_error **err)
                             .cpu = runsc ? 0 : m->sb->opts.cpu,
                             .pids = runsc ? pids * 8 + 1024 : pids,
                             .devices = runsc,
+                            .extra_devices = gpu_devices,
                             .leaf = m->rt->own_cgroups };
   m->pids_host_limit = lim.pids;
   m->cgroup_hold = sbx_store_cgroup_hold (m->st, err);

@@ -19,6 +19,7 @@
 #include "config.h"
 #include "monitor-internal.h"
 #include "monitor.h"
+#include "gpu.h"
 #include "caps.h"
 #include "copyin.h"
 #include "disk.h"
@@ -851,7 +852,8 @@ setup (struct mon *m, sbx_error **err)
                          .netns_path = netns,
                          .resolv_conf = resolv,
                          .binds = m->binds,
-                         .nbinds = m->nbinds };
+                         .nbinds = m->nbinds,
+                         .gpu = m->gpu };
   if (sbx_spec_write (&sp, bundle, err) < 0)
     return sbx_error_wrap (err, "write bundle");
   mon_log (m, "root mounted, bundle written: starting %s", m->rt->name);
@@ -970,6 +972,10 @@ teardown (struct mon *m)
   sbx_spec_binds_free (m->binds, m->nbinds);
   m->binds = NULL;
   m->nbinds = 0;
+  if (m->gpu)
+    sbx_cdi_edits_clear (m->gpu);
+  free (m->gpu);
+  m->gpu = NULL;
   if (unbound)
     rm_rf (m->run_dir, NULL);
   else

@@ -113,6 +113,8 @@ sbx_runtime_argv (const sbx_runtime *rt, const char *verb, const char *const *ar
       strv_push (&v, "--platform=ptrace");
       if (rt->own_cgroups)
         strv_push (&v, "--ignore-cgroups");
+      if (rt->nvproxy)
+        strv_push (&v, "--nvproxy");
     }
   strv_push (&v, verb);
   for (size_t i = 0; args && args[i]; i++)

@@ -18,6 +18,7 @@ typedef struct sbx_runtime {
   char *state_root;
   bool host_network; /* runsc: --network=host, run inside the netns sbx made */
   bool own_cgroups;  /* runsc: --ignore-cgroups, sbx places its processes */
+  bool nvproxy;      /* runsc: --nvproxy, for a sandbox with GPUs (gpu.h) */
 } sbx_runtime;
 
 void sbx_runtime_free (sbx_runtime *rt);

@@ -116,6 +116,9 @@ sbx_sandbox_free (sbx_sandbox *sb)
   free (sb->net_gateway4);
   free (sb->net_gateway6);
   strv_free (sb->urls);
+  free (sb->gpu_mode);
+  strv_free (sb->gpu_list);
+  strv_free (sb->gpu_env);
   free (sb);
 }
 
@@ -237,6 +240,15 @@ gen_record (yajl_gen g, const sbx_sandbox *sb, bool full)
   j_kstrv (g, "urls", sb->urls);
   j_kint (g, "private_connections_seen", sb->net_private_seen);
   j_endmap (g);
+  if (sb->gpu_mode)
+    {
+      j_str (g, "gpus");
+      j_map (g);
+      j_kstr (g, "passed", sb->gpu_mode);
+      j_kstrv (g, "devices", sb->gpu_list);
+      j_kstrv (g, "env", sb->gpu_env);
+      j_endmap (g);
+    }
   if (full)
     {
       j_kint (g, "monitor_pid", sb->monitor_pid);
@@ -374,6 +386,12 @@ parse_record (yajl_val v, sbx_sandbox *sb, sbx_error **err)
           || dup_str (net, "gateway6", &sb->net_gateway6, err) < 0
           || j_get_strv (net, "urls", false, &sb->urls, err) < 0
           || j_get_int (net, "private_connections_seen", false, &sb->net_private_seen, err) < 0))
+    return -1;
+  yajl_val gpus = j_get (v, "gpus");
+  if (gpus && YAJL_IS_OBJECT (gpus)
+      && (dup_str (gpus, "passed", &sb->gpu_mode, err) < 0
+          || j_get_strv (gpus, "devices", false, &sb->gpu_list, err) < 0
+          || j_get_strv (gpus, "env", false, &sb->gpu_env, err) < 0))
     return -1;
   return sbx_sandbox_opts_parse (j_get (v, "options"), &sb->opts, err);
 }

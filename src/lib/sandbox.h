@@ -40,9 +40,10 @@ typedef enum sbx_state {
 typedef struct sbx_sandbox_opts {
   char *name;
   char *image_ref;
-  char *runtime;   /* "runsc" or "runc" */
-  double cpu;      /* cores, 0 = unlimited */
-  uint64_t memory; /* bytes, 0 = unlimited */
+  char *runtime;        /* "runsc" or "runc" */
+  bool runtime_default; /* not named at create (not saved): sbx.conf's gpu_runtime may set it */
+  double cpu;           /* cores, 0 = unlimited */
+  uint64_t memory;      /* bytes, 0 = unlimited */
   /* The value is sbx.conf's default_cpu / default_memory: not given at
    * create. Set on the way in, it asks create for the default. */
   bool cpu_default, memory_default;
@@ -115,6 +116,10 @@ typedef struct sbx_sandbox {
   char **urls;              /* "PORT URL" of each exposed port */
   int64_t net_private_seen; /* connections to private ranges counted in observe mode */
   int64_t disk_used;        /* not saved: filled by whoever reads it (sbx_disk_used), -1 = not known */
+  /* The GPUs it got at create (gpu.h's sbx_gpu_got); gpu_mode NULL: none. */
+  char *gpu_mode;
+  char **gpu_list;
+  char **gpu_env;
 } sbx_sandbox;
 
 const char *sbx_state_name (sbx_state s);

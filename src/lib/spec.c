@@ -6,6 +6,7 @@
 #include "spec.h"
 #include "cgroup.h"
 #include "docker.h"
+#include "gpu.h"
 #include "json.h"
 #include "util.h"
 
@@ -166,6 +167,26 @@ gen_binds (yajl_gen g, const sbx_spec_params *p)
     gen_mount (g, p->binds[i].destination, "bind", p->binds[i].source, p->binds[i].readonly ? ro : rw);
 }
 
+/* A CDI spec's mounts: read-only, nosuid, nodev whatever the spec says
+ * (cdi.c refuses rw, suid and dev); recursive only when it asks. */
+static void
+gen_gpu_mounts (yajl_gen g, const sbx_spec_params *p)
+{
+  for (size_t i = 0; p->gpu && i < p->gpu->nmounts; i++)
+    {
+      const sbx_cdi_mount *m = &p->gpu->mounts[i];
+      const char *opts[6] = { "bind", "ro", "nosuid", "nodev", NULL, NULL };
+      for (size_t k = 0; m->options && m->options[k]; k++)
+        {
+          if (strcmp (m->options[k], "rbind") == 0)
+            opts[0] = "rbind";
+          if (strcmp (m->options[k], "noexec") == 0)
+            opts[4] = "noexec";
+        }
+      gen_mount (g, m->container_path, "bind", m->host_path, opts);
+    }
+}
+
 static void
 gen_mounts (yajl_gen g, const sbx_spec_params *p)
 {
@@ -213,6 +234,7 @@ gen_mounts (yajl_gen g, const sbx_spec_params *p)
       gen_mount (g, "/etc/resolv.conf", "bind", p->resolv_conf, ro);
     }
   gen_binds (g, p);
+  gen_gpu_mounts (g, p);
   j_endarr (g);
 }
 
@@ -249,26 +271,93 @@ sbx_spec_gen_device_rule (yajl_gen g, bool allow, const char *type, long major, 
   j_endmap (g);
 }
 
-static void
-gen_device_rule (yajl_gen g, bool allow, const char *type, long major, long minor)
-{
-  sbx_spec_gen_device_rule (g, allow, type, major, minor, "rwm");
-}
-
-/* Deny every device, then allow the standard ones (and, for --docker on
- * runc, the rules dockerd's runc writes for its containers: a child cgroup
- * gets no more than its parent). */
+/* Deny every device, then allow the standard ones, the GPUs' nodes and,
+ * for --docker on runc, the rules dockerd's runc writes for its
+ * containers (a child cgroup gets no more than its parent). */
 static void
 gen_devices (yajl_gen g, const sbx_spec_params *p)
 {
   j_str (g, "devices");
   j_arr (g);
-  gen_device_rule (g, false, NULL, -1, -1);
+  sbx_spec_gen_device_rule (g, false, NULL, -1, -1, "rwm");
   for (size_t i = 0; i < sbx_std_devices_n; i++)
-    gen_device_rule (g, true, "c", sbx_std_devices[i].major, sbx_std_devices[i].minor);
+    sbx_spec_gen_device_rule (g, true, "c", sbx_std_devices[i].major, sbx_std_devices[i].minor, "rwm");
+  for (size_t i = 0; p->gpu && i < p->gpu->nnodes; i++)
+    {
+      const sbx_cdi_node *n = &p->gpu->nodes[i];
+      const char type[2] = { n->type, '\0' };
+      sbx_spec_gen_device_rule (g, true, type, (long) n->major, (long) n->minor,
+                                n->permissions ? n->permissions : "rwm");
+    }
   if (sbx_docker_runc (p->sb, p->runtime))
     sbx_docker_gen_devices (g);
   j_endarr (g);
+}
+
+/* The GPUs' device nodes, which the runtime makes in the sandbox's /dev
+ * (sbx_gpu_edits resolved each from the host's node). */
+static void
+gen_gpu_nodes (yajl_gen g, const sbx_spec_params *p)
+{
+  if (p->gpu == NULL || p->gpu->nnodes == 0)
+    return;
+  j_str (g, "devices");
+  j_arr (g);
+  for (size_t i = 0; i < p->gpu->nnodes; i++)
+    {
+      const sbx_cdi_node *n = &p->gpu->nodes[i];
+      const char type[2] = { n->type, '\0' };
+      j_map (g);
+      j_kstr (g, "path", n->path);
+      j_kstr (g, "type", type);
+      j_kint (g, "major", n->major);
+      j_kint (g, "minor", n->minor);
+      j_kint (g, "fileMode", n->file_mode);
+      j_kint (g, "uid", n->uid >= 0 ? n->uid : 0);
+      j_kint (g, "gid", n->gid >= 0 ? n->gid : 0);
+      j_endmap (g);
+    }
+  j_endarr (g);
+}
+
+/* The CDI spec's hooks, each in its OCI list; runc runs them. */
+static void
+gen_hooks (yajl_gen g, const sbx_spec_params *p)
+{
+  static const char *const names[] = { "prestart",       "createRuntime", "createContainer",
+                                       "startContainer", "poststart",     "poststop" };
+  if (p->gpu == NULL || p->gpu->nhooks == 0)
+    return;
+  j_str (g, "hooks");
+  j_map (g);
+  for (size_t k = 0; k < ARRAY_SIZE (names); k++)
+    {
+      bool any = false;
+      for (size_t i = 0; i < p->gpu->nhooks; i++)
+        {
+          const sbx_cdi_hook *h = &p->gpu->hooks[i];
+          if (strcmp (h->hook_name, names[k]) != 0)
+            continue;
+          if (!any)
+            {
+              j_str (g, names[k]);
+              j_arr (g);
+            }
+          any = true;
+          j_map (g);
+          j_kstr (g, "path", h->path);
+          if (h->args)
+            j_kstrv (g, "args", h->args);
+          if (h->env)
+            j_kstrv (g, "env", h->env);
+          if (h->timeout > 0)
+            j_kint (g, "timeout", h->timeout);
+          j_endmap (g);
+        }
+      if (any)
+        j_endarr (g);
+    }
+  j_endmap (g);
 }
 
 static void
@@ -316,6 +405,7 @@ gen_linux (yajl_gen g, const sbx_spec_params *p)
       j_endmap (g);
     }
   gen_masked (g);
+  gen_gpu_nodes (g, p);
   gen_resources (g, p);
   j_kstr (g, "cgroupsPath", p->cgroup_path);
   j_endmap (g);
@@ -335,6 +425,7 @@ sbx_spec_generate (const sbx_spec_params *p, char **ret_json, size_t *ret_len, s
   j_endmap (g);
   j_kstr (g, "hostname", p->sb->id);
   gen_mounts (g, p);
+  gen_hooks (g, p);
   gen_linux (g, p);
   j_endmap (g);
   *ret_json = j_take (g, ret_len);

@@ -40,6 +40,7 @@ typedef struct sbx_spec_params {
   const char *resolv_conf;    /* bound read-only on /etc/resolv.conf; NULL: the image's */
   const sbx_spec_bind *binds; /* extra bind mounts, in order, after sbx's own */
   size_t nbinds;
+  const struct sbx_cdi_edits *gpu; /* the GPUs' device nodes, mounts and hooks (gpu.h); NULL: none */
 } sbx_spec_params;
 
 /* The default capability set: the container ecosystem's, nothing more. */

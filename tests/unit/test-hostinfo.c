@@ -39,7 +39,29 @@ reference_text (const char *doc, size_t len)
           for (size_t j = 0; j < x->u.object.len; j++)
             {
               yajl_val y = x->u.object.values[j];
+              /* A list of objects: one line each, KEY.SUB.I; of strings:
+               * one line, the strings after the colon. */
+              if (YAJL_IS_ARRAY (y) && y->u.array.len && YAJL_IS_OBJECT (y->u.array.values[0]))
+                {
+                  for (size_t l = 0; l < y->u.array.len; l++)
+                    {
+                      yajl_val o = y->u.array.values[l];
+                      fprintf (f, "%s.%s.%zu:", k, x->u.object.keys[j], l);
+                      for (size_t m = 0; m < o->u.object.len; m++)
+                        {
+                          yajl_val z = o->u.object.values[m];
+                          fprintf (f, " %s=%s", o->u.object.keys[m],
+                                   YAJL_IS_STRING (z)    ? z->u.string
+                                   : YAJL_IS_INTEGER (z) ? z->u.number.r
+                                                         : "-");
+                        }
+                      fprintf (f, "\n");
+                    }
+                  continue;
+                }
               fprintf (f, "%s.%s:", k, x->u.object.keys[j]);
+              for (size_t l = 0; YAJL_IS_ARRAY (y) && l < y->u.array.len; l++)
+                fprintf (f, " %s", YAJL_IS_STRING (y->u.array.values[l]) ? y->u.array.values[l]->u.string : "-");
               if (YAJL_IS_STRING (y))
                 fprintf (f, " %s", y->u.string);
               for (size_t l = 0; YAJL_IS_OBJECT (y) && l < y->u.object.len; l++)
@@ -113,7 +135,7 @@ full (void)
 int
 main (void)
 {
-  tap_plan (7);
+  tap_plan (8);
 
   sbx_host_info hi = full ();
   check ("everything found", &hi);
@@ -149,6 +171,28 @@ main (void)
   hi.private_policy = NULL;
   hi.network_config_error = xstrdup ("/etc/sbx/sbx.conf:1: pool4: invalid CIDR `bogus`");
   check ("sbx.conf unreadable", &hi);
+  sbx_host_info_clear (&hi);
+
+  /* GPUs: two, one of them with what is not known; a CDI spec; an error. */
+  hi = full ();
+  hi.runsc_nvproxy = true;
+  hi.gpu_runtime = "runc";
+  hi.gpu.ngpus = 2;
+  hi.gpu.gpus = xmalloc0 (2 * sizeof *hi.gpu.gpus);
+  hi.gpu.gpus[0] = (sbx_gpu){ .index = 0,
+                              .bus = xstrdup ("0000:01:00.0"),
+                              .model = xstrdup ("NVIDIA H200"),
+                              .uuid = xstrdup ("GPU-0a1b"),
+                              .memory = 150754820096ULL,
+                              .minor = 0 };
+  hi.gpu.gpus[1] = (sbx_gpu){ .index = 1, .minor = -1 };
+  hi.gpu.cdi = true;
+  hi.gpu.nspecs = 1;
+  hi.gpu.specs = xmalloc0 (sizeof *hi.gpu.specs);
+  hi.gpu.specs[0] = xmalloc0 (sizeof (sbx_cdi_spec));
+  hi.gpu.specs[0]->path = xstrdup ("/etc/cdi/nvidia.yaml");
+  hi.gpu_error = xstrdup ("CDI spec /var/run/cdi/x.yaml: spec.foo: unknown key");
+  check ("GPUs", &hi);
   sbx_host_info_clear (&hi);
 
   hi = full ();

@@ -5,6 +5,7 @@
  * profile is not in it (sbx-init loads it as BPF). No root needed. */
 #include "config.h"
 #include "cgroup.h"
+#include "gpu.h"
 #include "json.h"
 #include "spec.h"
 #include "util.h"
@@ -204,7 +205,7 @@ test_common (const char *rt, yajl_val doc)
 int
 main (void)
 {
-  tap_plan (2 * 13 + 15);
+  tap_plan (2 * 13 + 15 + 4);
 
   sbx_sandbox sb = { .id = (char *) "sb-0123456789ab" };
   yajl_val runsc = spec_for (&sb, "runsc", NULL, NULL);
@@ -285,6 +286,61 @@ main (void)
               && has_string (at (b1, "options", NULL), "rw") && !has_string (at (b1, "options", NULL), "ro"),
           "an extra bind: type bind, not recursive, nosuid, nodev, ro or rw as asked");
   yajl_tree_free (bdoc);
+
+  /* GPUs (gpu.h): the nodes, an allow rule each after the deny-all, the
+   * mounts read-only whatever the CDI spec said, the hooks in their lists. */
+  sbx_cdi_node nodes[] = {
+    { .path = (char *) "/dev/nvidia0", .type = 'c', .major = 195, .minor = 0, .file_mode = 0666, .uid = -1, .gid = -1 },
+    { .path = (char *) "/dev/nvidia-uvm",
+      .type = 'c',
+      .major = 510,
+      .minor = 0,
+      .file_mode = 0600,
+      .uid = 0,
+      .gid = 44,
+      .permissions = (char *) "rw" }
+  };
+  char *mopts[] = { (char *) "rbind", (char *) "noexec", NULL };
+  sbx_cdi_mount mounts[] = { { .host_path = (char *) "/usr/lib/libcuda.so.1",
+                               .container_path = (char *) "/usr/lib/libcuda.so.1",
+                               .options = mopts } };
+  char *hargs[] = { (char *) "nvidia-ctk", (char *) "hook", NULL };
+  sbx_cdi_hook hooks[] = {
+    { .hook_name = (char *) "createContainer", .path = (char *) "/usr/bin/nvidia-ctk", .args = hargs, .timeout = 5 },
+    { .hook_name = (char *) "poststart", .path = (char *) "/bin/true", .timeout = -1 }
+  };
+  sbx_cdi_edits gpu = { .nodes = nodes, .nnodes = 2, .mounts = mounts, .nmounts = 1, .hooks = hooks, .nhooks = 2 };
+  sbx_spec_params gp = { .sb = &sb, .rootfs = "/r", .cgroup_path = "/c", .runtime = "runc", .gpu = &gpu };
+  _cleanup_free_ char *gjson = NULL;
+  size_t glen;
+  yajl_val gdoc = sbx_spec_generate (&gp, &gjson, &glen, NULL) == 0 ? yajl_tree_parse (gjson, ebuf, sizeof ebuf) : NULL;
+  yajl_val devs = gdoc ? at (gdoc, "linux", "devices", NULL) : NULL;
+  tap_ok (devs && YAJL_IS_ARRAY (devs) && devs->u.array.len == 2
+              && strcmp (str_of (at (devs->u.array.values[0], "path", NULL)), "/dev/nvidia0") == 0
+              && YAJL_GET_INTEGER (at (devs->u.array.values[0], "major", NULL)) == 195
+              && YAJL_GET_INTEGER (at (devs->u.array.values[0], "fileMode", NULL)) == 0666
+              && YAJL_GET_INTEGER (at (devs->u.array.values[1], "gid", NULL)) == 44,
+          "GPUs: linux.devices has the nodes, with their numbers, modes and owners");
+  yajl_val rules = gdoc ? at (gdoc, "linux", "resources", "devices", NULL) : NULL;
+  size_t nr = rules && YAJL_IS_ARRAY (rules) ? rules->u.array.len : 0;
+  tap_ok (nr == 1 + sbx_std_devices_n + 2 && YAJL_IS_FALSE (at (rules->u.array.values[0], "allow", NULL))
+              && YAJL_IS_TRUE (at (rules->u.array.values[nr - 2], "allow", NULL))
+              && YAJL_GET_INTEGER (at (rules->u.array.values[nr - 2], "major", NULL)) == 195
+              && strcmp (str_of (at (rules->u.array.values[nr - 1], "access", NULL)), "rw") == 0,
+          "GPUs: an allow rule per node after the deny-all, with the spec's permissions");
+  yajl_val gm = gdoc ? mount_at (gdoc, "/usr/lib/libcuda.so.1") : NULL;
+  tap_ok (gm && has_string (at (gm, "options", NULL), "rbind") && has_string (at (gm, "options", NULL), "ro")
+              && has_string (at (gm, "options", NULL), "nosuid") && has_string (at (gm, "options", NULL), "nodev")
+              && has_string (at (gm, "options", NULL), "noexec"),
+          "GPUs: a CDI mount is read-only, nosuid, nodev, recursive and noexec as asked");
+  yajl_val cc = gdoc ? at (gdoc, "hooks", "createContainer", NULL) : NULL;
+  yajl_val ps = gdoc ? at (gdoc, "hooks", "poststart", NULL) : NULL;
+  tap_ok (cc && YAJL_IS_ARRAY (cc) && cc->u.array.len == 1
+              && strcmp (str_of (at (cc->u.array.values[0], "path", NULL)), "/usr/bin/nvidia-ctk") == 0
+              && YAJL_GET_INTEGER (at (cc->u.array.values[0], "timeout", NULL)) == 5 && ps && YAJL_IS_ARRAY (ps)
+              && at (ps->u.array.values[0], "timeout", NULL) == NULL && at (gdoc, "hooks", "prestart", NULL) == NULL,
+          "GPUs: each hook in its OCI list, a timeout only when given");
+  yajl_tree_free (gdoc);
 
   /* sbx_spec_write: the bundle's config.json, private, the same document. */
   char tmpl[] = "/tmp/sbx-test-spec-XXXXXX";
