@@ -30,7 +30,7 @@ _sbx_opts() {
 	restore) echo '-n --count' ;;
 	snapshots) echo '-q --quiet' ;;
 	net) echo '--block --allow --allow-domain --open' ;;
-	update) echo '--cpu --memory --pids --keep-warm --timeout' ;;
+	update) echo '--cpu --memory --pids --keep-warm --timeout --priority' ;;
 	stats) echo '--namespace' ;;
 	volume) echo '--size -q --quiet' ;;
 	images) echo '-q --quiet' ;;
@@ -61,7 +61,7 @@ _sbx_opts_with_arg() {
 	commit) echo '-t --tag' ;;
 	restore) echo '-n --count' ;;
 	net) echo '--allow --allow-domain' ;;
-	update) echo '--cpu --memory --pids --keep-warm --timeout' ;;
+	update) echo '--cpu --memory --pids --keep-warm --timeout --priority' ;;
 	stats) echo '--namespace' ;;
 	volume) echo '--size' ;;
 	pull) echo '--platform' ;;

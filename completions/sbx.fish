@@ -30,7 +30,7 @@ function __sbx_opts_with_arg
         case net
             printf '%s\n' --allow --allow-domain
         case update
-            printf '%s\n' --cpu --memory --pids --keep-warm --timeout
+            printf '%s\n' --cpu --memory --pids --keep-warm --timeout --priority
         case stats
             printf '%s\n' --namespace
         case volume
@@ -375,6 +375,7 @@ complete -c sbx -n '__sbx_opts_for update' -l memory -x -d 'Memory limit: MiB, o
 complete -c sbx -n '__sbx_opts_for update' -l pids -x -d 'Process limit (runc; fixed at start under runsc)'
 complete -c sbx -n '__sbx_opts_for update' -l keep-warm -x -a '-1 60 600 3600' -d 'Idle lifetime, counted from now (-1: until terminated)'
 complete -c sbx -n '__sbx_opts_for update' -l timeout -x -d 'Hard lifetime: the sandbox ends SECONDS from now (as sbx ttl)'
+complete -c sbx -n '__sbx_opts_for update' -l priority -x -d 'CPU weight and oom_score_adj of the sandbox\'s processes, as create\'s --priority'
 
 # stats
 complete -c sbx -n '__sbx_opts_for stats' -l namespace -x -d 'Count only the sandboxes of namespace NAME'

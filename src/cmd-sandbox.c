@@ -185,6 +185,8 @@ const cli_opt sbx_update_opts[] = {
     "-1 60 600 3600" },
   { "timeout", O_TIMEOUT, required_argument, "SECONDS",
     "hard lifetime: the sandbox ends SECONDS from now (as sbx ttl)" },
+  { "priority", O_PRIORITY, required_argument, "0-9",
+    "CPU weight and oom_score_adj of the sandbox's processes, as create's --priority" },
   { NULL },
 };
 
@@ -1098,6 +1100,10 @@ update_cb (void *data, int key, const char *arg, sbx_error **err)
       a->u.has_timeout = true;
       a->u.timeout = a->o.timeout;
       break;
+    case O_PRIORITY:
+      a->u.has_priority = true;
+      a->u.priority = a->o.priority;
+      break;
     }
   return 0;
 }
@@ -1129,9 +1135,9 @@ cmd_update (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   sbx_sandbox_opts_clear (&a.o);
   if (r != 0)
     return r < 0 ? -1 : 0;
-  if (!a.u.has_cpu && !a.u.has_memory && !a.u.has_pids && !a.u.has_keep_warm && !a.u.has_timeout)
+  if (!a.u.has_cpu && !a.u.has_memory && !a.u.has_pids && !a.u.has_keep_warm && !a.u.has_timeout && !a.u.has_priority)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
-                          "update: nothing to change (--cpu, --memory, --pids, --keep-warm or --timeout)");
+                          "update: nothing to change (--cpu, --memory, --pids, --keep-warm, --timeout or --priority)");
   sbx_store *st;
   _cleanup_free_ char *id = NULL;
   _cleanup_yajl_val_ yajl_val v = NULL;
@@ -1139,12 +1145,12 @@ cmd_update (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   if (cli_store (cli, &st, err) < 0 || cli_sandbox_id (cli, argv[first], &id, err) < 0
       || update_admit (st, id, &a.u, &quota, err) < 0 || sbx_client_update (st, id, &a.u, &v, err) < 0)
     return -1;
-  int64_t mem = 0, pids = 0, kw = 0, timeout = 0, deadline = 0;
+  int64_t mem = 0, pids = 0, kw = 0, timeout = 0, deadline = 0, prio = SBX_PRIORITY_DEFAULT;
   yajl_val cpu = j_get (v, "cpu");
   double cores = cpu && YAJL_IS_NUMBER (cpu) ? YAJL_GET_DOUBLE (cpu) : 0;
   if (j_get_int (v, "memory", true, &mem, err) < 0 || j_get_int (v, "pids", true, &pids, err) < 0
       || j_get_int (v, "keep_warm", true, &kw, err) < 0 || j_get_int (v, "timeout", true, &timeout, err) < 0
-      || j_get_int (v, "deadline", true, &deadline, err) < 0)
+      || j_get_int (v, "deadline", true, &deadline, err) < 0 || j_get_int (v, "priority", false, &prio, err) < 0)
     return sbx_error_wrap (err, "the monitor's reply");
   if (cli->json)
     {
@@ -1157,6 +1163,7 @@ cmd_update (sbx_cli *cli, int argc, char **argv, sbx_error **err)
       j_kint (g, "pids", pids);
       j_kint (g, "keep_warm", kw);
       j_kint (g, "timeout", timeout);
+      j_kint (g, "priority", prio);
       j_kint (g, "deadline", deadline);
       j_endmap (g);
       cli_json_end (g);
@@ -1168,8 +1175,8 @@ cmd_update (sbx_cli *cli, int argc, char **argv, sbx_error **err)
     snprintf (c, sizeof c, "%g cores", cores);
   if (mem > 0)
     snprintf (m, sizeof m, "%lld MiB", (long long) (mem >> 20));
-  printf ("%s: cpu %s, memory %s, pids %lld, keep-warm %lld s, timeout %lld s (deadline %s)\n", id, c, m,
-          (long long) pids, (long long) kw, (long long) timeout, d);
+  printf ("%s: cpu %s, memory %s, pids %lld, keep-warm %lld s, timeout %lld s (deadline %s), priority %lld\n", id, c, m,
+          (long long) pids, (long long) kw, (long long) timeout, d, (long long) prio);
   return 0;
 }
 

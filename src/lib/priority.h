@@ -20,6 +20,10 @@ int sbx_priority_oom_score_adj (int64_t priority);
 
 /* Sets REL's CPU weight (cgroup.h's REL: "/sbx-TAG/ID") for PRIORITY. */
 int sbx_priority_apply_cgroup (const char *rel, int64_t priority, sbx_error **err);
+/* A running sandbox's priority changed (sbx update --priority): REL's CPU
+ * weight, and the oom_score_adj of every process in REL and below it (what
+ * they fork from now on inherits it). */
+int sbx_priority_update (const char *rel, int64_t priority, sbx_error **err);
 /* Writes ADJ to /proc/self/oom_score_adj, inherited by what the caller
  * forks and execs. Async-signal-safe (a child between fork and exec);
  * -errno. */

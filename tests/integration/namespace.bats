@@ -123,12 +123,12 @@ namespace_max_cpu = m 64"
   sbx rm -f $(sbx ls -q) >/dev/null
 }
 
-# The priority's CPU weight in the sandbox's cgroup, and its oom_score_adj on
-# every host process of the sandbox (runc: the container's; runsc: gVisor's
-# sandbox, gofer and runsc itself).
-priority_applied () {
-  local rt=$1 p=$2 shares=$3 weight=$4 adj=$5 id f pids pid
-  id=$(sbx create --runtime "$rt" --block-network --priority "$p")
+# check_priority RT ID P SHARES WEIGHT ADJ: the priority's CPU weight in the
+# sandbox's cgroup, and its oom_score_adj on every host process of the
+# sandbox (runc: the container's; runsc: gVisor's sandbox, gofer and runsc
+# itself).
+check_priority () {
+  local rt=$1 id=$2 p=$3 shares=$4 weight=$5 adj=$6 f pids pid
   f=$(cgroup_file cpu "$id" cpu.shares)
   if [ -f "$f" ]; then
     expect_eq "$(cat "$f")" "$shares" "cpu.shares at priority $p"
@@ -146,17 +146,29 @@ priority_applied () {
   fi
   expect_contains "$(sbx status "$id")" "priority:   $p ("
   expect_eq "$(sbx --json status "$id" | jpipe 'd["options"]["priority"]')" "$p" "status --json priority"
+}
+
+# Priority 8 at create, 2 by sbx update: both reach the cgroup and every
+# process, and a process started after the update has the new value.
+priority_test () {
+  local rt=$1 id
+  require_runtime "$rt"
+  id=$(sbx create --runtime "$rt" --block-network --priority 8)
+  check_priority "$rt" "$id" 8 2896 283 200
+  run --separate-stderr sbx --json update "$id" --priority 2
+  expect_status 0
+  expect_eq "$(jget 'd["priority"]')" 2 "update --json priority"
+  check_priority "$rt" "$id" 2 362 35 800
+  if [ "$rt" = runc ]; then
+    expect_eq "$(sbx exec "$id" -- cat /proc/self/oom_score_adj)" 800 "a process exec'd after the update"
+  fi
+  expect_error INVALID_ARGUMENT update "$id" --priority 10
+  check_priority "$rt" "$id" 2 362 35 800
   sbx rm -f "$id" >/dev/null
 }
 
-priority_test () {
-  require_runtime "$1"
-  priority_applied "$1" 8 2896 283 200
-  priority_applied "$1" 2 362 35 800
-}
-
-@test "priority: cpu weight and oom_score_adj of priorities 8 and 2 [runc]" { priority_test runc; }
-@test "priority: cpu weight and oom_score_adj of priorities 8 and 2 [runsc]" { priority_test runsc; }
+@test "priority: cpu weight and oom_score_adj of priority 8, and 2 by update [runc]" { priority_test runc; }
+@test "priority: cpu weight and oom_score_adj of priority 8, and 2 by update [runsc]" { priority_test runsc; }
 
 @test "priority and namespace: invalid values refused, nothing made" {
   local v
