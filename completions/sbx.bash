@@ -15,14 +15,14 @@ _sbx_fs_verbs='read write upload download ls stat mkdir rm rmdir find replace wa
 # The options of command $1.
 _sbx_opts() {
 	case $1 in
-	create) echo '--image --pull --name --cpu --memory --pids --disk --runtime --gpu --block-network --allow --allow-domain --port --public --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --allow-secrets --docker --cwd --run-cmd --exit-with-cmd' ;;
-	run) echo '--image --pull --name --cpu --memory --pids --disk --runtime --gpu --block-network --allow --allow-domain --port --public --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --allow-secrets --docker --cwd --rm' ;;
+	create) echo '--image --pull --name --cpu --memory --pids --disk --runtime --gpu --block-network --allow --allow-domain --port --public --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --allow-secrets --docker --namespace --priority --cwd --run-cmd --exit-with-cmd' ;;
+	run) echo '--image --pull --name --cpu --memory --pids --disk --runtime --gpu --block-network --allow --allow-domain --port --public --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --allow-secrets --docker --namespace --priority --cwd --rm' ;;
 	exec) echo '-i --interactive -t --tty -d --detach -e --env --cwd --user --timeout' ;;
 	run-code) echo '-l --lang -e --env --cwd --timeout' ;;
 	ps) echo '-q --quiet' ;;
 	proc) echo '--timeout -s --signal -f --follow' ;;
 	fs) echo '--limit --cursor -p --parents -r --recursive --name' ;;
-	ls) echo '-q --quiet --sort' ;;
+	ls) echo '-q --quiet --sort --namespace' ;;
 	wait) echo '--timeout' ;;
 	terminate) echo '--rm' ;;
 	rm) echo '-f --force' ;;
@@ -30,7 +30,8 @@ _sbx_opts() {
 	restore) echo '-n --count' ;;
 	snapshots) echo '-q --quiet' ;;
 	net) echo '--block --allow --allow-domain --open' ;;
-	update) echo '--cpu --memory --pids --keep-warm --timeout' ;;
+	update) echo '--cpu --memory --pids --keep-warm --timeout --priority' ;;
+	stats) echo '--namespace' ;;
 	volume) echo '--size -q --quiet' ;;
 	images) echo '-q --quiet' ;;
 	pull) echo '--platform -q --quiet' ;;
@@ -49,18 +50,19 @@ _sbx_opts() {
 # The options of command $1 that take a value.
 _sbx_opts_with_arg() {
 	case $1 in
-	create) echo '--image --pull --name --cpu --memory --pids --disk --runtime --gpu --allow --allow-domain --port --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --cwd' ;;
-	run) echo '--image --pull --name --cpu --memory --pids --disk --runtime --gpu --allow --allow-domain --port --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --cwd' ;;
+	create) echo '--image --pull --name --cpu --memory --pids --disk --runtime --gpu --allow --allow-domain --port --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --namespace --priority --cwd' ;;
+	run) echo '--image --pull --name --cpu --memory --pids --disk --runtime --gpu --allow --allow-domain --port --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --namespace --priority --cwd' ;;
 	exec) echo '-e --env --cwd --user --timeout' ;;
 	run-code) echo '-l --lang -e --env --cwd --timeout' ;;
 	proc) echo '--timeout -s --signal' ;;
 	fs) echo '--limit --cursor --name' ;;
-	ls) echo '--sort' ;;
+	ls) echo '--sort --namespace' ;;
 	wait) echo '--timeout' ;;
 	commit) echo '-t --tag' ;;
 	restore) echo '-n --count' ;;
 	net) echo '--allow --allow-domain' ;;
-	update) echo '--cpu --memory --pids --keep-warm --timeout' ;;
+	update) echo '--cpu --memory --pids --keep-warm --timeout --priority' ;;
+	stats) echo '--namespace' ;;
 	volume) echo '--size' ;;
 	pull) echo '--platform' ;;
 	import) echo '-t --tag' ;;

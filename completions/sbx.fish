@@ -8,9 +8,9 @@
 function __sbx_opts_with_arg
     switch $argv[1]
         case create
-            printf '%s\n' --image --pull --name --cpu --memory --pids --disk --runtime --gpu --allow --allow-domain --port --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --cwd
+            printf '%s\n' --image --pull --name --cpu --memory --pids --disk --runtime --gpu --allow --allow-domain --port --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --namespace --priority --cwd
         case run
-            printf '%s\n' --image --pull --name --cpu --memory --pids --disk --runtime --gpu --allow --allow-domain --port --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --cwd
+            printf '%s\n' --image --pull --name --cpu --memory --pids --disk --runtime --gpu --allow --allow-domain --port --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --namespace --priority --cwd
         case exec
             printf '%s\n' -e --env --cwd --user --timeout
         case run-code
@@ -20,7 +20,7 @@ function __sbx_opts_with_arg
         case fs
             printf '%s\n' --limit --cursor --name
         case ls
-            printf '%s\n' --sort
+            printf '%s\n' --sort --namespace
         case wait
             printf '%s\n' --timeout
         case commit
@@ -30,7 +30,9 @@ function __sbx_opts_with_arg
         case net
             printf '%s\n' --allow --allow-domain
         case update
-            printf '%s\n' --cpu --memory --pids --keep-warm --timeout
+            printf '%s\n' --cpu --memory --pids --keep-warm --timeout --priority
+        case stats
+            printf '%s\n' --namespace
         case volume
             printf '%s\n' --size
         case pull
@@ -230,7 +232,7 @@ complete -c sbx -n __sbx_no_command -a unexpose -d 'Stop publishing a sandbox\'s
 complete -c sbx -n __sbx_no_command -a urls -d 'List a sandbox\'s exposed ports and their URLs'
 complete -c sbx -n __sbx_no_command -a ttl -d 'Set a running sandbox\'s hard lifetime to SECONDS from now'
 complete -c sbx -n __sbx_no_command -a update -d 'Change a running sandbox\'s limits and lifetimes at once'
-complete -c sbx -n __sbx_no_command -a stats -d 'Count sandboxes by state; with ID, what that sandbox uses now'
+complete -c sbx -n __sbx_no_command -a stats -d 'Count sandboxes by state and namespace; with ID, what that sandbox uses now'
 complete -c sbx -n __sbx_no_command -a volume -d 'Manage named volumes: create NAME, ls, inspect NAME..., rm NAME..., export NAME FILE, import NAME FILE'
 complete -c sbx -n __sbx_no_command -a images -d 'List images'
 complete -c sbx -n __sbx_no_command -a pull -d 'Pull an image from a registry (REF: [REGISTRY/]NAME[:TAG][@DIGEST]) and print its id'
@@ -275,6 +277,8 @@ complete -c sbx -n '__sbx_opts_for create' -l secret -x -d 'Pass secret NAME as 
 complete -c sbx -n '__sbx_opts_for create' -l secret-file -x -d 'Pass secret NAME as the file /run/secrets/NAME, on a tmpfs (repeatable; needs --allow-secrets)'
 complete -c sbx -n '__sbx_opts_for create' -l allow-secrets -d 'Acknowledge that the sandbox\'s code can read the secrets it is given'
 complete -c sbx -n '__sbx_opts_for create' -l docker -d 'Start dockerd inside at creation (an image with Docker: a blueprint\'s with_docker; runc only as sbx.conf\'s docker_runtime allows)'
+complete -c sbx -n '__sbx_opts_for create' -l namespace -x -d 'The namespace the sandbox counts in, against its quotas in sbx.conf (default: default)'
+complete -c sbx -n '__sbx_opts_for create' -l priority -x -d 'CPU weight and OOM preference: higher gets more CPU under contention, lower is killed first (default 5)'
 complete -c sbx -n '__sbx_opts_for create' -l cwd -x -d 'Working directory for every command (absolute)'
 complete -c sbx -n '__sbx_opts_for create' -l run-cmd -d 'Start the image\'s cmd (entrypoint + cmd) as the initial command, in place of CMD'
 complete -c sbx -n '__sbx_opts_for create' -l exit-with-cmd -d 'End the sandbox when the initial command ends (reason exited, its exit code)'
@@ -305,6 +309,8 @@ complete -c sbx -n '__sbx_opts_for run' -l secret -x -d 'Pass secret NAME as env
 complete -c sbx -n '__sbx_opts_for run' -l secret-file -x -d 'Pass secret NAME as the file /run/secrets/NAME, on a tmpfs (repeatable; needs --allow-secrets)'
 complete -c sbx -n '__sbx_opts_for run' -l allow-secrets -d 'Acknowledge that the sandbox\'s code can read the secrets it is given'
 complete -c sbx -n '__sbx_opts_for run' -l docker -d 'Start dockerd inside at creation (an image with Docker: a blueprint\'s with_docker; runc only as sbx.conf\'s docker_runtime allows)'
+complete -c sbx -n '__sbx_opts_for run' -l namespace -x -d 'The namespace the sandbox counts in, against its quotas in sbx.conf (default: default)'
+complete -c sbx -n '__sbx_opts_for run' -l priority -x -d 'CPU weight and OOM preference: higher gets more CPU under contention, lower is killed first (default 5)'
 complete -c sbx -n '__sbx_opts_for run' -l cwd -x -d 'Working directory for every command (absolute)'
 complete -c sbx -n '__sbx_opts_for run' -l rm -d 'Remove the sandbox and its files afterwards'
 
@@ -341,6 +347,7 @@ complete -c sbx -n '__sbx_opts_for fs' -l name -x -d 'Find, replace: only files 
 # ls
 complete -c sbx -n '__sbx_opts_for ls' -s q -l quiet -d 'Print ids only'
 complete -c sbx -n '__sbx_opts_for ls' -l sort -x -a 'created id name state runtime image' -d 'Order by created (default: oldest first), id, name, state, runtime or image'
+complete -c sbx -n '__sbx_opts_for ls' -l namespace -x -d 'Only the sandboxes of namespace NAME'
 
 # wait
 complete -c sbx -n '__sbx_opts_for wait' -l timeout -x -d 'Give up after SECONDS (error TIMEOUT)'
@@ -372,6 +379,10 @@ complete -c sbx -n '__sbx_opts_for update' -l memory -x -d 'Memory limit: MiB, o
 complete -c sbx -n '__sbx_opts_for update' -l pids -x -d 'Process limit (runc; fixed at start under runsc)'
 complete -c sbx -n '__sbx_opts_for update' -l keep-warm -x -a '-1 60 600 3600' -d 'Idle lifetime, counted from now (-1: until terminated)'
 complete -c sbx -n '__sbx_opts_for update' -l timeout -x -d 'Hard lifetime: the sandbox ends SECONDS from now (as sbx ttl)'
+complete -c sbx -n '__sbx_opts_for update' -l priority -x -d 'CPU weight and oom_score_adj of the sandbox\'s processes, as create\'s --priority'
+
+# stats
+complete -c sbx -n '__sbx_opts_for stats' -l namespace -x -d 'Count only the sandboxes of namespace NAME'
 
 # volume
 complete -c sbx -n '__sbx_opts_for volume' -l size -x -d 'create: the most its files may take (an ext4 image: ENOSPC inside past it); MiB or with a unit; 0: no limit (default)'

@@ -3,6 +3,7 @@
 #include "config.h"
 #include "caps.h"
 #include "cli-progress.h"
+#include "cgroup.h"
 #include "cli.h"
 #include "commands.h"
 #include "client.h"
@@ -14,6 +15,8 @@
 #include "image.h"
 #include "json.h"
 #include "lifecycle.h"
+#include "namespace.h"
+#include "priority.h"
 #include "pull.h"
 #include "sandbox.h"
 #include "secret.h"
@@ -61,6 +64,8 @@ enum {
   O_ALLOW_DOMAIN,
   O_DOCKER,
   O_GPU,
+  O_NAMESPACE,
+  O_PRIORITY,
 };
 
 #define CREATE_OPTS                                                                                                      \
@@ -135,6 +140,10 @@ enum {
       { "docker", O_DOCKER, no_argument, NULL,                                                                           \
         "start dockerd inside at creation (an image with Docker: a blueprint's with_docker; runc only as sbx.conf's "    \
         "docker_runtime allows)" },                                                                                      \
+      { "namespace", O_NAMESPACE, required_argument, "NAME",                                                             \
+        "the namespace the sandbox counts in, against its quotas in sbx.conf (default: default)" },                      \
+      { "priority", O_PRIORITY, required_argument, "0-9",                                                                \
+        "CPU weight and OOM preference: higher gets more CPU under contention, lower is killed first (default 5)" },     \
   {                                                                                                                      \
     "cwd", O_CWD, required_argument, "DIR", "working directory for every command (absolute)"                             \
   }
@@ -155,11 +164,16 @@ const cli_opt sbx_run_opts[] = {
   { NULL },
 };
 const cli_opt sbx_none_opts[] = { { NULL } };
+const cli_opt sbx_stats_opts[] = {
+  { "namespace", O_NAMESPACE, required_argument, "NAME", "count only the sandboxes of namespace NAME" },
+  { NULL },
+};
 const cli_opt sbx_ls_opts[] = {
   { "quiet", 'q', no_argument, NULL, "print ids only" },
   { "sort", O_SORT, required_argument, "KEY",
     "order by created (default: oldest first), id, name, state, runtime or image",
     "created id name state runtime image" },
+  { "namespace", O_NAMESPACE, required_argument, "NAME", "only the sandboxes of namespace NAME" },
   { NULL },
 };
 const cli_opt sbx_wait_opts[] = {
@@ -184,6 +198,8 @@ const cli_opt sbx_update_opts[] = {
     "-1 60 600 3600" },
   { "timeout", O_TIMEOUT, required_argument, "SECONDS",
     "hard lifetime: the sandbox ends SECONDS from now (as sbx ttl)" },
+  { "priority", O_PRIORITY, required_argument, "0-9",
+    "CPU weight and oom_score_adj of the sandbox's processes, as create's --priority" },
   { NULL },
 };
 
@@ -355,6 +371,13 @@ create_opt (sbx_sandbox_opts *o, int key, const char *arg, sbx_error **err)
       return 1;
     case O_TIMEOUT:
       return cli_int ("timeout", arg, 1, SBX_TIMEOUT_MAX, &o->timeout, err) < 0 ? -1 : 1;
+    case O_NAMESPACE:
+      if (sbx_namespace_validate (arg, err) < 0)
+        return sbx_error_wrap (err, "--namespace");
+      set_str (&o->namespace, arg);
+      return 1;
+    case O_PRIORITY:
+      return cli_int ("priority", arg, 0, 9, &o->priority, err) < 0 ? -1 : 1;
     case O_ON_IDLE:
       if (strcmp (arg, "pause") != 0 && strcmp (arg, "terminate") != 0)
         return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "--on-idle: `%s` is not pause or terminate", arg);
@@ -714,6 +737,12 @@ print_status_human (const sbx_sandbox *sb, int64_t disk_used)
   printf ("image:      %s\nruntime:    %s\n", sb->image_id ? sb->image_id : "-", sb->opts.runtime);
   for (size_t i = 0; sb->gpu_list && sb->gpu_list[i]; i++)
     printf ("gpu:        %s (%s)\n", sb->gpu_list[i], sb->gpu_mode);
+  printf ("namespace:  %s\n", sbx_namespace_of (&sb->opts));
+  printf ("priority:   %lld (%s %llu, oom_score_adj %d)\n", (long long) sb->opts.priority,
+          sbx_cgroup_version () == 2 ? "cpu.weight" : "cpu.shares",
+          (unsigned long long) (sbx_cgroup_version () == 2 ? sbx_priority_cpu_weight (sb->opts.priority)
+                                                           : sbx_priority_cpu_shares (sb->opts.priority)),
+          sbx_priority_oom_score_adj (sb->opts.priority));
   print_cmd_human (sb);
   printf ("created:    %s\nstarted:    %s\nended:      %s\ndeadline:   %s\n", c, s, e, d);
   printf ("keep-warm:  %lld s\ntimeout:    %lld s\n", (long long) sb->opts.keep_warm, (long long) sb->opts.timeout);
@@ -794,7 +823,8 @@ static const char *const ls_keys[] = { "created", "id", "name", "state", "runtim
 
 struct ls_args {
   bool quiet;
-  int sort; /* index in ls_keys */
+  int sort;              /* index in ls_keys */
+  const char *namespace; /* --namespace: only its sandboxes */
 };
 
 static int
@@ -805,6 +835,11 @@ ls_opt (void *data, int key, const char *arg, sbx_error **err)
     {
       a->quiet = true;
       return 0;
+    }
+  if (key == O_NAMESPACE)
+    {
+      a->namespace = arg;
+      return sbx_namespace_validate (arg, err) < 0 ? sbx_error_wrap (err, "--namespace") : 0;
     }
   for (int i = 0; ls_keys[i]; i++)
     if (strcmp (arg, ls_keys[i]) == 0)
@@ -868,8 +903,9 @@ print_ls_row (yajl_gen g, bool quiet, const sbx_sandbox *sb)
   else if (quiet)
     printf ("%s\n", sb->id);
   else
-    printf ("%-16s %-16s %-12s %-18s %-7s %s\n", sb->id, sb->opts.name ? sb->opts.name : "-",
-            sbx_state_name (sb->state), why[0] ? why : "-", sb->opts.runtime ? sb->opts.runtime : "-", c);
+    printf ("%-16s %-16s %-12s %-12s %-18s %-7s %s\n", sb->id, sb->opts.name ? sb->opts.name : "-",
+            sbx_namespace_of (&sb->opts), sbx_state_name (sb->state), why[0] ? why : "-",
+            sb->opts.runtime ? sb->opts.runtime : "-", c);
 }
 
 int
@@ -892,9 +928,11 @@ cmd_ls (sbx_cli *cli, int argc, char **argv, sbx_error **err)
       j_arr (g);
     }
   else if (!a.quiet)
-    printf ("%-16s %-16s %-12s %-18s %-7s %s\n", "ID", "NAME", "STATE", "REASON", "RUNTIME", "CREATED");
+    printf ("%-16s %-16s %-12s %-12s %-18s %-7s %s\n", "ID", "NAME", "NAMESPACE", "STATE", "REASON", "RUNTIME",
+            "CREATED");
   for (size_t i = 0; i < n; i++)
-    print_ls_row (g, a.quiet, sbs[i]);
+    if (a.namespace == NULL || strcmp (a.namespace, sbx_namespace_of (&sbs[i]->opts)) == 0)
+      print_ls_row (g, a.quiet, sbs[i]);
   sbx_sandboxes_free (sbs);
   if (g)
     {
@@ -1087,8 +1125,30 @@ update_cb (void *data, int key, const char *arg, sbx_error **err)
       a->u.has_timeout = true;
       a->u.timeout = a->o.timeout;
       break;
+    case O_PRIORITY:
+      a->u.has_priority = true;
+      a->u.priority = a->o.priority;
+      break;
     }
   return 0;
+}
+
+/* A cpu or memory limit raised stays within the namespace's quotas: the
+ * quota lock is held (*RET_LOCK) until the monitor has saved the new one. */
+static int
+update_admit (sbx_store *st, const char *id, const sbx_update *u, int *ret_lock, sbx_error **err)
+{
+  if (!u->has_cpu && !u->has_memory)
+    return 0;
+  _cleanup_sandbox_ sbx_sandbox *sb = NULL;
+  if (sbx_sandbox_get (st, id, &sb, err) < 0)
+    return -1;
+  sbx_sandbox_opts o = sb->opts; /* borrowed: not cleared */
+  if (u->has_cpu)
+    o.cpu = u->cpu;
+  if (u->has_memory)
+    o.memory = u->memory;
+  return sbx_quota_admit (st, NULL, &o, sb, ret_lock, err);
 }
 
 int
@@ -1100,21 +1160,22 @@ cmd_update (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   sbx_sandbox_opts_clear (&a.o);
   if (r != 0)
     return r < 0 ? -1 : 0;
-  if (!a.u.has_cpu && !a.u.has_memory && !a.u.has_pids && !a.u.has_keep_warm && !a.u.has_timeout)
+  if (!a.u.has_cpu && !a.u.has_memory && !a.u.has_pids && !a.u.has_keep_warm && !a.u.has_timeout && !a.u.has_priority)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
-                          "update: nothing to change (--cpu, --memory, --pids, --keep-warm or --timeout)");
+                          "update: nothing to change (--cpu, --memory, --pids, --keep-warm, --timeout or --priority)");
   sbx_store *st;
   _cleanup_free_ char *id = NULL;
   _cleanup_yajl_val_ yajl_val v = NULL;
+  _cleanup_close_ int quota = -1;
   if (cli_store (cli, &st, err) < 0 || cli_sandbox_id (cli, argv[first], &id, err) < 0
-      || sbx_client_update (st, id, &a.u, &v, err) < 0)
+      || update_admit (st, id, &a.u, &quota, err) < 0 || sbx_client_update (st, id, &a.u, &v, err) < 0)
     return -1;
-  int64_t mem = 0, pids = 0, kw = 0, timeout = 0, deadline = 0;
+  int64_t mem = 0, pids = 0, kw = 0, timeout = 0, deadline = 0, prio = SBX_PRIORITY_DEFAULT;
   yajl_val cpu = j_get (v, "cpu");
   double cores = cpu && YAJL_IS_NUMBER (cpu) ? YAJL_GET_DOUBLE (cpu) : 0;
   if (j_get_int (v, "memory", true, &mem, err) < 0 || j_get_int (v, "pids", true, &pids, err) < 0
       || j_get_int (v, "keep_warm", true, &kw, err) < 0 || j_get_int (v, "timeout", true, &timeout, err) < 0
-      || j_get_int (v, "deadline", true, &deadline, err) < 0)
+      || j_get_int (v, "deadline", true, &deadline, err) < 0 || j_get_int (v, "priority", false, &prio, err) < 0)
     return sbx_error_wrap (err, "the monitor's reply");
   if (cli->json)
     {
@@ -1127,6 +1188,7 @@ cmd_update (sbx_cli *cli, int argc, char **argv, sbx_error **err)
       j_kint (g, "pids", pids);
       j_kint (g, "keep_warm", kw);
       j_kint (g, "timeout", timeout);
+      j_kint (g, "priority", prio);
       j_kint (g, "deadline", deadline);
       j_endmap (g);
       cli_json_end (g);
@@ -1138,8 +1200,8 @@ cmd_update (sbx_cli *cli, int argc, char **argv, sbx_error **err)
     snprintf (c, sizeof c, "%g cores", cores);
   if (mem > 0)
     snprintf (m, sizeof m, "%lld MiB", (long long) (mem >> 20));
-  printf ("%s: cpu %s, memory %s, pids %lld, keep-warm %lld s, timeout %lld s (deadline %s)\n", id, c, m,
-          (long long) pids, (long long) kw, (long long) timeout, d);
+  printf ("%s: cpu %s, memory %s, pids %lld, keep-warm %lld s, timeout %lld s (deadline %s), priority %lld\n", id, c, m,
+          (long long) pids, (long long) kw, (long long) timeout, d, (long long) prio);
   return 0;
 }
 
@@ -1246,17 +1308,128 @@ stats_one (sbx_cli *cli, const char *ref, sbx_error **err)
   return 0;
 }
 
+/* "USED" or "USED/MAX" (MAX < 0: no quota). */
+static void
+quota_text (char *buf, size_t len, double used, double max, const char *unit)
+{
+  if (max < 0)
+    snprintf (buf, len, "%g%s", used, unit);
+  else
+    snprintf (buf, len, "%g/%g%s", used, max, unit);
+}
+
+/* A quota, null when none: a count, or cores when CORES. */
+static void
+gen_quota (yajl_gen g, const char *key, double max, bool cores)
+{
+  j_str (g, key);
+  if (max < 0)
+    j_null (g);
+  else if (cores)
+    j_double (g, max);
+  else
+    j_int (g, (long long) max);
+}
+
+/* One row per namespace (only NS's when given): what its live sandboxes
+ * hold, against its quotas. */
+static int
+stats_namespaces (sbx_store *st, yajl_gen g, const char *ns, sbx_error **err)
+{
+  _cleanup_conf_ sbx_conf *conf = NULL;
+  sbx_ns_usage *u;
+  size_t n;
+  if (sbx_conf_load (NULL, &conf, err) < 0 || sbx_ns_usage_all (st, conf, &u, &n, err) < 0)
+    return -1;
+  if (g)
+    {
+      j_str (g, "namespaces");
+      j_arr (g);
+    }
+  else
+    printf ("\n%-16s %-12s %-14s %-20s %s\n", "NAMESPACE", "SANDBOXES", "CPU", "MEMORY", "GPUS");
+  for (size_t i = 0; i < n; i++)
+    {
+      if (ns && strcmp (ns, u[i].name) != 0)
+        continue;
+      const sbx_conf_namespace *q = sbx_conf_namespace_find (conf, u[i].name);
+      sbx_conf_namespace none = { .max_sandboxes = -1, .max_cpu = -1, .max_memory = -1, .max_gpus = -1 };
+      if (q == NULL)
+        q = &none;
+      if (g)
+        {
+          j_map (g);
+          j_kstr (g, "name", u[i].name);
+          j_kint (g, "sandboxes", u[i].sandboxes);
+          j_str (g, "cpu");
+          j_double (g, u[i].cpu);
+          j_kint (g, "memory", (long long) u[i].memory);
+          j_kint (g, "gpus", u[i].gpus);
+          gen_quota (g, "max_sandboxes", (double) q->max_sandboxes, false);
+          gen_quota (g, "max_cpu", q->max_cpu, true);
+          gen_quota (g, "max_memory", (double) q->max_memory, false);
+          gen_quota (g, "max_gpus", (double) q->max_gpus, false);
+          j_endmap (g);
+          continue;
+        }
+      char sb[32], cpu[32], mem[48], gpus[32];
+      quota_text (sb, sizeof sb, (double) u[i].sandboxes, (double) q->max_sandboxes, "");
+      quota_text (cpu, sizeof cpu, u[i].cpu, q->max_cpu, "");
+      quota_text (mem, sizeof mem, (double) (u[i].memory >> 20),
+                  q->max_memory < 0 ? -1 : (double) (q->max_memory >> 20), " MiB");
+      quota_text (gpus, sizeof gpus, (double) u[i].gpus, (double) q->max_gpus, "");
+      printf ("%-16s %-12s %-14s %-20s %s\n", u[i].name, sb, cpu, mem, gpus);
+    }
+  if (g)
+    j_endarr (g);
+  sbx_ns_usage_free (u, n);
+  return 0;
+}
+
+/* The counts by state of the sandboxes of NS (NULL: all). */
+static int
+count_states (sbx_store *st, const char *ns, sbx_state_counts *ret, sbx_error **err)
+{
+  if (ns == NULL)
+    return sbx_sandbox_count (st, ret, err);
+  sbx_sandbox **sbs;
+  size_t n;
+  if (sbx_sandbox_get_all (st, &sbs, &n, err) < 0)
+    return -1;
+  *ret = (sbx_state_counts){ { 0 }, 0 };
+  for (size_t i = 0; i < n; i++)
+    if (strcmp (ns, sbx_namespace_of (&sbs[i]->opts)) == 0)
+      {
+        ret->n[sbs[i]->state]++;
+        ret->total++;
+      }
+  sbx_sandboxes_free (sbs);
+  return 0;
+}
+
+static int
+stats_opt (void *data, int key, const char *arg, sbx_error **err)
+{
+  (void) key;
+  *(const char **) data = arg;
+  return sbx_namespace_validate (arg, err) < 0 ? sbx_error_wrap (err, "--namespace") : 0;
+}
+
 int
 cmd_stats (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
-  int first, r = cli_simple_parse (cli, "stats", argc, argv, 0, 1, &first, NULL, NULL, err);
+  const char *ns = NULL;
+  int first, r = cli_simple_parse (cli, "stats", argc, argv, 0, 1, &first, stats_opt, &ns, err);
   if (r != 0)
     return r < 0 ? -1 : 0;
+  if (first < argc && ns)
+    return cli_usage_error (cli_find ("stats"), err,
+                            "--namespace filters the counts of all sandboxes: not with a sandbox's ID");
   if (first < argc)
     return stats_one (cli, argv[first], err);
   sbx_store *st;
   sbx_state_counts c;
-  if (cli_store (cli, &st, err) < 0 || sbx_sandbox_count (st, &c, err) < 0)
+  if (cli_store (cli, &st, err) < 0 || count_states (st, ns, &c, err) < 0)
     return -1;
   yajl_gen g = cli->json ? cli_json_begin () : NULL;
   if (g)
@@ -1269,12 +1442,19 @@ cmd_stats (sbx_cli *cli, int argc, char **argv, sbx_error **err)
         printf ("%-12s %ld\n", sbx_state_name ((sbx_state) s), c.n[s]);
     }
   if (g)
+    j_kint (g, "total", c.total);
+  else
+    printf ("%-12s %ld\n", "total", c.total);
+  if (stats_namespaces (st, g, ns, err) < 0)
     {
-      j_kint (g, "total", c.total);
+      if (g)
+        yajl_gen_free (g);
+      return -1;
+    }
+  if (g)
+    {
       j_endmap (g);
       cli_json_end (g);
     }
-  else
-    printf ("%-12s %ld\n", "total", c.total);
   return 0;
 }

@@ -22,8 +22,8 @@ int cmd_pause (sbx_cli *, int, char **, sbx_error **);
 int cmd_resume (sbx_cli *, int, char **, sbx_error **);
 int cmd_stats (sbx_cli *, int, char **, sbx_error **);
 extern const cli_opt sbx_update_opts[];
-extern const cli_opt sbx_create_opts[], sbx_run_opts[], sbx_none_opts[], sbx_ls_opts[], sbx_wait_opts[],
-    sbx_terminate_opts[], sbx_rm_opts[], sbx_logs_opts[];
+extern const cli_opt sbx_create_opts[], sbx_run_opts[], sbx_none_opts[], sbx_stats_opts[], sbx_ls_opts[],
+    sbx_wait_opts[], sbx_terminate_opts[], sbx_rm_opts[], sbx_logs_opts[];
 
 /* cmd-exec.c: commands in a sandbox. */
 int cmd_exec (sbx_cli *, int, char **, sbx_error **);

@@ -329,6 +329,16 @@ sbx_cgroup_set_cpu (const char *rel, double cores, sbx_error **err)
 }
 
 int
+sbx_cgroup_set_cpu_weight (const char *rel, uint64_t shares, uint64_t weight, sbx_error **err)
+{
+  char v[32];
+  bool v2 = sbx_cgroup_version () == 2;
+  _cleanup_free_ char *dir = xasprintf (CG_ROOT "%s%s", v2 ? "" : "/cpu", rel);
+  snprintf (v, sizeof v, "%llu", (unsigned long long) (v2 ? weight : shares));
+  return write_value (dir, v2 ? "cpu.weight" : "cpu.shares", v, false, err);
+}
+
+int
 sbx_cgroup_set_memory (const char *rel, uint64_t old, uint64_t bytes, sbx_error **err)
 {
   char v[64];

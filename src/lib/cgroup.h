@@ -50,6 +50,9 @@ extern const size_t sbx_std_devices_n;
 int sbx_cgroup_create (const char *rel, const sbx_cgroup_limits *limits, sbx_error **err);
 /* REL's CPU limit: CORES of CPU time per 100 ms period (0: none). */
 int sbx_cgroup_set_cpu (const char *rel, double cores, sbx_error **err);
+/* REL's CPU weight against its siblings: cpu.shares SHARES on v1,
+ * cpu.weight WEIGHT on v2. */
+int sbx_cgroup_set_cpu_weight (const char *rel, uint64_t shares, uint64_t weight, sbx_error **err);
 /* REL's memory limit changed from OLD to BYTES (0: none), and memory plus
  * swap with it where the kernel counts swap (v1). A limit below what REL
  * uses fails (EBUSY) when the kernel cannot reclaim the difference. */

@@ -286,6 +286,8 @@ sbx_client_update (const sbx_store *st, const char *id, const sbx_update *u, yaj
     j_kint (g, "keep_warm", u->keep_warm);
   if (u->has_timeout)
     j_kint (g, "timeout", u->timeout);
+  if (u->has_priority)
+    j_kint (g, "priority", u->priority);
   _cleanup_free_ char *req = req_end (g);
   return client_call (st, id, req, ret, err);
 }

@@ -66,6 +66,8 @@ typedef struct sbx_update {
   int64_t pids;
   int64_t keep_warm; /* seconds, -1: none */
   int64_t timeout;   /* seconds from now */
+  bool has_priority;
+  int64_t priority; /* 0-9 */
 } sbx_update;
 /* The reply: the values now in force and "deadline" (unix time). */
 int sbx_client_update (const sbx_store *st, const char *id, const sbx_update *u, yajl_val *ret, sbx_error **err);

@@ -96,6 +96,10 @@ typedef enum conf_key {
   KEY_DOMAIN_TTL_MAX,
   KEY_DOCKER_RUNTIME,
   KEY_GPU_RUNTIME,
+  KEY_NS_MAX_SANDBOXES,
+  KEY_NS_MAX_CPU,
+  KEY_NS_MAX_MEMORY,
+  KEY_NS_MAX_GPUS,
   KEY__MAX
 } conf_key;
 
@@ -670,6 +674,79 @@ set_gpu_runtime (parser *p, const char *key, const char *v, sbx_error **err)
   return 0;
 }
 
+/* ---- namespaces: `namespace_max_KIND = NAME VALUE` ---- */
+
+/* The entry of NAME, made (no quota set) when there is none. */
+static sbx_conf_namespace *
+namespace_entry (parser *p, const char *key, const char *name, sbx_error **err)
+{
+  sbx_conf *c = p->conf;
+  for (size_t i = 0; i < c->nnamespaces; i++)
+    if (strcmp (c->namespaces[i].name, name) == 0)
+      return &c->namespaces[i];
+  if (c->nnamespaces == SBX_CONF_NAMESPACES_MAX)
+    {
+      perr (p, key, err, "more than %d namespaces", SBX_CONF_NAMESPACES_MAX);
+      return NULL;
+    }
+  c->namespaces = xrealloc (c->namespaces, (c->nnamespaces + 1) * sizeof *c->namespaces);
+  c->namespaces[c->nnamespaces] = (sbx_conf_namespace){ .name = xstrdup (name),
+                                                        .max_sandboxes = -1,
+                                                        .max_cpu = -1,
+                                                        .max_memory = -1,
+                                                        .max_gpus = -1 };
+  return &c->namespaces[c->nnamespaces++];
+}
+
+/* The value of one quota, by the key's kind: a count (0 allowed: none may
+ * be had), cores or a size (more than 0). */
+static int
+namespace_value (parser *p, const char *key, const char *v, sbx_conf_namespace *ns, sbx_error **err)
+{
+  _cleanup_free_ char *q = printable_escaped (v, 64);
+  uint64_t mem;
+  if (strcmp (key, "namespace_max_sandboxes") == 0)
+    return parse_int64 (v, 0, SBX_CONF_NS_SANDBOXES_MAX, &ns->max_sandboxes) < 0
+               ? perr (p, key, err, "`%s` is not a number of sandboxes in 0..%d", q, SBX_CONF_NS_SANDBOXES_MAX)
+               : 0;
+  if (strcmp (key, "namespace_max_gpus") == 0)
+    return parse_int64 (v, 0, SBX_CONF_NS_GPUS_MAX, &ns->max_gpus) < 0
+               ? perr (p, key, err, "`%s` is not a number of GPUs in 0..%d", q, SBX_CONF_NS_GPUS_MAX)
+               : 0;
+  if (strcmp (key, "namespace_max_cpu") == 0)
+    return parse_double (v, SBX_CPU_MIN, 1 << 20, &ns->max_cpu) < 0
+               ? perr (p, key, err, "`%s` is not a number of cores, at least %g", q, SBX_CPU_MIN)
+               : 0;
+  if (parse_memory (v, &mem) < 0 || mem < SBX_MEMORY_MIN || mem > INT64_MAX)
+    return perr (p, key, err, "`%s` is not a size of at least 6Mi (MiB, or 512Mi, 1Gi, 2G)", q);
+  ns->max_memory = (int64_t) mem;
+  return 0;
+}
+
+static int
+set_namespace_quota (parser *p, const char *key, const char *v, sbx_error **err)
+{
+  const char *sp = v + strcspn (v, " \t");
+  const char *val = sp + strspn (sp, " \t");
+  _cleanup_free_ char *name = xstrndup (v, (size_t) (sp - v));
+  if (*sp == '\0' || *val == '\0' || strpbrk (val, " \t"))
+    return perr (p, key, err, "expected `NAMESPACE VALUE`");
+  _cleanup_free_ char *q = printable_escaped (name, 64);
+  if (!name_is_valid (name))
+    return perr (p, key, err, "`%s` is not a namespace name ([A-Za-z0-9][A-Za-z0-9_.+-]*, at most %d)", q,
+                 SBX_NAME_MAX);
+  sbx_conf_namespace *ns = namespace_entry (p, key, name, err);
+  if (ns == NULL)
+    return -1;
+  bool set = strcmp (key, "namespace_max_sandboxes") == 0 ? ns->max_sandboxes >= 0
+             : strcmp (key, "namespace_max_gpus") == 0    ? ns->max_gpus >= 0
+             : strcmp (key, "namespace_max_cpu") == 0     ? ns->max_cpu >= 0
+                                                          : ns->max_memory >= 0;
+  if (set)
+    return perr (p, key, err, "given twice for namespace %s", q);
+  return namespace_value (p, key, val, ns, err);
+}
+
 typedef int (*key_setter) (parser *p, const char *key, const char *value, sbx_error **err);
 
 static const struct {
@@ -702,6 +779,10 @@ static const struct {
   [KEY_DOMAIN_TTL_MAX] = { "domain_ttl_max", set_domain_ttl_max, false },
   [KEY_DOCKER_RUNTIME] = { "docker_runtime", set_docker_runtime, false },
   [KEY_GPU_RUNTIME] = { "gpu_runtime", set_gpu_runtime, false },
+  [KEY_NS_MAX_SANDBOXES] = { "namespace_max_sandboxes", set_namespace_quota, true },
+  [KEY_NS_MAX_CPU] = { "namespace_max_cpu", set_namespace_quota, true },
+  [KEY_NS_MAX_MEMORY] = { "namespace_max_memory", set_namespace_quota, true },
+  [KEY_NS_MAX_GPUS] = { "namespace_max_gpus", set_namespace_quota, true },
 };
 
 /* One line of N bytes (no newline, no NUL): `key = value`, a comment or blank. */
@@ -859,7 +940,19 @@ sbx_conf_free (sbx_conf *c)
   free (c->registries);
   strv_free (c->mount_deny);
   strv_free (c->mount_allow);
+  for (size_t i = 0; i < c->nnamespaces; i++)
+    free (c->namespaces[i].name);
+  free (c->namespaces);
   free (c);
+}
+
+const sbx_conf_namespace *
+sbx_conf_namespace_find (const sbx_conf *c, const char *name)
+{
+  for (size_t i = 0; i < c->nnamespaces; i++)
+    if (strcmp (c->namespaces[i].name, name) == 0)
+      return &c->namespaces[i];
+  return NULL;
 }
 
 const sbx_conf_registry *

@@ -72,6 +72,20 @@ typedef struct sbx_conf_registry {
 #define SBX_CONF_DOMAIN_TTL_MAX_DEFAULT 3600
 #define SBX_CONF_DOMAIN_TTL_LIMIT 86400
 
+/* A namespace's quotas (`namespace_max_sandboxes = NAME N` and the like,
+ * sbx.conf(5)); -1 where the file sets none. */
+typedef struct sbx_conf_namespace {
+  char *name;            /* a sandbox name's grammar (util.h name_is_valid) */
+  int64_t max_sandboxes; /* live sandboxes (creating, running, paused) */
+  double max_cpu;        /* cores, the sum of their --cpu */
+  int64_t max_memory;    /* bytes, the sum of their --memory */
+  int64_t max_gpus;      /* GPUs, the sum of what their --gpu asks for */
+} sbx_conf_namespace;
+
+#define SBX_CONF_NAMESPACES_MAX 1024
+#define SBX_CONF_NS_SANDBOXES_MAX 1000000
+#define SBX_CONF_NS_GPUS_MAX 4096
+
 typedef struct sbx_conf {
   char *path;          /* the file read, or NULL when none existed (defaults) */
   sbx_cidr pool4;      /* default 10.200.0.0/16; prefix 8..28 */
@@ -105,10 +119,15 @@ typedef struct sbx_conf {
   /* gpu_runtime = runc: a GPU sandbox that names no runtime runs under
    * runc (default runsc, which needs --nvproxy; gpu.h). */
   bool gpu_runtime_runc;
+  sbx_conf_namespace *namespaces; /* in file order, each name once */
+  size_t nnamespaces;
 } sbx_conf;
 
 /* The entry for registry HOST, or NULL. */
 const sbx_conf_registry *sbx_conf_registry_find (const sbx_conf *c, const char *host);
+
+/* The quotas of namespace NAME, or NULL when the file sets none. */
+const sbx_conf_namespace *sbx_conf_namespace_find (const sbx_conf *c, const char *name);
 
 /* PATH NULL: $SBX_CONF if set and not empty, else SBX_CONF_PATH_DEFAULT
  * (symlinks are followed). A missing file gives the defaults (path NULL);

@@ -14,6 +14,7 @@
 #include "json.h"
 #include "layer.h"
 #include "monitor.h"
+#include "namespace.h"
 #include "runtime.h"
 #include "gpu.h"
 #include "client.h"
@@ -99,6 +100,8 @@ sbx_sandbox_opts_validate (const sbx_sandbox_opts *o, sbx_error **err)
   if (sbx_lifetimes_validate (o->keep_warm, o->timeout, err) < 0)
     return -1;
   if (o->gpus && sbx_gpu_request_check (o->gpus, err) < 0)
+    return -1;
+  if (sbx_namespace_validate (o->namespace, err) < 0)
     return -1;
   if (o->priority < 0 || o->priority > 9)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "priority %lld is not between 0 and 9",
@@ -304,7 +307,15 @@ create_common (const sbx_store *st, sbx_sandbox_opts *opts, const sbx_image *ima
   sb->gpu_env = steal_pointer (&gpus.env);
   sb->restore_from = restore_from ? xstrdup (restore_from) : NULL;
   sb->chan_base = chan_base;
-  _cleanup_close_ int lk = -1;
+  _cleanup_close_ int lk = -1, quota = -1;
+  /* Counted against its namespace's quotas from the record on: the quota
+   * lock is held until the record is saved (make_record). */
+  if (sbx_quota_admit (st, NULL, &sb->opts, NULL, &quota, err) < 0)
+    {
+      if (sb->opts.name)
+        sbx_name_release (st, sb->opts.name, sb->id);
+      return -1;
+    }
   /* Its volumes (made if missing) stay until the record names them. */
   sbx_volume_holds vh = { NULL };
   if (sbx_volumes_hold (st, sb->opts.volumes, &vh, err) < 0)
@@ -315,6 +326,8 @@ create_common (const sbx_store *st, sbx_sandbox_opts *opts, const sbx_image *ima
     }
   int made = make_record (st, sb, &lk, err);
   sbx_volumes_release (&vh);
+  if (quota >= 0)
+    close (steal_fd (&quota));
   if (made < 0 || (sb->opts.disk > 0 && sbx_disk_make (st, sb->id, (uint64_t) sb->opts.disk, err) < 0)
       || audit_secrets (st, sb, err) < 0 || sbx_docker_audit (st, sb, err) < 0)
     {

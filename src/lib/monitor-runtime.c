@@ -5,6 +5,7 @@
 #include "monitor-internal.h"
 #include "netns.h"
 #include "gpu.h"
+#include "priority.h"
 #include "volume.h"
 #include "secret.h"
 
@@ -157,6 +158,7 @@ runtime_fork (struct mon *m, sbx_error **err)
   _cleanup_pipe_ int go[2] = SBX_PIPE_INIT, ready[2] = SBX_PIPE_INIT;
   if (pipe2 (go, O_CLOEXEC) < 0 || pipe2 (ready, O_CLOEXEC) < 0)
     return sbx_error_errno (err, errno, "pipe");
+  int oom_adj = sbx_priority_oom_score_adj (m->sb->opts.priority);
   pid_t parent = getpid ();
   pid_t pid = fork ();
   if (pid == 0)
@@ -169,7 +171,11 @@ runtime_fork (struct mon *m, sbx_error **err)
       sigset_t none;
       sigemptyset (&none);
       sigprocmask (SIG_SETMASK, &none, NULL);
+      /* Inherited by runsc's sandbox and gofer (runc's container gets
+       * the spec's process.oomScoreAdj, the same value). */
       int32_t e = join ? -sbx_cgroup_join (join) : 0;
+      if (e == 0)
+        e = -sbx_priority_oom_self (oom_adj);
       char c;
       if (write (ready[1], &e, sizeof e) != (ssize_t) sizeof e || e != 0 || read (go[0], &c, 1) != 1)
         _exit (127);
@@ -206,7 +212,8 @@ mon_runtime_go (struct mon *m, sbx_error **err)
   if (n != (ssize_t) sizeof e)
     return sbx_error_set (err, SBX_E_INTERNAL, 0, "the runtime's process exited before its start");
   if (e != 0)
-    return sbx_error_errno (err, e, "move the runtime into the sandbox's cgroup %s", m->cgroup);
+    return sbx_error_errno (err, e, "move the runtime into the sandbox's cgroup %s (or set its oom_score_adj)",
+                            m->cgroup);
   if (write (m->go_w, "g", 1) != 1)
     return sbx_error_errno (err, errno, "start %s", m->rt->name);
   close (m->go_w);
@@ -491,7 +498,8 @@ mon_prepare_runtime (struct mon *m, sbx_error **err)
                             .leaf = m->rt->own_cgroups };
   m->pids_host_limit = lim.pids;
   m->cgroup_hold = sbx_store_cgroup_hold (m->st, err);
-  if (m->cgroup_hold < 0 || sbx_cgroup_create (m->cgroup, &lim, err) < 0)
+  if (m->cgroup_hold < 0 || sbx_cgroup_create (m->cgroup, &lim, err) < 0
+      || sbx_priority_apply_cgroup (m->cgroup, m->sb->opts.priority, err) < 0)
     return -1;
   int sv[2];
   if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)

@@ -5,6 +5,7 @@
  * a refused update changes nothing. */
 #include "config.h"
 #include "monitor-internal.h"
+#include "priority.h"
 
 #include <errno.h>
 #include <math.h>
@@ -12,16 +13,17 @@
 
 /* What a request asks for; a field it does not name keeps its value. */
 struct update {
-  bool has_cpu, has_memory, has_pids, has_keep_warm, has_timeout;
+  bool has_cpu, has_memory, has_pids, has_keep_warm, has_timeout, has_priority;
   double cpu;
   uint64_t memory;
-  int64_t pids, keep_warm, timeout;
+  int64_t pids, keep_warm, timeout, priority;
+  int64_t old_priority; /* to put back if a limit then fails */
 };
 
 static int
 parse_update (yajl_val req, struct update *u, sbx_error **err)
 {
-  static const char *const keys[] = { "op", "cpu", "memory", "pids", "keep_warm", "timeout", NULL };
+  static const char *const keys[] = { "op", "cpu", "memory", "pids", "keep_warm", "timeout", "priority", NULL };
   if (j_check_keys (req, keys, "update request", err) < 0)
     return -1;
   yajl_val cpu = j_get (req, "cpu");
@@ -33,10 +35,11 @@ parse_update (yajl_val req, struct update *u, sbx_error **err)
       u->cpu = YAJL_GET_DOUBLE (cpu);
     }
   int64_t mem = -1;
-  u->pids = u->keep_warm = u->timeout = INT64_MIN;
+  u->pids = u->keep_warm = u->timeout = u->priority = INT64_MIN;
   if (j_get_int (req, "memory", false, &mem, err) < 0 || j_get_int (req, "pids", false, &u->pids, err) < 0
       || j_get_int (req, "keep_warm", false, &u->keep_warm, err) < 0
-      || j_get_int (req, "timeout", false, &u->timeout, err) < 0)
+      || j_get_int (req, "timeout", false, &u->timeout, err) < 0
+      || j_get_int (req, "priority", false, &u->priority, err) < 0)
     return -1;
   if (j_get (req, "memory"))
     {
@@ -48,9 +51,13 @@ parse_update (yajl_val req, struct update *u, sbx_error **err)
   u->has_pids = u->pids != INT64_MIN;
   u->has_keep_warm = u->keep_warm != INT64_MIN;
   u->has_timeout = u->timeout != INT64_MIN;
-  if (!u->has_cpu && !u->has_memory && !u->has_pids && !u->has_keep_warm && !u->has_timeout)
+  u->has_priority = u->priority != INT64_MIN;
+  if (!u->has_cpu && !u->has_memory && !u->has_pids && !u->has_keep_warm && !u->has_timeout && !u->has_priority)
     return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
-                          "update: nothing to change (--cpu, --memory, --pids, --keep-warm or --timeout)");
+                          "update: nothing to change (--cpu, --memory, --pids, --keep-warm, --timeout or --priority)");
+  if (u->has_priority && (u->priority < 0 || u->priority > 9))
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "update: priority %lld is not between 0 and 9",
+                          (long long) u->priority);
   return 0;
 }
 
@@ -157,6 +164,23 @@ apply_limits (struct mon *m, const struct update *u, sbx_error **err)
   return 0;
 }
 
+/* --priority: the CPU weight and the oom_score_adj of every process now
+ * (priority.h); first, as what is put back if a limit fails. */
+static int
+apply_priority (struct mon *m, struct update *u, sbx_error **err)
+{
+  u->old_priority = m->sb->opts.priority;
+  if (!u->has_priority || u->priority == u->old_priority)
+    return 0;
+  if (sbx_priority_update (m->cgroup, u->priority, err) < 0)
+    {
+      sbx_priority_update (m->cgroup, u->old_priority, NULL);
+      return sbx_error_wrap (err, "update: priority");
+    }
+  m->sb->opts.priority = u->priority;
+  return 0;
+}
+
 /* Lifetimes: --keep-warm counts from the last activity (this request is
  * one), --timeout from now, as `sbx ttl` does. */
 static void
@@ -183,6 +207,7 @@ reply_update (struct mon *m, struct client *c)
   j_kint (g, "pids", o->pids);
   j_kint (g, "keep_warm", o->keep_warm);
   j_kint (g, "timeout", o->timeout);
+  j_kint (g, "priority", o->priority);
   j_kint (g, "deadline", m->sb->deadline);
   j_endmap (g);
   _cleanup_free_ char *s = j_take (g, NULL);
@@ -194,16 +219,26 @@ mon_handle_update (struct mon *m, struct client *c, sbx_op op, yajl_val req)
 {
   _cleanup_error_ sbx_error *err = NULL;
   struct update u = { .has_cpu = false };
-  if (parse_update (req, &u, &err) < 0 || check_update (m, &u, &err) < 0 || apply_limits (m, &u, &err) < 0)
+  if (parse_update (req, &u, &err) < 0 || check_update (m, &u, &err) < 0 || apply_priority (m, &u, &err) < 0)
     {
+      mon_reply_error (c, err->code, err->msg);
+      return;
+    }
+  if (apply_limits (m, &u, &err) < 0)
+    {
+      if (u.has_priority && u.priority != u.old_priority)
+        {
+          sbx_priority_update (m->cgroup, u.old_priority, NULL);
+          m->sb->opts.priority = u.old_priority;
+        }
       mon_reply_error (c, err->code, err->msg);
       return;
     }
   apply_lifetimes (m, &u);
   mon_save_state (m);
-  mon_log (m, "updated: cpu %g, memory %llu, pids %lld, keep-warm %lld s, timeout %lld s", m->sb->opts.cpu,
-           (unsigned long long) m->sb->opts.memory, (long long) m->sb->opts.pids, (long long) m->sb->opts.keep_warm,
-           (long long) m->sb->opts.timeout);
+  mon_log (m, "updated: cpu %g, memory %llu, pids %lld, keep-warm %lld s, timeout %lld s, priority %lld",
+           m->sb->opts.cpu, (unsigned long long) m->sb->opts.memory, (long long) m->sb->opts.pids,
+           (long long) m->sb->opts.keep_warm, (long long) m->sb->opts.timeout, (long long) m->sb->opts.priority);
   reply_update (m, c);
   c->closing = true;
 }

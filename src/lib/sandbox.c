@@ -197,6 +197,9 @@ gen_record (yajl_gen g, const sbx_sandbox *sb, bool full)
   else
     j_null (g);
   j_kstr (g, "image", sb->image_id);
+  /* The view's: the namespace it is in ("options" has it as given). */
+  if (!full)
+    j_kstr (g, "namespace", sb->opts.namespace ? sb->opts.namespace : "default");
   j_kint (g, "created_at", sb->created_at);
   if (full)
     j_kint (g, "created_ns", sb->created_ns);

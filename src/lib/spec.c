@@ -7,6 +7,7 @@
 #include "cgroup.h"
 #include "docker.h"
 #include "gpu.h"
+#include "priority.h"
 #include "json.h"
 #include "util.h"
 
@@ -116,7 +117,7 @@ gen_process (yajl_gen g, const sbx_spec_params *p)
     gen_rlimit (g, "RLIMIT_NPROC", RLIMIT_NPROC, (rlim_t) pids_limit (p));
   j_endarr (g);
   j_kbool (g, "noNewPrivileges", true);
-  j_kint (g, "oomScoreAdj", 500);
+  j_kint (g, "oomScoreAdj", sbx_priority_oom_score_adj (p->sb->opts.priority));
   j_endmap (g);
 }
 

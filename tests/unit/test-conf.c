@@ -178,6 +178,53 @@ test_domain_keys (void)
     }
 }
 
+/* namespace_max_*: NAME VALUE, repeatable across names, each once per name. */
+static void
+test_namespace_keys (void)
+{
+  _cleanup_error_ sbx_error *err = NULL;
+  _cleanup_conf_ sbx_conf *c = parse ("", &err);
+  tap_ok (c && c->nnamespaces == 0 && sbx_conf_namespace_find (c, "default") == NULL, "namespaces: none by default");
+  sbx_conf_free (steal_pointer (&c));
+  c = parse ("namespace_max_sandboxes = team-a 10\nnamespace_max_cpu =\tteam-a\t4.5\n"
+             "namespace_max_memory = team-a 8Gi\nnamespace_max_gpus = team-a 2\n"
+             "namespace_max_sandboxes = default 0\nnamespace_max_memory = b 512\n",
+             &err);
+  const sbx_conf_namespace *a = c ? sbx_conf_namespace_find (c, "team-a") : NULL;
+  tap_ok (a && a->max_sandboxes == 10 && a->max_cpu == 4.5 && a->max_memory == (8LL << 30) && a->max_gpus == 2,
+          "namespace team-a: every quota (%s)", errmsg (err));
+  const sbx_conf_namespace *d = c ? sbx_conf_namespace_find (c, "default") : NULL;
+  tap_ok (d && d->max_sandboxes == 0 && d->max_cpu < 0 && d->max_memory < 0 && d->max_gpus < 0,
+          "namespace default: max_sandboxes 0, the others unset");
+  const sbx_conf_namespace *b = c ? sbx_conf_namespace_find (c, "b") : NULL;
+  tap_ok (b && b->max_memory == (512LL << 20) && c->nnamespaces == 3, "namespace b: a size in MiB; 3 namespaces");
+  static const char *const bad[][2] = {
+    { "namespace_max_sandboxes = 5\n", "namespace_max_sandboxes: expected `NAMESPACE VALUE`" },
+    { "namespace_max_sandboxes = a 5 6\n", "expected `NAMESPACE VALUE`" },
+    { "namespace_max_sandboxes = bad/ns 5\n", "`bad/ns` is not a namespace name" },
+    { "namespace_max_sandboxes = -a 5\n", "`-a` is not a namespace name" },
+    { "namespace_max_sandboxes = a -1\n", "`-1` is not a number of sandboxes in 0..1000000" },
+    { "namespace_max_sandboxes = a 1000001\n", "in 0..1000000" },
+    { "namespace_max_cpu = a 0\n", "namespace_max_cpu: `0` is not a number of cores, at least 0.01" },
+    { "namespace_max_cpu = a x\n", "`x` is not a number of cores" },
+    { "namespace_max_memory = a 1k\n", "namespace_max_memory: `1k` is not a size of at least 6Mi" },
+    { "namespace_max_memory = a 0\n", "`0` is not a size" },
+    { "namespace_max_gpus = a 4097\n", "namespace_max_gpus: `4097` is not a number of GPUs in 0..4096" },
+    { "namespace_max_gpus = a 1\nnamespace_max_gpus = a 1\n",
+      ".conf:2: namespace_max_gpus: given twice for namespace a" },
+    { "namespace_max_cpu = a 1\nnamespace_max_cpu = a 2\n", "given twice for namespace a" },
+  };
+  for (size_t i = 0; i < ARRAY_SIZE (bad); i++)
+    {
+      sbx_error_free (err);
+      err = NULL;
+      sbx_conf *x = parse (bad[i][0], &err);
+      tap_ok (x == NULL && err && err->code == SBX_E_INVALID_ARGUMENT && strstr (err->msg, bad[i][1]),
+              "refused: %s (%s)", bad[i][1], errmsg (err));
+      sbx_conf_free (x);
+    }
+}
+
 /* mount_deny, mount_allow: lists of absolute paths, made normal, each once. */
 static void
 test_mount_paths (void)
@@ -903,6 +950,7 @@ main (void)
   test_registries ();
   test_mount_paths ();
   test_domain_keys ();
+  test_namespace_keys ();
   test_errors ();
   test_load ();
   test_resolv ();
