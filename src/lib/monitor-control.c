@@ -425,6 +425,7 @@ static const struct op {
   [SBX_OP_PING] = { op_ping, 0 },
   [SBX_OP_UNEXPOSE] = { mon_handle_unexpose, 0 },
   [SBX_OP_UPDATE] = { mon_handle_update, 0 },
+  [SBX_OP_CLAIM] = { mon_handle_claim, 0 },
 };
 
 static void
