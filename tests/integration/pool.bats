@@ -75,6 +75,8 @@ parked_ids () {
     '["block", 0, "p1", true]' "a parked member: network cut, no deadline"
   run --separate-stderr sbx ps -q "$one"
   expect_eq "$output" "" "a parked member has run nothing but sbx-init"
+  expect_error BUSY exec "$one" -- true
+  expect_error BUSY update "$one" --timeout 10
 
   local t0 id
   t0=$(date +%s)
