@@ -202,7 +202,9 @@ static void
 entry_put (const sbx_store *st, const char *name, const char *which, const char *id)
 {
   _cleanup_free_ char *p = sbx_store_path (st, "pools/%s/%s/%s", name, which, id);
-  _cleanup_close_ int fd = open (p, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  int fd = open (p, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd >= 0)
+    close (fd);
 }
 
 static bool
@@ -421,13 +423,12 @@ sbx_pool_remove (const sbx_store *st, const char *name, int *ret_removed, sbx_er
   /* A filler at work removes the member it makes once it sees the pool
    * gone; one killed left creating/ entries, settled here. */
   _cleanup_close_ int fl = pool_lock (st, name, "fill.lock", LOCK_EX, NULL);
-  _cleanup_strv_ char **rest = xmalloc0 (sizeof (char *));
+  if (fl < 0)
+    return rm_rf (dir, err); /* removed meanwhile (gc) */
   _cleanup_free_ char *cd = pool_path (st, name, "creating");
   _cleanup_strv_ char **creating = list_ids (cd);
-  for (size_t i = 0; creating[i]; i++)
-    strv_push (&rest, creating[i]);
-  discard_all (st, rest);
-  *ret_removed += (int) strv_len (rest);
+  discard_all (st, creating);
+  *ret_removed += (int) strv_len (creating);
   return rm_rf (dir, err);
 }
 
