@@ -9,20 +9,20 @@
 
 _sbx_global_opts='--root --run-root --json --version -h --help'
 
-_sbx_commands='create run exec run-code ps proc fs cp ls status wait terminate rm logs pause resume commit snapshot restore snapshots rmsnap net expose unexpose urls ttl update stats volume images pull import export push build tag rmi login logout secret audit info gc version help'
+_sbx_commands='create run exec run-code ps proc fs cp ls status wait terminate rm logs pause resume commit snapshot restore snapshots rmsnap net expose unexpose urls ttl update stats pool volume images pull import export push build tag rmi login logout secret audit info gc version help'
 _sbx_fs_verbs='read write upload download ls stat mkdir rm rmdir find replace watch'
 
 # The options of command $1.
 _sbx_opts() {
 	case $1 in
-	create) echo '--image --pull --name --cpu --memory --pids --disk --runtime --gpu --block-network --allow --allow-domain --port --public --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --allow-secrets --docker --namespace --priority --cwd --run-cmd --exit-with-cmd' ;;
-	run) echo '--image --pull --name --cpu --memory --pids --disk --runtime --gpu --block-network --allow --allow-domain --port --public --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --allow-secrets --docker --namespace --priority --cwd --rm' ;;
+	create) echo '--image --pull --name --cpu --memory --pids --disk --runtime --gpu --block-network --allow --allow-domain --port --public --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --allow-secrets --docker --namespace --priority --cwd --pool --run-cmd --exit-with-cmd' ;;
+	run) echo '--image --pull --name --cpu --memory --pids --disk --runtime --gpu --block-network --allow --allow-domain --port --public --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --allow-secrets --docker --namespace --priority --cwd --pool --rm' ;;
 	exec) echo '-i --interactive -t --tty -d --detach -e --env --cwd --user --timeout' ;;
 	run-code) echo '-l --lang -e --env --cwd --timeout' ;;
 	ps) echo '-q --quiet' ;;
 	proc) echo '--timeout -s --signal -f --follow' ;;
 	fs) echo '--limit --cursor -p --parents -r --recursive --name' ;;
-	ls) echo '-q --quiet --sort --namespace' ;;
+	ls) echo '-q --quiet --all --sort --namespace' ;;
 	wait) echo '--timeout' ;;
 	terminate) echo '--rm' ;;
 	rm) echo '-f --force' ;;
@@ -32,6 +32,7 @@ _sbx_opts() {
 	net) echo '--block --allow --allow-domain --open' ;;
 	update) echo '--cpu --memory --pids --keep-warm --timeout --priority' ;;
 	stats) echo '--namespace' ;;
+	pool) echo '--image --pull --name --cpu --memory --pids --disk --runtime --gpu --block-network --allow --allow-domain --port --public --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --allow-secrets --docker --namespace --priority --cwd --size -q --quiet' ;;
 	volume) echo '--size -q --quiet' ;;
 	images) echo '-q --quiet' ;;
 	pull) echo '--platform -q --quiet' ;;
@@ -50,8 +51,8 @@ _sbx_opts() {
 # The options of command $1 that take a value.
 _sbx_opts_with_arg() {
 	case $1 in
-	create) echo '--image --pull --name --cpu --memory --pids --disk --runtime --gpu --allow --allow-domain --port --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --namespace --priority --cwd' ;;
-	run) echo '--image --pull --name --cpu --memory --pids --disk --runtime --gpu --allow --allow-domain --port --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --namespace --priority --cwd' ;;
+	create) echo '--image --pull --name --cpu --memory --pids --disk --runtime --gpu --allow --allow-domain --port --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --namespace --priority --cwd --pool' ;;
+	run) echo '--image --pull --name --cpu --memory --pids --disk --runtime --gpu --allow --allow-domain --port --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --namespace --priority --cwd --pool' ;;
 	exec) echo '-e --env --cwd --user --timeout' ;;
 	run-code) echo '-l --lang -e --env --cwd --timeout' ;;
 	proc) echo '--timeout -s --signal' ;;
@@ -63,6 +64,7 @@ _sbx_opts_with_arg() {
 	net) echo '--allow --allow-domain' ;;
 	update) echo '--cpu --memory --pids --keep-warm --timeout --priority' ;;
 	stats) echo '--namespace' ;;
+	pool) echo '--image --pull --name --cpu --memory --pids --disk --runtime --gpu --allow --allow-domain --port --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --namespace --priority --cwd --size' ;;
 	volume) echo '--size' ;;
 	pull) echo '--platform' ;;
 	import) echo '-t --tag' ;;
@@ -117,6 +119,14 @@ _sbx_value() {
 	commit:-t | commit:--tag) _sbx_words "$(_sbx_images)" ;;
 	restore:-n | restore:--count) _sbx_words '1 2 4 8' ;;
 	update:--keep-warm) _sbx_words '-1 60 600 3600' ;;
+	pool:--image) _sbx_words "$(_sbx_images)" ;;
+	pool:--pull) _sbx_words 'missing always never' ;;
+	pool:--runtime) _sbx_words 'runsc runc' ;;
+	pool:--gpu) _sbx_words 'all 1' ;;
+	pool:--keep-warm) _sbx_words '-1 60 600 3600' ;;
+	pool:--on-idle) _sbx_words 'terminate pause' ;;
+	pool:--mount) _sbx_dirs ;;
+	pool:--copy-in) _sbx_dirs ;;
 	pull:--platform) _sbx_words 'linux/amd64 linux/arm64 linux/arm64/v8 linux/arm/v7 linux/386 linux/ppc64le linux/s390x linux/riscv64' ;;
 	import:-t | import:--tag) _sbx_words "$(_sbx_images)" ;;
 	export:--compression) _sbx_words 'gzip none' ;;
@@ -169,6 +179,8 @@ _sbx_operand() {
 	ttl:1) : ;;
 	update:0) _sbx_words "$(_sbx_ids)" ;;
 	stats:0) _sbx_words "$(_sbx_ids)" ;;
+	pool:0) _sbx_words 'create ls rm fill' ;;
+	pool:1) : ;;
 	volume:0) _sbx_words 'create ls inspect rm export import' ;;
 	volume:1) : ;;
 	volume:2) _sbx_files ;;

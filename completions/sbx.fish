@@ -8,9 +8,9 @@
 function __sbx_opts_with_arg
     switch $argv[1]
         case create
-            printf '%s\n' --image --pull --name --cpu --memory --pids --disk --runtime --gpu --allow --allow-domain --port --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --namespace --priority --cwd
+            printf '%s\n' --image --pull --name --cpu --memory --pids --disk --runtime --gpu --allow --allow-domain --port --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --namespace --priority --cwd --pool
         case run
-            printf '%s\n' --image --pull --name --cpu --memory --pids --disk --runtime --gpu --allow --allow-domain --port --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --namespace --priority --cwd
+            printf '%s\n' --image --pull --name --cpu --memory --pids --disk --runtime --gpu --allow --allow-domain --port --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --namespace --priority --cwd --pool
         case exec
             printf '%s\n' -e --env --cwd --user --timeout
         case run-code
@@ -33,6 +33,8 @@ function __sbx_opts_with_arg
             printf '%s\n' --cpu --memory --pids --keep-warm --timeout --priority
         case stats
             printf '%s\n' --namespace
+        case pool
+            printf '%s\n' --image --pull --name --cpu --memory --pids --disk --runtime --gpu --allow --allow-domain --port --keep-warm --timeout --on-idle -e --env --volume --mount --copy-in --secret --secret-file --namespace --priority --cwd --size
         case volume
             printf '%s\n' --size
         case pull
@@ -233,6 +235,7 @@ complete -c sbx -n __sbx_no_command -a urls -d 'List a sandbox\'s exposed ports 
 complete -c sbx -n __sbx_no_command -a ttl -d 'Set a running sandbox\'s hard lifetime to SECONDS from now'
 complete -c sbx -n __sbx_no_command -a update -d 'Change a running sandbox\'s limits and lifetimes at once'
 complete -c sbx -n __sbx_no_command -a stats -d 'Count sandboxes by state and namespace; with ID, what that sandbox uses now'
+complete -c sbx -n __sbx_no_command -a pool -d 'Manage warm pools of started sandboxes: create NAME --size N [create options], ls, rm NAME..., fill NAME'
 complete -c sbx -n __sbx_no_command -a volume -d 'Manage named volumes: create NAME, ls, inspect NAME..., rm NAME..., export NAME FILE, import NAME FILE'
 complete -c sbx -n __sbx_no_command -a images -d 'List images'
 complete -c sbx -n __sbx_no_command -a pull -d 'Pull an image from a registry (REF: [REGISTRY/]NAME[:TAG][@DIGEST]) and print its id'
@@ -280,6 +283,7 @@ complete -c sbx -n '__sbx_opts_for create' -l docker -d 'Start dockerd inside at
 complete -c sbx -n '__sbx_opts_for create' -l namespace -x -d 'The namespace the sandbox counts in, against its quotas in sbx.conf (default: default)'
 complete -c sbx -n '__sbx_opts_for create' -l priority -x -d 'CPU weight and OOM preference: higher gets more CPU under contention, lower is killed first (default 5)'
 complete -c sbx -n '__sbx_opts_for create' -l cwd -x -d 'Working directory for every command (absolute)'
+complete -c sbx -n '__sbx_opts_for create' -l pool -x -d 'Claim a started sandbox from warm pool POOL and apply these options to it (sbx-pool(1)); an empty pool: made cold'
 complete -c sbx -n '__sbx_opts_for create' -l run-cmd -d 'Start the image\'s cmd (entrypoint + cmd) as the initial command, in place of CMD'
 complete -c sbx -n '__sbx_opts_for create' -l exit-with-cmd -d 'End the sandbox when the initial command ends (reason exited, its exit code)'
 
@@ -312,6 +316,7 @@ complete -c sbx -n '__sbx_opts_for run' -l docker -d 'Start dockerd inside at cr
 complete -c sbx -n '__sbx_opts_for run' -l namespace -x -d 'The namespace the sandbox counts in, against its quotas in sbx.conf (default: default)'
 complete -c sbx -n '__sbx_opts_for run' -l priority -x -d 'CPU weight and OOM preference: higher gets more CPU under contention, lower is killed first (default 5)'
 complete -c sbx -n '__sbx_opts_for run' -l cwd -x -d 'Working directory for every command (absolute)'
+complete -c sbx -n '__sbx_opts_for run' -l pool -x -d 'Claim a started sandbox from warm pool POOL and apply these options to it (sbx-pool(1)); an empty pool: made cold'
 complete -c sbx -n '__sbx_opts_for run' -l rm -d 'Remove the sandbox and its files afterwards'
 
 # exec
@@ -346,6 +351,7 @@ complete -c sbx -n '__sbx_opts_for fs' -l name -x -d 'Find, replace: only files 
 
 # ls
 complete -c sbx -n '__sbx_opts_for ls' -s q -l quiet -d 'Print ids only'
+complete -c sbx -n '__sbx_opts_for ls' -l all -d 'Also the parked members of warm pools (sbx-pool(1))'
 complete -c sbx -n '__sbx_opts_for ls' -l sort -x -a 'created id name state runtime image' -d 'Order by created (default: oldest first), id, name, state, runtime or image'
 complete -c sbx -n '__sbx_opts_for ls' -l namespace -x -d 'Only the sandboxes of namespace NAME'
 
@@ -383,6 +389,38 @@ complete -c sbx -n '__sbx_opts_for update' -l priority -x -d 'CPU weight and oom
 
 # stats
 complete -c sbx -n '__sbx_opts_for stats' -l namespace -x -d 'Count only the sandboxes of namespace NAME'
+
+# pool
+complete -c sbx -n '__sbx_opts_for pool' -l image -x -a '(__sbx_images)' -d 'image: a tag, an id, or a registry reference such as python:3.12-slim (default: busybox, built in)'
+complete -c sbx -n '__sbx_opts_for pool' -l pull -x -a 'missing always never' -d 'When to pull --image from its registry: missing (default), always or never'
+complete -c sbx -n '__sbx_opts_for pool' -l name -x -d 'A unique name usable in place of the id'
+complete -c sbx -n '__sbx_opts_for pool' -l cpu -x -d 'CPU limit in cores, fractional (e.g. 0.5); 0: none (default 1, sbx.conf)'
+complete -c sbx -n '__sbx_opts_for pool' -l memory -x -d 'Memory limit: MiB, or with a unit (512Mi, 1Gi, 1G); 0: none (default 1Gi, sbx.conf)'
+complete -c sbx -n '__sbx_opts_for pool' -l pids -x -d 'Process limit (default 1024)'
+complete -c sbx -n '__sbx_opts_for pool' -l disk -x -d 'Writable layer limit (default: sbx.conf\'s disk, 10Gi; 0: none)'
+complete -c sbx -n '__sbx_opts_for pool' -l runtime -x -a 'runsc runc' -d 'Runsc (default) or runc'
+complete -c sbx -n '__sbx_opts_for pool' -l gpu -x -a 'all 1' -d 'Pass GPUs: all, N (any N), INDEX,INDEX..., a UUID or TYPE[:N] (a model such as A100:2); runsc needs --nvproxy, else --runtime runc (sbx-create(1))'
+complete -c sbx -n '__sbx_opts_for pool' -l block-network -d 'No network interface: loopback only, no DNS'
+complete -c sbx -n '__sbx_opts_for pool' -l allow -x -d 'Reach only these destinations, plus DNS (repeatable; IPv4 or IPv6)'
+complete -c sbx -n '__sbx_opts_for pool' -l allow-domain -x -d 'Reach only the addresses NAME (or *.NAME: any name under it) resolves to; other names are refused (repeatable)'
+complete -c sbx -n '__sbx_opts_for pool' -l port -x -d 'Expose this port behind a token as a URL on the host (repeatable)'
+complete -c sbx -n '__sbx_opts_for pool' -l public -d 'Exposed ports need no token'
+complete -c sbx -n '__sbx_opts_for pool' -l keep-warm -x -a '-1 60 600 3600' -d 'Idle lifetime (default 600, -1: until terminated)'
+complete -c sbx -n '__sbx_opts_for pool' -l timeout -x -d 'Hard lifetime (default 3600, at most 86400)'
+complete -c sbx -n '__sbx_opts_for pool' -l on-idle -x -a 'terminate pause' -d 'When the keep-warm time runs out: terminate (default) or pause'
+complete -c sbx -n '__sbx_opts_for pool' -s e -l env -x -d 'Set an environment variable for every command (repeatable)'
+complete -c sbx -n '__sbx_opts_for pool' -l volume -x -d 'Mount volume NAME (made if missing) at PATH, read-only with :ro (repeatable)'
+complete -c sbx -n '__sbx_opts_for pool' -l mount -x -a '(__fish_complete_directories)' -d 'Bind host directory HOST at DEST, read-only unless :rw (repeatable; what is refused: sbx-create(1))'
+complete -c sbx -n '__sbx_opts_for pool' -l copy-in -x -a '(__fish_complete_directories)' -d 'Copy a host directory\'s tree into the sandbox before its first command (default DEST /workspace; honours HOSTDIR/.sbxignore; repeatable)'
+complete -c sbx -n '__sbx_opts_for pool' -l secret -x -d 'Pass secret NAME as environment variable VAR (default NAME) of every command (repeatable; needs --allow-secrets)'
+complete -c sbx -n '__sbx_opts_for pool' -l secret-file -x -d 'Pass secret NAME as the file /run/secrets/NAME, on a tmpfs (repeatable; needs --allow-secrets)'
+complete -c sbx -n '__sbx_opts_for pool' -l allow-secrets -d 'Acknowledge that the sandbox\'s code can read the secrets it is given'
+complete -c sbx -n '__sbx_opts_for pool' -l docker -d 'Start dockerd inside at creation (an image with Docker: a blueprint\'s with_docker; runc only as sbx.conf\'s docker_runtime allows)'
+complete -c sbx -n '__sbx_opts_for pool' -l namespace -x -d 'The namespace the sandbox counts in, against its quotas in sbx.conf (default: default)'
+complete -c sbx -n '__sbx_opts_for pool' -l priority -x -d 'CPU weight and OOM preference: higher gets more CPU under contention, lower is killed first (default 5)'
+complete -c sbx -n '__sbx_opts_for pool' -l cwd -x -d 'Working directory for every command (absolute)'
+complete -c sbx -n '__sbx_opts_for pool' -l size -x -d 'Pool create: how many sandboxes it keeps started (1-256)'
+complete -c sbx -n '__sbx_opts_for pool' -s q -l quiet -d 'Pool ls: print names only'
 
 # volume
 complete -c sbx -n '__sbx_opts_for volume' -l size -x -d 'create: the most its files may take (an ext4 image: ENOSPC inside past it); MiB or with a unit; 0: no limit (default)'
@@ -466,6 +504,7 @@ complete -c sbx -n '__sbx_operand 0 urls' -a '(__sbx_sandboxes)' -d 'Sandbox'
 complete -c sbx -n '__sbx_operand 0 ttl' -a '(__sbx_sandboxes)' -d 'Sandbox'
 complete -c sbx -n '__sbx_operand 0 update' -a '(__sbx_sandboxes)' -d 'Sandbox'
 complete -c sbx -n '__sbx_operand 0 stats' -a '(__sbx_sandboxes)' -d 'Sandbox'
+complete -c sbx -n '__sbx_operand 0 pool' -a 'create ls rm fill' -d 'Action'
 complete -c sbx -n '__sbx_operand 0 volume' -a 'create ls inspect rm export import' -d 'Action'
 complete -c sbx -n '__sbx_operand 2 volume' -F -d 'Tar file (- for stdin/stdout)'
 complete -c sbx -n '__sbx_operand 0 import' -F -d 'Tarball, image archive or layout directory'
@@ -477,6 +516,6 @@ complete -c sbx -n '__sbx_operand 0 tag' -a '(__sbx_images)' -d 'Image'
 complete -c sbx -n '__sbx_operand 1 tag' -a '(__sbx_images)' -d 'New tag'
 complete -c sbx -n '__sbx_operand any rmi' -a '(__sbx_images)' -d 'Image'
 complete -c sbx -n '__sbx_operand 0 secret' -a 'create ls rm' -d 'Action'
-complete -c sbx -n '__sbx_operand 0 help' -a 'create run exec run-code ps proc fs cp ls status wait terminate rm logs pause resume commit snapshot restore snapshots rmsnap net expose unexpose urls ttl update stats volume images pull import export push build tag rmi login logout secret audit info gc version help' -d 'Command'
+complete -c sbx -n '__sbx_operand 0 help' -a 'create run exec run-code ps proc fs cp ls status wait terminate rm logs pause resume commit snapshot restore snapshots rmsnap net expose unexpose urls ttl update stats pool volume images pull import export push build tag rmi login logout secret audit info gc version help' -d 'Command'
 complete -c sbx -n __sbx_fs_host_file -F
 complete -c sbx -n __sbx_cp_host -F -a '(__sbx_cp_refs)'

@@ -78,6 +78,7 @@ static const command_operands operand_table[] = {
   { "ttl", { SANDBOX, { "seconds", NULL } } },
   { "update", { SANDBOX } },
   { "stats", { SANDBOX }, .optional = true },
+  { "pool", { { "action", "create ls rm fill" }, { "pool name", NULL } } },
   { "volume",
     { { "action", "create ls inspect rm export import" },
       { "volume name", NULL },

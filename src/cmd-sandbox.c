@@ -66,6 +66,7 @@ enum {
   O_GPU,
   O_NAMESPACE,
   O_PRIORITY,
+  O_POOL,
 };
 
 #define CREATE_OPTS                                                                                                      \
@@ -150,8 +151,16 @@ enum {
 
 /* The initial command's options are create's alone: sbx run's command is
  * already its foreground one, and the sandbox already ends with it. */
+#define POOL_OPT                                                                                                   \
+  {                                                                                                                \
+    "pool", O_POOL, required_argument, "POOL",                                                                     \
+        "claim a started sandbox from warm pool POOL and apply these options to it (sbx-pool(1)); an empty pool: " \
+        "made cold"                                                                                                \
+  }
+
 const cli_opt sbx_create_opts[] = {
   CREATE_OPTS,
+  POOL_OPT,
   { "run-cmd", O_RUN_CMD, no_argument, NULL,
     "start the image's cmd (entrypoint + cmd) as the initial command, in place of CMD" },
   { "exit-with-cmd", O_EXIT_WITH_CMD, no_argument, NULL,
@@ -160,7 +169,15 @@ const cli_opt sbx_create_opts[] = {
 };
 const cli_opt sbx_run_opts[] = {
   CREATE_OPTS,
+  POOL_OPT,
   { "rm", O_RM, no_argument, NULL, "remove the sandbox and its files afterwards" },
+  { NULL },
+};
+/* sbx pool create: create's options (for the members) and the size. */
+const cli_opt sbx_pool_cli_opts[] = {
+  CREATE_OPTS,
+  { "size", CLI_O_POOL_SIZE, required_argument, "N", "pool create: how many sandboxes it keeps started (1-256)" },
+  { "quiet", 'q', no_argument, NULL, "pool ls: print names only" },
   { NULL },
 };
 const cli_opt sbx_none_opts[] = { { NULL } };
@@ -170,6 +187,7 @@ const cli_opt sbx_stats_opts[] = {
 };
 const cli_opt sbx_ls_opts[] = {
   { "quiet", 'q', no_argument, NULL, "print ids only" },
+  { "all", O_ALL, no_argument, NULL, "also the parked members of warm pools (sbx-pool(1))" },
   { "sort", O_SORT, required_argument, "KEY",
     "order by created (default: oldest first), id, name, state, runtime or image",
     "created id name state runtime image" },
@@ -203,8 +221,8 @@ const cli_opt sbx_update_opts[] = {
   { NULL },
 };
 
-static void
-opts_defaults (sbx_sandbox_opts *o)
+void
+cli_create_defaults (sbx_sandbox_opts *o)
 {
   memset (o, 0, sizeof *o);
   o->runtime = xstrdup ("runsc");
@@ -250,9 +268,17 @@ mount_opt (sbx_sandbox_opts *o, const char *arg, sbx_error **err)
   return 0;
 }
 
-/* Applies one create option; 1 if KEY was one, 0 if not, -1 on error. */
-static int
-create_opt (sbx_sandbox_opts *o, int key, const char *arg, sbx_error **err)
+const char *
+cli_create_opt_name (int key)
+{
+  for (const cli_opt *o = sbx_create_opts; o->name; o++)
+    if (o->key == key)
+      return o->name;
+  return NULL;
+}
+
+int
+cli_create_opt (sbx_sandbox_opts *o, int key, const char *arg, sbx_error **err)
 {
   uint64_t mem;
   switch (key)
@@ -410,19 +436,41 @@ print_created (sbx_cli *cli, const sbx_sandbox *sb)
  * its image. */
 struct create_args {
   sbx_sandbox_opts o;
+  char **given; /* the long names of the options given (a claim's, pool.h) */
+  char *pool;   /* --pool */
   sbx_pull_policy pull;
   bool rm;            /* run only */
   bool run_cmd;       /* create only: the image's cmd as the initial command */
   bool exit_with_cmd; /* create only: into the options once the command is known */
 };
 
+static bool
+strv_has (char *const *v, const char *s)
+{
+  for (size_t i = 0; v && v[i]; i++)
+    if (strcmp (v[i], s) == 0)
+      return true;
+  return false;
+}
+
 static int
 create_cb (void *data, int key, const char *arg, sbx_error **err)
 {
   struct create_args *a = data;
+  const char *name = cli_create_opt_name (key);
+  if (name && !strv_has (a->given, name))
+    strv_push (&a->given, name);
   if (key == O_PULL)
     return sbx_pull_policy_parse (arg, &a->pull, err) < 0 ? sbx_error_wrap (err, "--pull") : 0;
-  return create_opt (&a->o, key, arg, err) < 0 ? -1 : 0;
+  if (key == O_POOL)
+    {
+      if (!name_is_valid (arg))
+        return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "--pool: `%s` is not a pool name", arg);
+      free (a->pool);
+      a->pool = xstrdup (arg);
+      return 0;
+    }
+  return cli_create_opt (&a->o, key, arg, err) < 0 ? -1 : 0;
 }
 
 /* --allow-secrets is an acknowledgement: said out loud on stderr, so that
@@ -452,6 +500,25 @@ obtain_image (sbx_store *st, const struct create_args *a, sbx_image **ret, sbx_e
   _cleanup_progress_ sbx_pull_opts po = { .platform = NULL };
   cli_progress_attach (&po, false);
   return sbx_image_obtain (st, conf, a->o.image_ref, a->pull, &po, ret, err);
+}
+
+static void
+create_args_clear (struct create_args *a)
+{
+  sbx_sandbox_opts_clear (&a->o);
+  strv_free (a->given);
+  free (a->pool);
+}
+
+/* create/run --pool: a claim of the pool's (cmd-pool.c), else a sandbox
+ * made cold. */
+static int
+make_sandbox (sbx_cli *cli, sbx_store *st, struct create_args *a, const sbx_image *img, sbx_sandbox **ret,
+              sbx_error **err)
+{
+  if (a->pool)
+    return cli_pool_claim (cli, st, a->pool, &a->o, a->given, img ? img->id : NULL, ret, err);
+  return sbx_sandbox_create_from (st, &a->o, img, ret, err);
 }
 
 static int
@@ -496,7 +563,7 @@ cmd_create (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   _cleanup_sandbox_ sbx_sandbox *sb = NULL;
   _cleanup_image_ sbx_image *img = NULL;
   struct create_args a = { .pull = SBX_PULL_MISSING };
-  opts_defaults (&a.o);
+  cli_create_defaults (&a.o);
   int first, ret = cli_simple_parse (cli, "create", argc, argv, 0, -1, &first, create_only_cb, &a, err);
   /* The command follows --: a word alone might be meant as an image. */
   if (ret == 0 && first < argc && strcmp (argv[first - 1], "--") != 0)
@@ -523,11 +590,11 @@ cmd_create (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   if (ret == 0 && initial_cmd (st, &a, argv + first, &img, err) < 0)
     ret = -1;
   a.o.exit_with_cmd = a.exit_with_cmd;
-  if (ret == 0 && sbx_sandbox_create_from (st, &a.o, img, &sb, err) < 0)
+  if (ret == 0 && make_sandbox (cli, st, &a, img, &sb, err) < 0)
     ret = -1;
   if (ret == 0)
     print_created (cli, sb);
-  sbx_sandbox_opts_clear (&a.o);
+  create_args_clear (&a);
   return ret < 0 ? -1 : 0;
 }
 
@@ -570,11 +637,11 @@ cmd_run (sbx_cli *cli, int argc, char **argv, sbx_error **err)
   _cleanup_sandbox_ sbx_sandbox *sb = NULL;
   _cleanup_image_ sbx_image *img = NULL;
   struct create_args a = { .pull = SBX_PULL_MISSING, .rm = false };
-  opts_defaults (&a.o);
+  cli_create_defaults (&a.o);
   int first, status = 0, ret = 0, r = cli_simple_parse (cli, "run", argc, argv, 0, -1, &first, run_cb, &a, err);
   if (r != 0)
     {
-      sbx_sandbox_opts_clear (&a.o);
+      create_args_clear (&a);
       return r < 0 ? -1 : 0;
     }
   if (first >= argc && a.o.image_ref == NULL)
@@ -598,7 +665,7 @@ cmd_run (sbx_cli *cli, int argc, char **argv, sbx_error **err)
    * SBX_TEARDOWNS_MAX of them at once, however fast a script loops. */
   if (ret == 0)
     sbx_teardown_throttle (st, SBX_TEARDOWNS_MAX);
-  if (ret == 0 && sbx_sandbox_create_from (st, &a.o, img, &sb, err) < 0)
+  if (ret == 0 && make_sandbox (cli, st, &a, img, &sb, err) < 0)
     ret = -1;
   if (ret == 0)
     {
@@ -616,7 +683,7 @@ cmd_run (sbx_cli *cli, int argc, char **argv, sbx_error **err)
       else
         ret = status;
     }
-  sbx_sandbox_opts_clear (&a.o);
+  create_args_clear (&a);
   return ret;
 }
 
@@ -743,6 +810,8 @@ print_status_human (const sbx_sandbox *sb, int64_t disk_used)
           (unsigned long long) (sbx_cgroup_version () == 2 ? sbx_priority_cpu_weight (sb->opts.priority)
                                                            : sbx_priority_cpu_shares (sb->opts.priority)),
           sbx_priority_oom_score_adj (sb->opts.priority));
+  if (sb->opts.pool)
+    printf ("pool:       %s%s\n", sb->opts.pool, sb->parked ? " (parked)" : " (claimed)");
   print_cmd_human (sb);
   printf ("created:    %s\nstarted:    %s\nended:      %s\ndeadline:   %s\n", c, s, e, d);
   printf ("keep-warm:  %lld s\ntimeout:    %lld s\n", (long long) sb->opts.keep_warm, (long long) sb->opts.timeout);
@@ -822,7 +891,7 @@ cmd_status (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 static const char *const ls_keys[] = { "created", "id", "name", "state", "runtime", "image", NULL };
 
 struct ls_args {
-  bool quiet;
+  bool quiet, all;
   int sort;              /* index in ls_keys */
   const char *namespace; /* --namespace: only its sandboxes */
 };
@@ -840,6 +909,11 @@ ls_opt (void *data, int key, const char *arg, sbx_error **err)
     {
       a->namespace = arg;
       return sbx_namespace_validate (arg, err) < 0 ? sbx_error_wrap (err, "--namespace") : 0;
+    }
+  if (key == O_ALL)
+    {
+      a->all = true;
+      return 0;
     }
   for (int i = 0; ls_keys[i]; i++)
     if (strcmp (arg, ls_keys[i]) == 0)
@@ -898,6 +972,8 @@ print_ls_row (yajl_gen g, bool quiet, const sbx_sandbox *sb)
   char c[32], why[96];
   human_time (sb->created_at, c, sizeof c);
   reason_text (sb, why, sizeof why);
+  if (sb->parked)
+    snprintf (why, sizeof why, "parked");
   if (g)
     sbx_sandbox_gen (g, sb);
   else if (quiet)
@@ -931,7 +1007,8 @@ cmd_ls (sbx_cli *cli, int argc, char **argv, sbx_error **err)
     printf ("%-16s %-16s %-12s %-12s %-18s %-7s %s\n", "ID", "NAME", "NAMESPACE", "STATE", "REASON", "RUNTIME",
             "CREATED");
   for (size_t i = 0; i < n; i++)
-    if (a.namespace == NULL || strcmp (a.namespace, sbx_namespace_of (&sbs[i]->opts)) == 0)
+    if ((a.namespace == NULL || strcmp (a.namespace, sbx_namespace_of (&sbs[i]->opts)) == 0)
+        && (a.all || !sbs[i]->parked || sbx_state_is_final (sbs[i]->state)))
       print_ls_row (g, a.quiet, sbs[i]);
   sbx_sandboxes_free (sbs);
   if (g)
@@ -1101,7 +1178,7 @@ static int
 update_cb (void *data, int key, const char *arg, sbx_error **err)
 {
   struct update_args *a = data;
-  if (create_opt (&a->o, key, arg, err) < 0)
+  if (cli_create_opt (&a->o, key, arg, err) < 0)
     return -1;
   switch (key)
     {
@@ -1155,7 +1232,7 @@ int
 cmd_update (sbx_cli *cli, int argc, char **argv, sbx_error **err)
 {
   struct update_args a = { .u = { .has_cpu = false } };
-  opts_defaults (&a.o);
+  cli_create_defaults (&a.o);
   int first, r = cli_simple_parse (cli, "update", argc, argv, 1, 1, &first, update_cb, &a, err);
   sbx_sandbox_opts_clear (&a.o);
   if (r != 0)

@@ -22,6 +22,24 @@ int cmd_pause (sbx_cli *, int, char **, sbx_error **);
 int cmd_resume (sbx_cli *, int, char **, sbx_error **);
 int cmd_stats (sbx_cli *, int, char **, sbx_error **);
 extern const cli_opt sbx_update_opts[];
+/* create's options, for sbx pool create (cmd-pool.c): the defaults; one
+ * option applied to O (1 if KEY is one of them, 0 if not, -1 on error);
+ * an option's long name from its key. */
+struct sbx_sandbox_opts;
+void cli_create_defaults (struct sbx_sandbox_opts *o);
+int cli_create_opt (struct sbx_sandbox_opts *o, int key, const char *arg, sbx_error **err);
+const char *cli_create_opt_name (int key);
+#define CLI_O_POOL_SIZE 900
+
+/* cmd-pool.c: warm pools. */
+int cmd_pool (sbx_cli *, int, char **, sbx_error **);
+extern const cli_opt sbx_pool_cli_opts[];
+/* create/run --pool POOL: a parked member claimed with A's options (GIVEN:
+ * the long names of those given, IMAGE_ID: --image's), or one made cold
+ * when the pool is empty; a refill is started either way. */
+struct sbx_sandbox;
+int cli_pool_claim (sbx_cli *cli, sbx_store *st, const char *pool, struct sbx_sandbox_opts *a, char *const *given,
+                    const char *image_id, struct sbx_sandbox **ret, sbx_error **err);
 extern const cli_opt sbx_create_opts[], sbx_run_opts[], sbx_none_opts[], sbx_stats_opts[], sbx_ls_opts[],
     sbx_wait_opts[], sbx_terminate_opts[], sbx_rm_opts[], sbx_logs_opts[];
 

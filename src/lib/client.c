@@ -4,6 +4,7 @@
 #include "json.h"
 #include "proto.h"
 #include "proto-ops.h"
+#include "sandbox.h"
 #include "util.h"
 
 #include <errno.h>
@@ -269,10 +270,9 @@ sbx_client_ttl (const sbx_store *st, const char *id, int64_t seconds, int64_t *r
   return 0;
 }
 
-int
-sbx_client_update (const sbx_store *st, const char *id, const sbx_update *u, yajl_val *ret, sbx_error **err)
+static void
+gen_update (yajl_gen g, const sbx_update *u)
 {
-  yajl_gen g = req_begin (SBX_OP_UPDATE);
   if (u->has_cpu)
     {
       j_str (g, "cpu");
@@ -288,8 +288,47 @@ sbx_client_update (const sbx_store *st, const char *id, const sbx_update *u, yaj
     j_kint (g, "timeout", u->timeout);
   if (u->has_priority)
     j_kint (g, "priority", u->priority);
+}
+
+int
+sbx_client_update (const sbx_store *st, const char *id, const sbx_update *u, yajl_val *ret, sbx_error **err)
+{
+  yajl_gen g = req_begin (SBX_OP_UPDATE);
+  gen_update (g, u);
   _cleanup_free_ char *req = req_end (g);
   return client_call (st, id, req, ret, err);
+}
+
+int
+sbx_client_claim (const sbx_store *st, const char *id, const sbx_sandbox_opts *o, const sbx_update *u, sbx_error **err)
+{
+  yajl_gen g = req_begin (SBX_OP_CLAIM);
+  j_kstr (g, "pool", o->pool);
+  if (o->name)
+    j_kstr (g, "name", o->name);
+  j_kstrv (g, "env", o->env);
+  if (o->cwd)
+    j_kstr (g, "cwd", o->cwd);
+  j_kbool (g, "on_idle_pause", o->on_idle_pause);
+  j_str (g, "update");
+  j_map (g);
+  gen_update (g, u);
+  j_endmap (g);
+  if (!o->block_network)
+    {
+      bool allow = (o->allow && o->allow[0]) || (o->allow_domains && o->allow_domains[0]);
+      j_str (g, "net");
+      j_map (g);
+      j_kstr (g, "mode", allow ? "allow" : "open");
+      j_kstrv (g, "allow", o->allow);
+      j_kstrv (g, "domains", o->allow_domains);
+      j_endmap (g);
+    }
+  j_kstrv (g, "ports", o->ports);
+  j_kbool (g, "public", o->public_ports);
+  _cleanup_free_ char *req = req_end (g);
+  _cleanup_yajl_val_ yajl_val v = NULL;
+  return client_call (st, id, req, &v, err);
 }
 
 int

@@ -71,6 +71,12 @@ typedef struct sbx_update {
 } sbx_update;
 /* The reply: the values now in force and "deadline" (unix time). */
 int sbx_client_update (const sbx_store *st, const char *id, const sbx_update *u, yajl_val *ret, sbx_error **err);
+/* A warm pool's claim (monitor-pool.c): the parked member ID takes O's
+ * name, env, cwd, on-idle, network rules and ports, U's limits and
+ * lifetimes (counted from now), and O->pool must be its pool. */
+struct sbx_sandbox_opts;
+int sbx_client_claim (const sbx_store *st, const char *id, const struct sbx_sandbox_opts *o, const sbx_update *u,
+                      sbx_error **err);
 /* pause (PAUSE true) or resume. */
 int sbx_client_pause (const sbx_store *st, const char *id, bool pause, sbx_error **err);
 /* runsc checkpoints the sandbox into PATH and ends it; the reply carries

@@ -1,6 +1,7 @@
 /* Create, terminate, remove, reap, gc. */
 #include "config.h"
 #include "lifecycle.h"
+#include "pool.h"
 #include "domain.h"
 #include "conf.h"
 #include "copyin.h"
@@ -204,21 +205,40 @@ sbx_sandbox_create (const sbx_store *st, sbx_sandbox_opts *opts, sbx_sandbox **r
   return sbx_sandbox_create_from (st, opts, NULL, ret, err);
 }
 
-static int create_common (const sbx_store *st, sbx_sandbox_opts *opts, const sbx_image *image, const char *restore_from,
-                          int64_t chan_base, sbx_sandbox **ret, sbx_error **err);
+/* How a sandbox starts other than plainly: restored from a checkpoint
+ * (restore_from, chan_base), or as a warm pool's parked member (id chosen
+ * by the pool, parked). */
+struct create_how {
+  const char *restore_from;
+  int64_t chan_base;
+  const char *id;
+  bool parked;
+};
+static int create_common (const sbx_store *st, sbx_sandbox_opts *opts, const sbx_image *image,
+                          const struct create_how *how, sbx_sandbox **ret, sbx_error **err);
 
 int
 sbx_sandbox_create_from (const sbx_store *st, sbx_sandbox_opts *opts, const sbx_image *image, sbx_sandbox **ret,
                          sbx_error **err)
 {
-  return create_common (st, opts, image, NULL, 0, ret, err);
+  struct create_how how = { .restore_from = NULL };
+  return create_common (st, opts, image, &how, ret, err);
+}
+
+int
+sbx_sandbox_create_parked (const sbx_store *st, sbx_sandbox_opts *opts, const sbx_image *image, const char *id,
+                           sbx_sandbox **ret, sbx_error **err)
+{
+  struct create_how how = { .id = id, .parked = true };
+  return create_common (st, opts, image, &how, ret, err);
 }
 
 int
 sbx_sandbox_restore (const sbx_store *st, sbx_sandbox_opts *opts, const sbx_image *image, const char *checkpoint,
                      int64_t chan_base, sbx_sandbox **ret, sbx_error **err)
 {
-  return create_common (st, opts, image, checkpoint, chan_base, ret, err);
+  struct create_how how = { .restore_from = checkpoint, .chan_base = chan_base };
+  return create_common (st, opts, image, &how, ret, err);
 }
 
 /* The limits not given at create are sbx.conf's defaults (sbx.conf(5)),
@@ -256,9 +276,10 @@ audit_secrets (const sbx_store *st, const sbx_sandbox *sb, sbx_error **err)
 }
 
 static int
-create_common (const sbx_store *st, sbx_sandbox_opts *opts, const sbx_image *image, const char *restore_from,
-               int64_t chan_base, sbx_sandbox **ret, sbx_error **err)
+create_common (const sbx_store *st, sbx_sandbox_opts *opts, const sbx_image *image, const struct create_how *how,
+               sbx_sandbox **ret, sbx_error **err)
 {
+  const char *restore_from = how->restore_from;
   /* A restore's files hold what was copied in: nothing is copied again,
    * nor is the host directory looked for. */
   if (restore_from)
@@ -296,7 +317,8 @@ create_common (const sbx_store *st, sbx_sandbox_opts *opts, const sbx_image *ima
     return -1;
 
   _cleanup_sandbox_ sbx_sandbox *sb = xmalloc0 (sizeof *sb);
-  sb->id = sbx_sandbox_new_id ();
+  sb->id = how->id ? xstrdup (how->id) : sbx_sandbox_new_id ();
+  sb->parked = how->parked;
   if (opts->name && sbx_name_reserve (st, opts->name, sb->id, err) < 0)
     return -1;
   sb->opts = *opts;
@@ -306,7 +328,7 @@ create_common (const sbx_store *st, sbx_sandbox_opts *opts, const sbx_image *ima
   sb->gpu_list = steal_pointer (&gpus.list);
   sb->gpu_env = steal_pointer (&gpus.env);
   sb->restore_from = restore_from ? xstrdup (restore_from) : NULL;
-  sb->chan_base = chan_base;
+  sb->chan_base = how->chan_base;
   _cleanup_close_ int lk = -1, quota = -1;
   /* Counted against its namespace's quotas from the record on: the quota
    * lock is held until the record is saved (make_record). */
@@ -726,6 +748,9 @@ sbx_gc (const sbx_store *st, sbx_gc_report *ret, sbx_error **err)
   /* Sandboxes whose monitors are tearing them down (sbx run returned
    * before that): their end, and a run --rm's removal, come first. */
   sbx_teardown_wait_all (st);
+  /* Warm pools: what killed fillers and claimers left, parked sandboxes
+   * no pool lists (ended and removed here). */
+  rep.removed += sbx_pool_gc (st);
   if (sbx_sandbox_list (st, &ids, err) < 0)
     return -1;
   for (size_t i = 0; ids[i]; i++)

@@ -30,6 +30,11 @@ int sbx_sandbox_opts_check_host (const sbx_store *st, const sbx_sandbox_opts *op
 struct sbx_image;
 int sbx_sandbox_create_from (const sbx_store *st, sbx_sandbox_opts *opts, const struct sbx_image *image,
                              sbx_sandbox **ret, sbx_error **err);
+/* The same as a warm pool's parked member (pool.h), with the id ID the
+ * pool chose: started with no lifetime running and its network cut, until
+ * a claim. */
+int sbx_sandbox_create_parked (const sbx_store *st, sbx_sandbox_opts *opts, const struct sbx_image *image,
+                               const char *id, sbx_sandbox **ret, sbx_error **err);
 /* The same, started by restoring the runsc checkpoint in CHECKPOINT (its
  * files must be IMAGE's); exec channels start after CHAN_BASE. */
 int sbx_sandbox_restore (const sbx_store *st, sbx_sandbox_opts *opts, const struct sbx_image *image,

@@ -401,16 +401,18 @@ op_ping (struct mon *m, struct client *c, sbx_op op, yajl_val req)
 /* OP_ENDING: served while the sandbox is terminating, by the EOF when the
  * monitor exits (a terminate for a sandbox already ending waits for the
  * end, as wait does: its caller wants it over, and the EOF says when).
- * OP_RUNNING: refused while the sandbox is paused. */
-enum { OP_ENDING = 1 << 0, OP_RUNNING = 1 << 1 };
+ * OP_RUNNING: refused while the sandbox is paused.
+ * OP_PARKED: served while the sandbox is a warm pool's parked member
+ * (pool.h); anything else would leave a trace in it or start its clock. */
+enum { OP_ENDING = 1 << 0, OP_RUNNING = 1 << 1, OP_PARKED = 1 << 2 };
 
 static const struct op {
   void (*handler) (struct mon *m, struct client *c, sbx_op op, yajl_val req);
   unsigned flags;
 } ops[SBX_OP__MAX] = {
   [SBX_OP_EXEC] = { op_exec, OP_RUNNING },
-  [SBX_OP_TERMINATE] = { op_terminate, OP_ENDING },
-  [SBX_OP_WAIT] = { op_wait, OP_ENDING },
+  [SBX_OP_TERMINATE] = { op_terminate, OP_ENDING | OP_PARKED },
+  [SBX_OP_WAIT] = { op_wait, OP_ENDING | OP_PARKED },
   [SBX_OP_TTL] = { handle_ttl, 0 },
   [SBX_OP_PAUSE] = { op_pause, 0 },
   [SBX_OP_RESUME] = { op_pause, 0 },
@@ -418,14 +420,15 @@ static const struct op {
   [SBX_OP_NET] = { mon_handle_net, 0 },
   [SBX_OP_EXPOSE] = { mon_handle_expose, 0 },
   [SBX_OP_ROOTFD] = { handle_rootfd, 0 },
-  [SBX_OP_PS] = { mon_handle_ps, 0 },
-  [SBX_OP_PROC_STATUS] = { mon_handle_proc, 0 },
-  [SBX_OP_PROC_WAIT] = { mon_handle_proc, 0 },
+  [SBX_OP_PS] = { mon_handle_ps, OP_PARKED },
+  [SBX_OP_PROC_STATUS] = { mon_handle_proc, OP_PARKED },
+  [SBX_OP_PROC_WAIT] = { mon_handle_proc, OP_PARKED },
   [SBX_OP_PROC_KILL] = { mon_handle_proc, OP_RUNNING },
-  [SBX_OP_PROC_LOGS] = { mon_handle_proc, 0 },
-  [SBX_OP_PING] = { op_ping, 0 },
+  [SBX_OP_PROC_LOGS] = { mon_handle_proc, OP_PARKED },
+  [SBX_OP_PING] = { op_ping, OP_PARKED },
   [SBX_OP_UNEXPOSE] = { mon_handle_unexpose, 0 },
   [SBX_OP_UPDATE] = { mon_handle_update, 0 },
+  [SBX_OP_CLAIM] = { mon_handle_claim, OP_PARKED },
 };
 
 static void
@@ -451,6 +454,8 @@ handle_request (struct mon *m, struct client *c, const unsigned char *p, size_t 
     mon_reply_error (c, SBX_E_SANDBOX_NOT_RUNNING, "the sandbox is paused (sbx resume)");
   else if (o == NULL)
     mon_reply_error (c, SBX_E_INVALID_ARGUMENT, "unknown request");
+  else if (m->sb->parked && !(o->flags & OP_PARKED))
+    mon_reply_error (c, SBX_E_BUSY, "the sandbox is parked in a warm pool: claim one with sbx create --pool");
   else
     o->handler (m, c, op, req);
 }

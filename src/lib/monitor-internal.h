@@ -215,6 +215,9 @@ int mon_set_paused (struct mon *m, bool pause, sbx_error **err);
 void mon_begin_shutdown (struct mon *m, sbx_state final, const char *reason);
 void mon_drain_stderr (struct mon *m);
 void mon_reap_children (struct mon *m);
+/* A command's cwd when it names none, from the options (again after a
+ * claim sets --cwd). */
+void mon_choose_workdir (struct mon *m);
 
 /* An EXEC to send (mon_exec_start): ENV over the sandbox's, CWD NULL for
  * the sandbox's. */
@@ -295,7 +298,28 @@ int mon_prepare_runtime (struct mon *m, sbx_error **err);
  * LIMIT from now on, where create made one. */
 int mon_runsc_meminfo_update (struct mon *m, uint64_t limit, sbx_error **err);
 
-/* monitor-update.c */
+/* monitor-update.c: what an update asks for (a field whose has_* is
+ * false keeps its value), read from a request's fields; checked before
+ * anything changes; then the cgroup's limits (undone when a later write
+ * fails) and the timers. */
+struct mon_update {
+  bool has_cpu, has_memory, has_pids, has_keep_warm, has_timeout, has_priority;
+  double cpu;
+  uint64_t memory;
+  int64_t pids, keep_warm, timeout, priority;
+  int64_t old_priority; /* to put back if a limit then fails */
+};
+int mon_update_parse (yajl_val req, struct mon_update *u, sbx_error **err);
+int mon_update_check (struct mon *m, const struct mon_update *u, sbx_error **err);
+int mon_update_limits (struct mon *m, const struct mon_update *u, sbx_error **err);
+void mon_update_lifetimes (struct mon *m, const struct mon_update *u);
 void mon_handle_update (struct mon *m, struct client *c, sbx_op op, yajl_val req);
+
+/* monitor-net.c: the egress rules replaced (sbx net, a pool's claim):
+ * MODE block, open or allow with ALLOW CIDRs and DOMAINS rules. */
+int mon_net_set (struct mon *m, const char *mode, char *const *allow, char *const *domains, sbx_error **err);
+
+/* monitor-pool.c */
+void mon_handle_claim (struct mon *m, struct client *c, sbx_op op, yajl_val req);
 
 #endif

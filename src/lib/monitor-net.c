@@ -174,23 +174,17 @@ domain_keep (struct mon *m, char *const *rules, sbx_egress_elem **ret, size_t *r
   return 0;
 }
 
-/* `sbx net`: the sandbox's egress rules replaced in one transaction. */
-void
-mon_handle_net (struct mon *m, struct client *c, sbx_op op, yajl_val req)
+/* `sbx net` (and a pool's claim): the sandbox's egress rules replaced in
+ * one transaction. */
+int
+mon_net_set (struct mon *m, const char *mode, char *const *allow_in, char *const *domains_in, sbx_error **err)
 {
-  const char *mode = NULL;
-  _cleanup_strv_ char **allow = NULL, **domains_in = NULL, **domains = NULL;
+  _cleanup_strv_ char **allow = strv_dup (allow_in), **domains = NULL;
   _cleanup_free_ sbx_cidr *cidrs = NULL;
   _cleanup_free_ sbx_egress_elem *keep = NULL;
   size_t n = 0, nkeep = 0;
-  _cleanup_error_ sbx_error *err = NULL;
-  if (j_get_str (req, "mode", true, &mode, &err) < 0 || j_get_strv (req, "allow", false, &allow, &err) < 0
-      || j_get_strv (req, "domains", false, &domains_in, &err) < 0
-      || sbx_domain_rules_parse (domains_in, &domains, &err) < 0)
-    {
-      mon_reply_error (c, SBX_E_INVALID_ARGUMENT, err->msg);
-      return;
-    }
+  if (sbx_domain_rules_parse (domains_in, &domains, err) < 0)
+    return -1;
   sbx_egress_mode em;
   if (strcmp (mode, "block") == 0)
     em = SBX_EGRESS_BLOCK;
@@ -199,33 +193,21 @@ mon_handle_net (struct mon *m, struct client *c, sbx_op op, yajl_val req)
   else if (strcmp (mode, "allow") == 0 && ((allow && allow[0]) || domains[0]))
     em = SBX_EGRESS_ALLOW;
   else
-    {
-      mon_reply_error (c, SBX_E_INVALID_ARGUMENT,
-                       "net: mode must be block, open, or allow with a list of destinations or domains");
-      return;
-    }
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
+                          "net: mode must be block, open, or allow with a list of destinations or domains");
   if (em != SBX_EGRESS_ALLOW)
     {
       strv_free (allow), allow = NULL;
       if (domains[0])
-        {
-          mon_reply_error (c, SBX_E_INVALID_ARGUMENT, "net: domain rules need mode allow");
-          return;
-        }
+        return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0, "net: domain rules need mode allow");
     }
   if (m->net == NULL)
-    {
-      mon_reply_error (c, SBX_E_INVALID_ARGUMENT,
-                       "the sandbox was created with --block-network: it has no network interface (create it without "
-                       "--block-network and use `sbx net --block` to close it while it runs)");
-      return;
-    }
-  if (sbx_net_parse_allow (allow, &cidrs, &n, &err) < 0 || domain_keep (m, domains, &keep, &nkeep, &err) < 0
-      || sbx_net_apply (m->net, em, cidrs, n, domains[0] != NULL, keep, nkeep, &err) < 0)
-    {
-      mon_reply_error (c, err->code, err->msg);
-      return;
-    }
+    return sbx_error_set (err, SBX_E_INVALID_ARGUMENT, 0,
+                          "the sandbox was created with --block-network: it has no network interface (create it "
+                          "without --block-network and use `sbx net --block` to close it while it runs)");
+  if (sbx_net_parse_allow (allow, &cidrs, &n, err) < 0 || domain_keep (m, domains, &keep, &nkeep, err) < 0
+      || sbx_net_apply (m->net, em, cidrs, n, domains[0] != NULL, keep, nkeep, err) < 0)
+    return -1;
   resolver_domains (m, domains);
   /* The sets were made anew: only what was kept is there. */
   free (m->dom_seen);
@@ -235,14 +217,34 @@ mon_handle_net (struct mon *m, struct client *c, sbx_op op, yajl_val req)
   for (size_t i = 0; i < nkeep; i++)
     dom_seen_put (m, &keep[i].addr, now + keep[i].timeout_ms);
   set_net_mode (m, mode, allow, domains);
-  mon_save_state (m);
   mon_log (m, "network: %s%s%s", mode, em == SBX_EGRESS_ALLOW ? " (allow-list)" : "",
            domains[0] ? " (domain rules)" : "");
+  return 0;
+}
+
+void
+mon_handle_net (struct mon *m, struct client *c, sbx_op op, yajl_val req)
+{
+  const char *mode = NULL;
+  _cleanup_strv_ char **allow = NULL, **domains = NULL;
+  _cleanup_error_ sbx_error *err = NULL;
+  if (j_get_str (req, "mode", true, &mode, &err) < 0 || j_get_strv (req, "allow", false, &allow, &err) < 0
+      || j_get_strv (req, "domains", false, &domains, &err) < 0)
+    {
+      mon_reply_error (c, SBX_E_INVALID_ARGUMENT, err->msg);
+      return;
+    }
+  if (mon_net_set (m, mode, allow, domains, &err) < 0)
+    {
+      mon_reply_error (c, err->code, err->msg);
+      return;
+    }
+  mon_save_state (m);
   _cleanup_yajl_gen_ yajl_gen g = j_new (false);
   j_map (g);
   j_kstr (g, "mode", mode);
-  j_kstrv (g, "allow", allow);
-  j_kstrv (g, "domains", domains);
+  j_kstrv (g, "allow", m->sb->net_allow);
+  j_kstrv (g, "domains", m->sb->net_domains);
   j_endmap (g);
   _cleanup_free_ char *s = j_take (g, NULL);
   mon_reply_json (c, s);
@@ -279,6 +281,11 @@ mon_net_plan (struct mon *m, struct net_plan *plan, sbx_error **err)
                             "--allow %s: IPv6 is off for sandboxes on this host (pool6 in sbx.conf)",
                             sb->opts.allow[i]);
   plan->mode = plan->nallow > 0 || plan->domains ? SBX_EGRESS_ALLOW : SBX_EGRESS_OPEN;
+  /* A pool's parked member: its interface is made, nothing goes out until
+   * a claim sets the rules it asks for (monitor-pool.c). */
+  bool parked = sb->parked;
+  if (parked)
+    plan->mode = SBX_EGRESS_BLOCK, plan->domains = false;
   plan->make = true;
   /* Held until the lease exists, so that no gc drops the shared rules
    * between their init and this sandbox's chain (released in setup). */
@@ -294,8 +301,11 @@ mon_net_plan (struct mon *m, struct net_plan *plan, sbx_error **err)
       (*err)->code = SBX_E_NETWORK_BLOCK_UNAVAILABLE;
       return sbx_error_wrap (err, "egress rules cannot be enforced on this host");
     }
-  set_net_mode (m, plan->mode == SBX_EGRESS_ALLOW ? "allow" : "open", plan->nallow > 0 ? sb->opts.allow : NULL,
-                domains);
+  if (parked)
+    set_net_mode (m, "block", NULL, NULL);
+  else
+    set_net_mode (m, plan->mode == SBX_EGRESS_ALLOW ? "allow" : "open", plan->nallow > 0 ? sb->opts.allow : NULL,
+                  domains);
   sb->net_stack = xstrdup (runsc ? "host (runsc --network=host inside the sandbox's namespace)"
                                  : "kernel (runc in the sandbox's namespace)");
   m->rt->host_network = runsc;

@@ -11,17 +11,8 @@
 #include <math.h>
 #include <string.h>
 
-/* What a request asks for; a field it does not name keeps its value. */
-struct update {
-  bool has_cpu, has_memory, has_pids, has_keep_warm, has_timeout, has_priority;
-  double cpu;
-  uint64_t memory;
-  int64_t pids, keep_warm, timeout, priority;
-  int64_t old_priority; /* to put back if a limit then fails */
-};
-
-static int
-parse_update (yajl_val req, struct update *u, sbx_error **err)
+int
+mon_update_parse (yajl_val req, struct mon_update *u, sbx_error **err)
 {
   static const char *const keys[] = { "op", "cpu", "memory", "pids", "keep_warm", "timeout", "priority", NULL };
   if (j_check_keys (req, keys, "update request", err) < 0)
@@ -63,8 +54,8 @@ parse_update (yajl_val req, struct update *u, sbx_error **err)
 
 /* The checks, before anything changes: create's bounds on the values as
  * they will be, what the runtime can change, and the memory in use. */
-static int
-check_update (struct mon *m, const struct update *u, sbx_error **err)
+int
+mon_update_check (struct mon *m, const struct mon_update *u, sbx_error **err)
 {
   const sbx_sandbox_opts *o = &m->sb->opts;
   if (sbx_limits_validate (u->has_cpu ? u->cpu : o->cpu, u->has_memory ? u->memory : o->memory,
@@ -105,8 +96,8 @@ host_pids (int64_t pids)
 }
 
 /* The cgroup's limits; what was changed is put back when a later one fails. */
-static int
-apply_limits (struct mon *m, const struct update *u, sbx_error **err)
+int
+mon_update_limits (struct mon *m, const struct mon_update *u, sbx_error **err)
 {
   sbx_sandbox_opts *o = &m->sb->opts;
   bool mem = u->has_memory && u->memory != o->memory, cpu = u->has_cpu && u->cpu != o->cpu,
@@ -164,27 +155,10 @@ apply_limits (struct mon *m, const struct update *u, sbx_error **err)
   return 0;
 }
 
-/* --priority: the CPU weight and the oom_score_adj of every process now
- * (priority.h); first, as what is put back if a limit fails. */
-static int
-apply_priority (struct mon *m, struct update *u, sbx_error **err)
-{
-  u->old_priority = m->sb->opts.priority;
-  if (!u->has_priority || u->priority == u->old_priority)
-    return 0;
-  if (sbx_priority_update (m->cgroup, u->priority, err) < 0)
-    {
-      sbx_priority_update (m->cgroup, u->old_priority, NULL);
-      return sbx_error_wrap (err, "update: priority");
-    }
-  m->sb->opts.priority = u->priority;
-  return 0;
-}
-
 /* Lifetimes: --keep-warm counts from the last activity (this request is
  * one), --timeout from now, as `sbx ttl` does. */
-static void
-apply_lifetimes (struct mon *m, const struct update *u)
+void
+mon_update_lifetimes (struct mon *m, const struct mon_update *u)
 {
   if (u->has_keep_warm)
     m->sb->opts.keep_warm = u->keep_warm;
@@ -214,17 +188,34 @@ reply_update (struct mon *m, struct client *c)
   mon_reply_json (c, s);
 }
 
+/* --priority: the CPU weight and the oom_score_adj of every process now
+ * (priority.h); first, as what is put back if a limit fails. */
+static int
+apply_priority (struct mon *m, struct mon_update *u, sbx_error **err)
+{
+  u->old_priority = m->sb->opts.priority;
+  if (!u->has_priority || u->priority == u->old_priority)
+    return 0;
+  if (sbx_priority_update (m->cgroup, u->priority, err) < 0)
+    {
+      sbx_priority_update (m->cgroup, u->old_priority, NULL);
+      return sbx_error_wrap (err, "update: priority");
+    }
+  m->sb->opts.priority = u->priority;
+  return 0;
+}
+
 void
 mon_handle_update (struct mon *m, struct client *c, sbx_op op, yajl_val req)
 {
   _cleanup_error_ sbx_error *err = NULL;
-  struct update u = { .has_cpu = false };
-  if (parse_update (req, &u, &err) < 0 || check_update (m, &u, &err) < 0 || apply_priority (m, &u, &err) < 0)
+  struct mon_update u = { .has_cpu = false };
+  if (mon_update_parse (req, &u, &err) < 0 || mon_update_check (m, &u, &err) < 0 || apply_priority (m, &u, &err) < 0)
     {
       mon_reply_error (c, err->code, err->msg);
       return;
     }
-  if (apply_limits (m, &u, &err) < 0)
+  if (mon_update_limits (m, &u, &err) < 0)
     {
       if (u.has_priority && u.priority != u.old_priority)
         {
@@ -234,7 +225,7 @@ mon_handle_update (struct mon *m, struct client *c, sbx_op op, yajl_val req)
       mon_reply_error (c, err->code, err->msg);
       return;
     }
-  apply_lifetimes (m, &u);
+  mon_update_lifetimes (m, &u);
   mon_save_state (m);
   mon_log (m, "updated: cpu %g, memory %llu, pids %lld, keep-warm %lld s, timeout %lld s, priority %lld",
            m->sb->opts.cpu, (unsigned long long) m->sb->opts.memory, (long long) m->sb->opts.pids,

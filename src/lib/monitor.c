@@ -538,7 +538,7 @@ poll_timeout (struct mon *m)
   uint64_t next = m->deadline;
   if (m->shutting_down)
     next = m->shutdown_deadline;
-  else if (m->sb->opts.keep_warm >= 0 && m->active_execs == 0 && !m->sb->paused)
+  else if (m->sb->opts.keep_warm >= 0 && m->active_execs == 0 && !m->sb->paused && !m->sb->parked)
     {
       uint64_t idle = m->last_activity + (uint64_t) m->sb->opts.keep_warm * 1000;
       if (idle < next)
@@ -568,7 +568,7 @@ check_timers (struct mon *m)
     return;
   if (now >= m->deadline)
     mon_begin_shutdown (m, SBX_STATE_TERMINATED, SBX_REASON_TIMEOUT);
-  else if (m->sb->opts.keep_warm >= 0 && m->active_execs == 0 && !m->sb->paused
+  else if (m->sb->opts.keep_warm >= 0 && m->active_execs == 0 && !m->sb->paused && !m->sb->parked
            && now >= m->last_activity + (uint64_t) m->sb->opts.keep_warm * 1000)
     {
       /* --on-idle pause: frozen until resumed (its idle clock stops); the
@@ -744,8 +744,8 @@ copy_in (struct mon *m, sbx_error **err)
  * podman; an image's / is no WORKDIR), else /workspace where it is a
  * directory (sbx's bottom layer's, or the image's own; a file or symlink
  * the image put there is not used), else /. */
-static void
-choose_workdir (struct mon *m)
+void
+mon_choose_workdir (struct mon *m)
 {
   const char *img = m->sb->image_workdir;
   struct stat st;
@@ -832,7 +832,7 @@ setup (struct mon *m, sbx_error **err)
     return sbx_error_errno (err, errno, "open the merged root");
   if (copy_in (m, err) < 0)
     return -1;
-  choose_workdir (m);
+  mon_choose_workdir (m);
   /* The mount point of --secret-file's tmpfs, made here (0755, resolved
    * inside the root) rather than by the runtime: runsc makes a missing
    * /run with mode 0777. */
@@ -1146,11 +1146,13 @@ static void __attribute__ ((noreturn)) monitor_main (const sbx_store *st, sbx_sa
     }
   sb->state = SBX_STATE_RUNNING;
   sb->started_at = now_unix ();
-  sb->deadline = sb->started_at + sb->opts.timeout;
+  /* A pool's parked member has no lifetime until it is claimed
+   * (monitor-pool.c starts them). */
+  sb->deadline = sb->parked ? 0 : sb->started_at + sb->opts.timeout;
   mon_save_state (m);
-  mon_log (m, "running");
+  mon_log (m, sb->parked ? "running, parked in pool %s" : "running", sb->opts.pool);
   mon_touch (m);
-  m->deadline = now_ms_monotonic () + (uint64_t) sb->opts.timeout * 1000;
+  m->deadline = sb->parked ? UINT64_MAX : now_ms_monotonic () + (uint64_t) sb->opts.timeout * 1000;
   report (sync_fd, 0, 0, NULL);
 
   run_loop (m);

@@ -23,6 +23,7 @@ static const char *const op_names[SBX_OP__MAX] = {
   [SBX_OP_PING] = "ping",
   [SBX_OP_UNEXPOSE] = "unexpose",
   [SBX_OP_UPDATE] = "update",
+  [SBX_OP_CLAIM] = "claim",
 };
 
 const char *

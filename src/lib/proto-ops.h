@@ -24,6 +24,7 @@ typedef enum sbx_op {
   SBX_OP_PING,        /* -> {"ok":true} */
   SBX_OP_UNEXPOSE,    /* port -> {"port"}; NOT_FOUND when it is not exposed */
   SBX_OP_UPDATE,      /* cpu, memory, pids, keep_warm, timeout (each optional) -> the values and "deadline" */
+  SBX_OP_CLAIM,       /* pool, name, env, cwd, on_idle_pause, update, net, ports, public -> {"ok":true} */
   SBX_OP__MAX
 } sbx_op;
 

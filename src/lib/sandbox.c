@@ -208,6 +208,7 @@ gen_record (yajl_gen g, const sbx_sandbox *sb, bool full)
   j_kint (g, "deadline", sb->deadline);
   j_kint (g, "keep_warm_until", sb->keep_warm_until);
   j_kbool (g, "paused", sb->paused);
+  j_kbool (g, "parked", sb->parked);
   j_kstr (g, "restored_from", sb->restore_from);
   j_kint (g, "chan_base", sb->chan_base);
   j_str (g, "cmd_pid");
@@ -367,6 +368,7 @@ parse_record (yajl_val v, sbx_sandbox *sb, sbx_error **err)
       || j_get_int (v, "pids_limit_hits", false, &sb->pids_limit_hits, err) < 0
       || j_get_int (v, "memory_peak", false, &sb->memory_peak, err) < 0
       || j_get_int (v, "monitor_pid", false, &pid, err) < 0 || j_get_bool (v, "paused", false, &sb->paused, err) < 0
+      || j_get_bool (v, "parked", false, &sb->parked, err) < 0
       || dup_str (v, "restored_from", &sb->restore_from, err) < 0
       || j_get_int (v, "chan_base", false, &sb->chan_base, err) < 0)
     return -1;

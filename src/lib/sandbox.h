@@ -97,7 +97,10 @@ typedef struct sbx_sandbox {
   int64_t deadline;        /* unix time of the hard timeout */
   int64_t keep_warm_until; /* informational, written on activity */
   pid_t monitor_pid;
-  bool paused;        /* running, frozen by sbx pause (or --on-idle pause) */
+  bool paused; /* running, frozen by sbx pause (or --on-idle pause) */
+  /* A warm pool's member not yet claimed (pool.h): no lifetime runs, its
+   * network is cut, sbx ls shows it only with --all. */
+  bool parked;
   char *restore_from; /* a snapshot's checkpoint directory: started by restore, not run */
   int64_t chan_base;  /* the first exec channel (a restored agent's own go on below it) */
   int64_t cmd_pid;    /* the initial command's pid inside the sandbox (opts.cmd), 0: none */

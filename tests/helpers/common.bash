@@ -639,6 +639,11 @@ sbx_teardown () {
   local out rc=0 id leaks
   # A test that failed half-way may leave sandboxes running: end them the
   # way a user would, then let gc do the rest.
+  # Warm pools keep their parked sandboxes: a test that failed half-way
+  # may leave one.
+  for id in $("$SBX_BIN" pool ls -q 2>/dev/null); do
+    "$SBX_BIN" pool rm "$id" >/dev/null 2>&1
+  done
   if [ -d "$SBX_ROOT/sandboxes" ]; then
     for id in $("$SBX_BIN" ls -q 2>/dev/null); do
       case $(state_of "$id" 2>/dev/null) in
