@@ -3,6 +3,7 @@
 #include "lifecycle.h"
 #include "domain.h"
 #include "conf.h"
+#include "userns.h"
 #include "copyin.h"
 #include "disk.h"
 #include "hostmount.h"
@@ -281,6 +282,9 @@ create_common (const sbx_store *st, sbx_sandbox_opts *opts, const sbx_image *ima
   if (sbx_runtime_find (st, opts->runtime, &rt, err) < 0)
     return -1;
   sbx_runtime_free (rt);
+  _cleanup_free_ char *userns_off = NULL;
+  if (sbx_userns_plan (st, opts->runtime, &userns_off, err) < 0)
+    return -1;
 
   _cleanup_sandbox_ sbx_sandbox *sb = xmalloc0 (sizeof *sb);
   sb->id = sbx_sandbox_new_id ();
@@ -291,6 +295,7 @@ create_common (const sbx_store *st, sbx_sandbox_opts *opts, const sbx_image *ima
   fill_from_image (sb, img);
   sb->restore_from = restore_from ? xstrdup (restore_from) : NULL;
   sb->chan_base = chan_base;
+  sb->userns_off = steal_pointer (&userns_off);
   _cleanup_close_ int lk = -1;
   /* Its volumes (made if missing) stay until the record names them. */
   sbx_volume_holds vh = { NULL };
@@ -351,6 +356,7 @@ sbx_sandbox_reap (const sbx_store *st, const char *id, sbx_error **err)
     return -1;
   sbx_store_cgroup_release_parent (st);
   sbx_net_reap (id);
+  sbx_userns_reap ((uint32_t) sb->userns_base);
   _cleanup_free_ char *run = sbx_sandbox_run_dir (st, id);
   rm_rf (run, NULL);
   strv_free (sb->urls);
@@ -720,6 +726,7 @@ sbx_gc (const sbx_store *st, sbx_gc_report *ret, sbx_error **err)
   int nn = sbx_net_gc (dead, NULL);
   rep.networks = nn > 0 ? nn : 0;
   sbx_net_gc_idle (NULL);
+  sbx_userns_gc (NULL);
   gc_orphan_containers (st, ids, &rep);
   gc_orphan_cgroups (st, &rep);
   gc_leftovers (st);

@@ -115,6 +115,12 @@ typedef struct sbx_sandbox {
   char **urls;              /* "PORT URL" of each exposed port */
   int64_t net_private_seen; /* connections to private ranges counted in observe mode */
   int64_t disk_used;        /* not saved: filled by whoever reads it (sbx_disk_used), -1 = not known */
+  /* runc: the host id range uid and gid 0..userns_size-1 inside map to
+   * (userns.h), leased by the monitor; 0: no user namespace (runsc, or not
+   * running yet). userns_off: why a runc sandbox has none (runc_userns =
+   * optional on a host that cannot), NULL otherwise. */
+  int64_t userns_base, userns_size;
+  char *userns_off;
 } sbx_sandbox;
 
 const char *sbx_state_name (sbx_state s);
