@@ -812,6 +812,11 @@ print_status_human (const sbx_sandbox *sb, int64_t disk_used)
           sbx_priority_oom_score_adj (sb->opts.priority));
   if (sb->opts.pool)
     printf ("pool:       %s%s\n", sb->opts.pool, sb->parked ? " (parked)" : " (claimed)");
+  if (sb->userns_base > 0)
+    printf ("userns:     uid/gid 0-%lld -> %lld-%lld on the host\n", (long long) sb->userns_size - 1,
+            (long long) sb->userns_base, (long long) (sb->userns_base + sb->userns_size - 1));
+  else if (sb->userns_off)
+    printf ("userns:     none (runc_userns = optional): %s\n", sb->userns_off);
   print_cmd_human (sb);
   printf ("created:    %s\nstarted:    %s\nended:      %s\ndeadline:   %s\n", c, s, e, d);
   printf ("keep-warm:  %lld s\ntimeout:    %lld s\n", (long long) sb->opts.keep_warm, (long long) sb->opts.timeout);

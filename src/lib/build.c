@@ -298,7 +298,7 @@ static int
 files_step (const build *b, const sbx_bp_step *s, const char *id, sbx_error **err)
 {
   _cleanup_close_ int root = -1, ctx = -1;
-  if (sbx_client_rootfd (b->st, id, &root, err) < 0)
+  if (sbx_fs_root_running (b->st, id, &root, err) < 0)
     return -1;
   ctx = open (b->o->context, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (ctx < 0)
@@ -474,7 +474,7 @@ sbx_layer_from_upper (const sbx_store *st, const char *id, char **ret_digest, ui
   _cleanup_close_ int tfd = open (tar, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (tfd < 0)
     return sbx_error_errno (err, errno, "create `%s`", tar);
-  int r = sbx_tar_from_dir (ufd, tfd, true, false, err);
+  int r = sbx_tar_from_dir_ids (ufd, tfd, true, false, (uint32_t) sb->userns_base, err);
   if (r == 0)
     r = sbx_layer_import_tar (st->root, tar, ret_digest, ret_size, err);
   unlink (tar);
@@ -493,7 +493,7 @@ run_step (build *b, const sbx_bp_step *s, size_t idx, char **ret_digest, uint64_
   if (b->img->workdir && strcmp (b->img->workdir, "/") != 0)
     {
       _cleanup_close_ int root = -1;
-      if ((r = sbx_client_rootfd (b->st, id, &root, err)) == 0)
+      if ((r = sbx_fs_root_running (b->st, id, &root, err)) == 0)
         r = sbx_fs_mkdir (root, b->img->workdir, true, err);
     }
   if (r < 0)

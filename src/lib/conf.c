@@ -100,6 +100,9 @@ typedef enum conf_key {
   KEY_NS_MAX_CPU,
   KEY_NS_MAX_MEMORY,
   KEY_NS_MAX_GPUS,
+  KEY_USERNS_BASE,
+  KEY_USERNS_COUNT,
+  KEY_RUNC_USERNS,
   KEY__MAX
 } conf_key;
 
@@ -747,6 +750,45 @@ set_namespace_quota (parser *p, const char *key, const char *v, sbx_error **err)
   return namespace_value (p, key, val, ns, err);
 }
 
+/* Decimal digits only, LO to HI. */
+static int
+set_u32 (parser *p, const char *key, const char *v, uint32_t lo, uint32_t hi, uint32_t *ret, sbx_error **err)
+{
+  size_t n = strspn (v, "0123456789");
+  long long x = n >= 1 && n <= 10 && v[n] == '\0' ? strtoll (v, NULL, 10) : -1;
+  if (x < (long long) lo || x > (long long) hi)
+    {
+      _cleanup_free_ char *q = printable_escaped (v, 64);
+      return perr (p, key, err, "`%s` is not a number from %u to %u", q, lo, hi);
+    }
+  *ret = (uint32_t) x;
+  return 0;
+}
+
+static int
+set_userns_base (parser *p, const char *key, const char *v, sbx_error **err)
+{
+  return set_u32 (p, key, v, SBX_CONF_USERNS_BASE_MIN, UINT32_MAX - 1, &p->conf->userns_base, err);
+}
+
+static int
+set_userns_count (parser *p, const char *key, const char *v, sbx_error **err)
+{
+  return set_u32 (p, key, v, 1, 65535, &p->conf->userns_count, err);
+}
+
+static int
+set_runc_userns (parser *p, const char *key, const char *v, sbx_error **err)
+{
+  if (strcmp (v, "required") != 0 && strcmp (v, "optional") != 0)
+    {
+      _cleanup_free_ char *q = printable_escaped (v, 64);
+      return perr (p, key, err, "expected `required` or `optional`, not `%s`", q);
+    }
+  p->conf->runc_userns_optional = strcmp (v, "optional") == 0;
+  return 0;
+}
+
 typedef int (*key_setter) (parser *p, const char *key, const char *value, sbx_error **err);
 
 static const struct {
@@ -783,6 +825,9 @@ static const struct {
   [KEY_NS_MAX_CPU] = { "namespace_max_cpu", set_namespace_quota, true },
   [KEY_NS_MAX_MEMORY] = { "namespace_max_memory", set_namespace_quota, true },
   [KEY_NS_MAX_GPUS] = { "namespace_max_gpus", set_namespace_quota, true },
+  [KEY_USERNS_BASE] = { "userns_base", set_userns_base, false },
+  [KEY_USERNS_COUNT] = { "userns_count", set_userns_count, false },
+  [KEY_RUNC_USERNS] = { "runc_userns", set_runc_userns, false },
 };
 
 /* One line of N bytes (no newline, no NUL): `key = value`, a comment or blank. */
@@ -848,6 +893,8 @@ conf_defaults (void)
   c->domain_ttl_grace = SBX_CONF_DOMAIN_TTL_GRACE_DEFAULT;
   c->domain_ttl_min = SBX_CONF_DOMAIN_TTL_MIN_DEFAULT;
   c->domain_ttl_max = SBX_CONF_DOMAIN_TTL_MAX_DEFAULT;
+  c->userns_base = SBX_CONF_USERNS_BASE_DEFAULT;
+  c->userns_count = SBX_CONF_USERNS_COUNT_DEFAULT;
   return c;
 }
 
@@ -888,6 +935,14 @@ sbx_conf_parse (const char *name, const char *text, size_t len, sbx_conf **ret, 
                                                                        : p.seen[KEY_DOMAIN_TTL_MAX];
       return perr (&p, p.seen[KEY_DOMAIN_TTL_MIN] > p.seen[KEY_DOMAIN_TTL_MAX] ? "domain_ttl_min" : "domain_ttl_max",
                    err, "domain_ttl_min (%u) is above domain_ttl_max (%u)", c->domain_ttl_min, c->domain_ttl_max);
+    }
+  if ((uint64_t) c->userns_base + (uint64_t) c->userns_count * 65536 > UINT32_MAX)
+    {
+      bool base_last = p.seen[KEY_USERNS_BASE] > p.seen[KEY_USERNS_COUNT];
+      p.line = base_last ? p.seen[KEY_USERNS_BASE] : p.seen[KEY_USERNS_COUNT];
+      return perr (&p, base_last ? "userns_base" : "userns_count", err,
+                   "userns_base (%u) + userns_count (%u) x 65536 ids pass the last host id (4294967294)",
+                   c->userns_base, c->userns_count);
     }
   conf_finish (c);
   c->path = xstrdup (p.name);

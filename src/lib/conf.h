@@ -71,6 +71,11 @@ typedef struct sbx_conf_registry {
 #define SBX_CONF_DOMAIN_TTL_MIN_DEFAULT 30
 #define SBX_CONF_DOMAIN_TTL_MAX_DEFAULT 3600
 #define SBX_CONF_DOMAIN_TTL_LIMIT 86400
+/* runc's user namespaces (userns.h): ranges of 65536 host ids from
+ * userns_base, userns_count of them; all below 2^32 - 1. */
+#define SBX_CONF_USERNS_BASE_DEFAULT 1000000000u
+#define SBX_CONF_USERNS_COUNT_DEFAULT 1024u
+#define SBX_CONF_USERNS_BASE_MIN 65536u
 
 /* A namespace's quotas (`namespace_max_sandboxes = NAME N` and the like,
  * sbx.conf(5)); -1 where the file sets none. */
@@ -121,6 +126,9 @@ typedef struct sbx_conf {
   bool gpu_runtime_runc;
   sbx_conf_namespace *namespaces; /* in file order, each name once */
   size_t nnamespaces;
+  uint32_t userns_base;      /* the first host id of runc sandboxes' ranges */
+  uint32_t userns_count;     /* how many ranges of 65536 ids */
+  bool runc_userns_optional; /* runc_userns = optional: runc without a user namespace where the host has none */
 } sbx_conf;
 
 /* The entry for registry HOST, or NULL. */

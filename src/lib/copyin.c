@@ -239,7 +239,7 @@ copy_file (struct walk *w, int src, int dst, const char *name, sbx_error **err)
     return -1;
   struct timespec ts[2];
   times_of (&st, ts);
-  if (fchmod (out, st.st_mode & 01777) < 0 || futimens (out, ts) < 0)
+  if (sbx_fs_own_at (out, "") < 0 || fchmod (out, st.st_mode & 01777) < 0 || futimens (out, ts) < 0)
     return dest_error (w, errno, "set the mode and times of", err);
   w->stats->files++;
   return 0;
@@ -263,7 +263,7 @@ copy_link (struct walk *w, int src, int dst, const char *name, sbx_error **err)
   int r = symlinkat (target, dst, name);
   if (r < 0 && errno == EEXIST && replace_existing (dst, name, false) == 0)
     r = symlinkat (target, dst, name);
-  if (r < 0)
+  if (r < 0 || sbx_fs_own_at (dst, name) < 0)
     return dest_error (w, errno, "symlink", err);
   struct timespec ts[2];
   times_of (&st, ts);
@@ -305,7 +305,7 @@ copy_subdir (struct walk *w, int src, int dst, const char *name, int depth, sbx_
     return -1;
   struct timespec ts[2];
   times_of (&st, ts);
-  if (fchmod (out, st.st_mode & 01777) < 0 || futimens (out, ts) < 0)
+  if (sbx_fs_own_at (out, "") < 0 || fchmod (out, st.st_mode & 01777) < 0 || futimens (out, ts) < 0)
     return dest_error (w, errno, "set the mode and times of", err);
   w->stats->dirs++;
   return 0;

@@ -17,10 +17,25 @@
 #include <unistd.h>
 
 int
+sbx_fs_root_running (const sbx_store *st, const char *id, int *ret, sbx_error **err)
+{
+  _cleanup_close_ int fd = -1;
+  if (sbx_client_rootfd (st, id, &fd, err) < 0)
+    return -1;
+  /* Its record says the ids its files have on the host (userns.h). */
+  _cleanup_sandbox_ sbx_sandbox *sb = NULL;
+  if (sbx_sandbox_load (st, id, &sb, err) < 0)
+    return -1;
+  sbx_fs_set_userns ((uint32_t) sb->userns_base);
+  *ret = steal_fd (&fd);
+  return 0;
+}
+
+int
 sbx_fs_root (const sbx_store *st, const char *id, bool write, int *ret, sbx_error **err)
 {
   sbx_error *e = NULL;
-  if (sbx_client_rootfd (st, id, ret, &e) == 0)
+  if (sbx_fs_root_running (st, id, ret, &e) == 0)
     return 0;
   if (e->code != SBX_E_SANDBOX_NOT_RUNNING)
     {
@@ -41,6 +56,7 @@ sbx_fs_root (const sbx_store *st, const char *id, bool write, int *ret, sbx_erro
   _cleanup_close_ int cwd = open (".", O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (unshare (CLONE_NEWNS) < 0 || mount (NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
     return sbx_error_errno (err, errno, "a private mount namespace");
+  sbx_fs_set_userns ((uint32_t) sb->userns_base);
   int r = sbx_sandbox_mount_root (st, sb, !write, err);
   if (cwd >= 0 && fchdir (cwd) < 0)
     r = r < 0 ? r : sbx_error_errno (err, errno, "fchdir");

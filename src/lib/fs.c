@@ -1,6 +1,7 @@
 /* The sandbox file API, host side (see fs.h and DESIGN.md section 4). */
 #include "config.h"
 #include "fs.h"
+#include "userns.h"
 #include "openat.h"
 #include "util.h"
 
@@ -52,6 +53,32 @@ fs_error (sbx_error **err, int e, const char *what, const char *path)
     default:
       return sbx_error_errno (err, e, "%s `%s`", what, path);
     }
+}
+
+/* The user namespace of the sandbox this process works on (0: none): one
+ * sandbox per process (its monitor, or one CLI call), set once before the
+ * first call (sbx_fs_set_userns). */
+static uint32_t fs_userns_base;
+
+void
+sbx_fs_set_userns (uint32_t base)
+{
+  fs_userns_base = base;
+}
+
+uint32_t
+sbx_fs_userns (void)
+{
+  return fs_userns_base;
+}
+
+int
+sbx_fs_own_at (int dir, const char *name)
+{
+  if (fs_userns_base == 0)
+    return 0;
+  uid_t id = sbx_userns_outside (fs_userns_base, 0);
+  return fchownat (dir, name, id, (gid_t) id, AT_SYMLINK_NOFOLLOW | (name[0] ? 0 : AT_EMPTY_PATH));
 }
 
 int
@@ -181,7 +208,8 @@ sbx_fs_open_read (int root, const char *path, struct stat *st, int *ret, sbx_err
 int
 sbx_fs_write_begin (int root, const char *path, mode_t mode, bool keep_mode, sbx_fs_writer *w, sbx_error **err)
 {
-  *w = (sbx_fs_writer){ .dir = -1, .fd = -1, .mode = mode & 07777 };
+  uid_t owner = sbx_userns_outside (fs_userns_base, 0);
+  *w = (sbx_fs_writer){ .dir = -1, .fd = -1, .mode = mode & 07777, .uid = owner, .gid = (gid_t) owner };
   if (fs_parent (root, path, &w->dir, &w->name, err) < 0)
     return -1;
   struct stat st;
@@ -335,8 +363,8 @@ entry_at (int dir, const char *name, const char *path, sbx_fs_entry *e, sbx_erro
                        .type = type_name (st.st_mode),
                        .size = (uint64_t) st.st_size,
                        .mode = st.st_mode & 07777,
-                       .uid = st.st_uid,
-                       .gid = st.st_gid,
+                       .uid = sbx_userns_inside (fs_userns_base, st.st_uid),
+                       .gid = sbx_userns_inside (fs_userns_base, st.st_gid),
                        .mtime = st.st_mtim.tv_sec,
                        .mtime_ns = st.st_mtim.tv_nsec };
   if (S_ISLNK (st.st_mode))
@@ -449,7 +477,7 @@ sbx_fs_mkdir (int root, const char *path, bool parents, sbx_error **err)
       _cleanup_free_ char *name = NULL;
       if (fs_parent (root, path, &dir, &name, err) < 0)
         return -1;
-      if (mkdirat (dir, name, 0755) < 0)
+      if (mkdirat (dir, name, 0755) < 0 || sbx_fs_own_at (dir, name) < 0)
         return fs_error (err, errno, "mkdir", path);
       return 0;
     }
@@ -478,7 +506,11 @@ sbx_fs_mkdir (int root, const char *path, bool parents, sbx_error **err)
           return -1;
         }
       if (mkdirat (dir, name, 0755) == 0)
-        continue;
+        {
+          if (sbx_fs_own_at (dir, name) < 0)
+            return fs_error (err, errno, "mkdir", prefix);
+          continue;
+        }
       if (errno != EEXIST)
         return fs_error (err, errno, "mkdir", prefix);
       int fd = sbx_openat2 (root, prefix, O_PATH | O_DIRECTORY, 0, RESOLVE_FLAGS);
@@ -496,7 +528,7 @@ sbx_fs_symlink (int root, const char *path, const char *target, sbx_error **err)
   _cleanup_free_ char *name = NULL;
   if (fs_parent (root, path, &dir, &name, err) < 0)
     return -1;
-  if (symlinkat (target, dir, name) < 0)
+  if (symlinkat (target, dir, name) < 0 || sbx_fs_own_at (dir, name) < 0)
     return fs_error (err, errno, "symlink", path);
   return 0;
 }

@@ -38,6 +38,15 @@ typedef struct sbx_fs_entry {
 void sbx_fs_entry_clear (sbx_fs_entry *e);
 void sbx_fs_entries_free (sbx_fs_entry *v, size_t n);
 
+/* A sandbox in a user namespace (userns.h) sees its host range BASE as ids
+ * from 0: the API shows and makes files with the ids it sees (a new file
+ * is owned by its root, BASE on the host). Set once per process. */
+void sbx_fs_set_userns (uint32_t base);
+uint32_t sbx_fs_userns (void);
+/* DIR/NAME (never followed; "" is DIR) owned by the sandbox's root: -1 and
+ * errno on failure. */
+int sbx_fs_own_at (int dir, const char *name);
+
 /* PATH_INVALID unless PATH is absolute, has no `..` component and fits. */
 int sbx_fs_path_check (const char *path, sbx_error **err);
 
@@ -135,5 +144,7 @@ int sbx_fs_download (int root, const char *path, const char *host, char **ret_ta
  * read-only unless WRITE. */
 struct sbx_store;
 int sbx_fs_root (const struct sbx_store *st, const char *id, bool write, int *ret, sbx_error **err);
+/* A running sandbox's root from its monitor, the file API set to its ids. */
+int sbx_fs_root_running (const struct sbx_store *st, const char *id, int *ret, sbx_error **err);
 
 #endif

@@ -2,6 +2,7 @@
  * busybox layer), and a layer's tar as an OCI image carries it, with overlay
  * whiteouts turned into OCI ones. */
 #include "config.h"
+#include "userns.h"
 #include "layer-internal.h"
 #include "layer.h"
 #include "fs.h"
@@ -44,6 +45,7 @@ typedef struct tar_out {
   struct archive *a;
   tar_sink sink;
   bool upper, skip_special;
+  uint32_t userns_base; /* a sandbox's host id range: its files' ids as it sees them (userns.h) */
   /* hard links: (dev, ino) of files with several links -> their first path */
   struct {
     dev_t dev;
@@ -96,8 +98,8 @@ tar_header (tar_out *t, const char *path, const struct stat *st, mode_t type, in
   sbx_ar.archive_entry_set_pathname (e, path);
   sbx_ar.archive_entry_set_filetype (e, type);
   sbx_ar.archive_entry_set_perm (e, st ? st->st_mode & 07777 : 0644);
-  sbx_ar.archive_entry_set_uid (e, st ? st->st_uid : 0);
-  sbx_ar.archive_entry_set_gid (e, st ? st->st_gid : 0);
+  sbx_ar.archive_entry_set_uid (e, st ? sbx_userns_inside (t->userns_base, st->st_uid) : 0);
+  sbx_ar.archive_entry_set_gid (e, st ? sbx_userns_inside (t->userns_base, st->st_gid) : 0);
   sbx_ar.archive_entry_set_mtime (e, st ? st->st_mtim.tv_sec : 0, st ? st->st_mtim.tv_nsec : 0);
   sbx_ar.archive_entry_set_size (e, size);
   if (symlink)
@@ -230,9 +232,15 @@ tar_tree (tar_out *t, int dfd, const char *prefix, int depth, sbx_error **err)
 int
 sbx_tar_from_dir (int dirfd_, int outfd, bool upper, bool skip_special, sbx_error **err)
 {
+  return sbx_tar_from_dir_ids (dirfd_, outfd, upper, skip_special, 0, err);
+}
+
+int
+sbx_tar_from_dir_ids (int dirfd_, int outfd, bool upper, bool skip_special, uint32_t userns_base, sbx_error **err)
+{
   if (sbx_archive_load (err) < 0)
     return -1;
-  tar_out t = { .sink = { .fd = outfd }, .upper = upper, .skip_special = skip_special };
+  tar_out t = { .sink = { .fd = outfd }, .upper = upper, .skip_special = skip_special, .userns_base = userns_base };
   t.a = sbx_ar.archive_write_new ();
   sbx_ar.archive_write_set_format_pax_restricted (t.a);
   /* Names as the bytes they are: no conversion through the locale's

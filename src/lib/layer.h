@@ -95,6 +95,9 @@ void sbx_workdir_cleanup (sbx_workdir *w);
  * whiteouts. Devices, FIFOs and sockets are INVALID_ARGUMENT, unless
  * SKIP_SPECIAL (then they are left out). */
 int sbx_tar_from_dir (int dirfd, int outfd, bool upper, bool skip_special, sbx_error **err);
+/* The same for the files of a sandbox in a user namespace whose host range
+ * starts at USERNS_BASE (userns.h): the layer has the ids it saw. */
+int sbx_tar_from_dir_ids (int dirfd, int outfd, bool upper, bool skip_special, uint32_t userns_base, sbx_error **err);
 
 /* Extracts the plain tar read from TARFD (to its end) into the directory
  * ROOTFD, with every check a layer's extraction makes, in a child chrooted

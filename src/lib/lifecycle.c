@@ -4,6 +4,7 @@
 #include "pool.h"
 #include "domain.h"
 #include "conf.h"
+#include "userns.h"
 #include "copyin.h"
 #include "disk.h"
 #include "docker.h"
@@ -313,7 +314,15 @@ create_common (const sbx_store *st, sbx_sandbox_opts *opts, const sbx_image *ima
   if (sbx_runtime_find (st, opts->runtime, &rt, err) < 0)
     return -1;
   sbx_runtime_free (rt);
+  _cleanup_free_ char *userns_off = NULL;
   if (sbx_docker_check (opts, NULL, err) < 0)
+    return -1;
+  /* dockerd on runc needs host root's mounts, cgroups and device nodes
+   * (docker.h): the policy that allowed it (docker_runtime, audited)
+   * allowed it without a user namespace. */
+  if (opts->docker)
+    userns_off = xstrdup ("--docker: dockerd makes mounts, cgroups and device nodes a user namespace cannot");
+  else if (sbx_userns_plan (st, opts->runtime, &userns_off, err) < 0)
     return -1;
 
   _cleanup_sandbox_ sbx_sandbox *sb = xmalloc0 (sizeof *sb);
@@ -329,6 +338,7 @@ create_common (const sbx_store *st, sbx_sandbox_opts *opts, const sbx_image *ima
   sb->gpu_env = steal_pointer (&gpus.env);
   sb->restore_from = restore_from ? xstrdup (restore_from) : NULL;
   sb->chan_base = how->chan_base;
+  sb->userns_off = steal_pointer (&userns_off);
   _cleanup_close_ int lk = -1, quota = -1;
   /* Counted against its namespace's quotas from the record on: the quota
    * lock is held until the record is saved (make_record). */
@@ -399,6 +409,7 @@ sbx_sandbox_reap (const sbx_store *st, const char *id, sbx_error **err)
     return -1;
   sbx_store_cgroup_release_parent (st);
   sbx_net_reap (id);
+  sbx_userns_reap ((uint32_t) sb->userns_base);
   _cleanup_free_ char *run = sbx_sandbox_run_dir (st, id);
   rm_rf (run, NULL);
   strv_free (sb->urls);
@@ -782,6 +793,7 @@ sbx_gc (const sbx_store *st, sbx_gc_report *ret, sbx_error **err)
   int nn = sbx_net_gc (dead, NULL);
   rep.networks = nn > 0 ? nn : 0;
   sbx_net_gc_idle (NULL);
+  sbx_userns_gc (NULL);
   gc_orphan_containers (st, live, &rep);
   gc_orphan_cgroups (st, &rep);
   gc_leftovers (st);

@@ -142,6 +142,9 @@ struct mon {
   /* The network (net.h); NULL under runsc --block-network, where gVisor
    * has no interface at all. */
   sbx_conf *conf;
+  int userns_lease;  /* runc: the lease of the sandbox's host id range (userns.h), or -1 */
+  int userns_fd;     /* and its user namespace, for idmapped mounts */
+  bool userns_paths; /* the tmpfs on SBX_USERNS_PATHS is mounted */
   sbx_net *net;
   int host_netns; /* the monitor's own network namespace, to come back to */
   int block_nsfd; /* runc --block-network: the namespace runc made, once opened */
@@ -282,6 +285,12 @@ int mon_mount_root (struct mon *m, sbx_error **err);
 /* The sandbox's volumes, each mounted at RUN/sandboxes/ID/volumes/I in the
  * monitor's namespace, appended to M's extra bind mounts (m->binds). */
 int mon_mount_volumes (struct mon *m, sbx_error **err);
+/* monitor-userns.c */
+bool mon_userns_wanted (const struct mon *m);
+int mon_userns_begin (struct mon *m, sbx_error **err);
+int mon_userns_binds (struct mon *m, sbx_error **err);
+int mon_userns_paths (struct mon *m, char **rootfs, char **resolv, char **sysfs, sbx_error **err);
+void mon_userns_end (struct mon *m);
 /* Unmounts them (teardown), before RUN/sandboxes/ID goes; -1 if one stays. */
 int mon_umount_volumes (struct mon *m);
 void *mon_disk_attach (void *arg);

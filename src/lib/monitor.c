@@ -795,6 +795,8 @@ setup (struct mon *m, sbx_error **err)
   int r = mon_private_mount_ns (err);
   if (r == 0 && (r = mon_prepare_runtime (m, err)) < 0)
     step = "prepare the runtime";
+  if (r == 0 && (r = mon_userns_begin (m, err)) < 0)
+    step = "user namespace";
   if (disk_threaded)
     pthread_join (disk_thread, NULL);
   if (r == 0)
@@ -807,6 +809,8 @@ setup (struct mon *m, sbx_error **err)
     step = "host directories";
   if (r == 0 && (r = mon_mount_volumes (m, err)) < 0)
     step = "mount volumes";
+  if (r == 0 && (r = mon_userns_binds (m, err)) < 0)
+    step = "idmapped mounts";
   sbx_disk_att_clear (&m->disk_pre);
   if (threaded)
     pthread_join (net_thread, NULL);
@@ -845,12 +849,16 @@ setup (struct mon *m, sbx_error **err)
    * in the host's mount namespace, which this one may not show. */
   _cleanup_free_ char *netns = m->net ? xasprintf ("/proc/%d/fd/%d", (int) getpid (), m->net->nsfd) : NULL;
   _cleanup_free_ char *resolv = m->resolver ? xasprintf ("%s/resolv.conf", m->dir) : NULL;
+  _cleanup_free_ char *spec_root = xstrdup (merged), *sysfs = NULL;
+  if (mon_userns_paths (m, &spec_root, &resolv, &sysfs, err) < 0)
+    return sbx_error_wrap (err, "user namespace");
   sbx_spec_params sp = { .sb = m->sb,
-                         .rootfs = merged,
+                         .rootfs = spec_root,
                          .cgroup_path = ctr_cgroup,
                          .runtime = m->rt->name,
                          .netns_path = netns,
                          .resolv_conf = resolv,
+                         .sysfs = sysfs,
                          .binds = m->binds,
                          .nbinds = m->nbinds,
                          .gpu = m->gpu };
@@ -987,6 +995,7 @@ teardown (struct mon *m)
     close (m->root_fd);
   m->root_fd = -1;
   umount2 (rootfs, MNT_DETACH);
+  mon_userns_end (m);
 }
 
 /* sbx run --rm: the sandbox's files go once its final state is written
@@ -1097,7 +1106,9 @@ static void __attribute__ ((noreturn)) monitor_main (const sbx_store *st, sbx_sa
                     .ready_r = -1,
                     .host_netns = -1,
                     .block_nsfd = -1,
-                    .ending_fd = -1 };
+                    .ending_fd = -1,
+                    .userns_lease = -1,
+                    .userns_fd = -1 };
   struct mon *m = &mm;
   m->next_chan = sb->chan_base > 0 && sb->chan_base < (1LL << 31) ? (uint32_t) sb->chan_base : 0;
   m->dir = sbx_sandbox_dir (st, sb->id);

@@ -4,6 +4,7 @@
 #include "cgroup.h"
 #include "disk.h"
 #include "json.h"
+#include "userns.h"
 #include "util.h"
 
 #include <dirent.h>
@@ -104,6 +105,7 @@ sbx_sandbox_free (sbx_sandbox *sb)
   strv_free (sb->layers);
   strv_free (sb->image_env);
   free (sb->image_workdir);
+  free (sb->userns_off);
   free (sb->reason);
   free (sb->error);
   free (sb->net_mode);
@@ -227,6 +229,18 @@ gen_record (yajl_gen g, const sbx_sandbox *sb, bool full)
   j_kint (g, "memory_peak", sb->memory_peak);
   if (!full && sb->disk_used >= 0)
     j_kint (g, "disk_used", sb->disk_used);
+  j_str (g, "user_namespace");
+  if (sb->userns_base > 0)
+    {
+      j_map (g);
+      j_kint (g, "host_id", sb->userns_base);
+      j_kint (g, "size", sb->userns_size);
+      j_endmap (g);
+    }
+  else
+    j_null (g);
+  if (sb->userns_off)
+    j_kstr (g, "user_namespace_off", sb->userns_off);
   j_str (g, "options");
   sbx_sandbox_opts_gen (g, &sb->opts);
   j_str (g, "network");
@@ -382,6 +396,15 @@ parse_record (yajl_val v, sbx_sandbox *sb, sbx_error **err)
       sb->has_exit_code = true;
       sb->exit_code = YAJL_GET_INTEGER (code);
     }
+  yajl_val uns = j_get (v, "user_namespace");
+  if (uns && YAJL_IS_OBJECT (uns)
+      && (j_get_int (uns, "host_id", true, &sb->userns_base, err) < 0
+          || j_get_int (uns, "size", true, &sb->userns_size, err) < 0))
+    return -1;
+  if (sb->userns_base < 0 || sb->userns_base > UINT32_MAX - 1 || sb->userns_size < 0 || sb->userns_size > 65536)
+    return sbx_error_set (err, SBX_E_INTERNAL, 0, "invalid user_namespace");
+  if (dup_str (v, "user_namespace_off", &sb->userns_off, err) < 0)
+    return -1;
   yajl_val net = j_get (v, "network");
   if (net && YAJL_IS_OBJECT (net)
       && (dup_str (net, "mode", &sb->net_mode, err) < 0 || j_get_strv (net, "allow", false, &sb->net_allow, err) < 0
@@ -568,6 +591,52 @@ sbx_sandbox_mount_root (const sbx_store *st, const sbx_sandbox *sb, bool readonl
   return sbx_sandbox_mount_root_att (st, sb, readonly, NULL, err);
 }
 
+/* A sandbox in a user namespace sees the image's layers and sbx's own
+ * through idmapped mounts (uid N on the disk is BASE+N), so that the layers
+ * stay shared and unchanged; overlayfs takes each as a detached mount by
+ * its fd (it keeps a private clone of each). The upper dir is not mapped:
+ * what the sandbox writes is owned by its range on the host. */
+struct idmap_lowers {
+  int userns;
+  int *fds;
+  size_t n;
+};
+
+static void
+idmap_lowers_free (struct idmap_lowers *il)
+{
+  for (size_t i = 0; i < il->n; i++)
+    close (il->fds[i]);
+  free (il->fds);
+  if (il->userns >= 0)
+    close (il->userns);
+}
+
+static int
+idmap_lowers_begin (struct idmap_lowers *il, const sbx_sandbox *sb, sbx_error **err)
+{
+  return sbx_userns_open ((uint32_t) sb->userns_base, (uint32_t) sb->userns_size, &il->userns, err);
+}
+
+/* REL (relative to the store's root, the cwd) as a lowerdir. */
+static int
+lower_dir (struct idmap_lowers *il, const char *rel, char **ret, sbx_error **err)
+{
+  if (il->userns < 0)
+    {
+      *ret = xstrdup (rel);
+      return 0;
+    }
+  int tree;
+  if (sbx_idmap_clone (AT_FDCWD, rel, il->userns, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID, &tree, err)
+      < 0)
+    return -1;
+  il->fds = xrealloc (il->fds, (il->n + 1) * sizeof *il->fds);
+  il->fds[il->n++] = tree;
+  *ret = xasprintf ("/proc/self/fd/%d", tree);
+  return 0;
+}
+
 int
 sbx_sandbox_mount_root_att (const sbx_store *st, const sbx_sandbox *sb, bool readonly, struct sbx_disk_att *pre,
                             sbx_error **err)
@@ -582,17 +651,30 @@ sbx_sandbox_mount_root_att (const sbx_store *st, const sbx_sandbox *sb, bool rea
   _cleanup_free_ char *disk_rel = xasprintf ("sandboxes/%s/%s", sb->id, sb->opts.disk > 0 ? "disk/" : "");
   /* Read-only: its upper dir becomes the top lower layer (whiteouts and
    * opaque directories keep their meaning there), and nothing is written. */
-  _cleanup_free_ char *opts = readonly ? xasprintf ("lowerdir=%s:top/v1", upper_rel) : xstrdup ("lowerdir=top/v1");
+  __attribute__ ((cleanup (idmap_lowers_free))) struct idmap_lowers il = { .userns = -1 };
+  if (sb->userns_base > 0 && idmap_lowers_begin (&il, sb, err) < 0)
+    return -1;
+  _cleanup_free_ char *top = NULL;
+  if (lower_dir (&il, "top/v1", &top, err) < 0)
+    return -1;
+  _cleanup_free_ char *opts = readonly ? xasprintf ("lowerdir=%s:%s", upper_rel, top) : xasprintf ("lowerdir=%s", top);
   for (size_t i = nl; i > 0; i--)
     {
       const char *d = sb->layers[i - 1];
       const char *hex = strncmp (d, "sha256:", 7) == 0 ? d + 7 : d;
-      char *o = xasprintf ("%s:layers/sha256/%s/rootfs", opts, hex);
+      _cleanup_free_ char *rel = xasprintf ("layers/sha256/%s/rootfs", hex);
+      _cleanup_free_ char *lower = NULL;
+      if (lower_dir (&il, rel, &lower, err) < 0)
+        return -1;
+      char *o = xasprintf ("%s:%s", opts, lower);
       free (opts);
       opts = o;
     }
   /* sbx's bottom layer (/workspace) below the image's (store.h). */
-  char *with_base = xasprintf ("%s:top/base", opts);
+  _cleanup_free_ char *base = NULL;
+  if (lower_dir (&il, "top/base", &base, err) < 0)
+    return -1;
+  char *with_base = xasprintf ("%s:%s", opts, base);
   free (opts);
   opts = with_base;
   if (!readonly)
@@ -623,6 +705,9 @@ sbx_sandbox_mount_root_att (const sbx_store *st, const sbx_sandbox *sb, bool rea
       _cleanup_free_ char *upper = xasprintf ("%s/upper", dir);
       chmod (upper, 0755);
     }
+  /* The root directory is the upper dir's: the sandbox's root owns it. */
+  if (sb->userns_base > 0 && !readonly && chown (upper_rel, (uid_t) sb->userns_base, (gid_t) sb->userns_base) < 0)
+    return sbx_error_errno (err, errno, "chown `%s`", upper_rel);
   _cleanup_free_ char *rootfs = xasprintf ("%s/rootfs", dir);
   /* nodev: a device node in an image or planted by the sandbox is inert
    * through this mount, for sbx as for anyone. volatile (Linux 5.10): the

@@ -123,6 +123,12 @@ typedef struct sbx_sandbox {
   char *gpu_mode;
   char **gpu_list;
   char **gpu_env;
+  /* runc: the host id range uid and gid 0..userns_size-1 inside map to
+   * (userns.h), leased by the monitor; 0: no user namespace (runsc, or not
+   * running yet). userns_off: why a runc sandbox has none (runc_userns =
+   * optional on a host that cannot), NULL otherwise. */
+  int64_t userns_base, userns_size;
+  char *userns_off;
 } sbx_sandbox;
 
 const char *sbx_state_name (sbx_state s);

@@ -205,7 +205,15 @@ gen_mounts (yajl_gen g, const sbx_spec_params *p)
   gen_mount (g, "/dev/pts", "devpts", "devpts", pts);
   gen_mount (g, "/dev/shm", "tmpfs", "shm", shm);
   gen_mount (g, "/dev/mqueue", "mqueue", "mqueue", mq);
-  gen_mount (g, "/sys", "sysfs", "sysfs", sys);
+  if (p->sysfs)
+    {
+      /* Mounted by sbx in the sandbox's network namespace (a runc in a
+       * user namespace may not): bound, not recursive, read-only. */
+      static const char *const sysb[] = { "bind", "nosuid", "noexec", "nodev", "ro", NULL };
+      gen_mount (g, "/sys", "bind", p->sysfs, sysb);
+    }
+  else
+    gen_mount (g, "/sys", "sysfs", "sysfs", sys);
   /* dockerd's runc makes its containers' cgroups below the sandbox's own. */
   gen_mount (g, "/sys/fs/cgroup", "cgroup", "cgroup", sbx_docker_runc (p->sb, p->runtime) ? cg + 1 : cg);
   if (strcmp (p->runtime, "runsc") == 0)
@@ -372,12 +380,37 @@ gen_resources (yajl_gen g, const sbx_spec_params *p)
   j_endmap (g);
 }
 
+/* runc in a user namespace (userns.h): uid and gid 0..size-1 inside are
+ * the sandbox's leased host range. */
+static void
+gen_id_mappings (yajl_gen g, const sbx_sandbox *sb)
+{
+  static const char *const keys[] = { "uidMappings", "gidMappings" };
+  for (size_t i = 0; i < ARRAY_SIZE (keys); i++)
+    {
+      j_str (g, keys[i]);
+      j_arr (g);
+      j_map (g);
+      j_kint (g, "containerID", 0);
+      j_kint (g, "hostID", sb->userns_base);
+      j_kint (g, "size", sb->userns_size);
+      j_endmap (g);
+      j_endarr (g);
+    }
+}
+
 static void
 gen_namespaces (yajl_gen g, const sbx_spec_params *p)
 {
   static const char *const ns[] = { "pid", "ipc", "uts", "mount", "network" };
   j_str (g, "namespaces");
   j_arr (g);
+  if (p->sb->userns_base > 0)
+    {
+      j_map (g);
+      j_kstr (g, "type", "user");
+      j_endmap (g);
+    }
   for (size_t i = 0; i < ARRAY_SIZE (ns); i++)
     {
       j_map (g);
@@ -395,14 +428,19 @@ gen_linux (yajl_gen g, const sbx_spec_params *p)
   j_str (g, "linux");
   j_map (g);
   gen_namespaces (g, p);
+  if (p->sb->userns_base > 0)
+    gen_id_mappings (g, p->sb);
   /* Ping without CAP_NET_RAW, through ICMP datagram sockets, in the
    * namespace runc makes for --block-network too (net.c sets the same in
    * sbx's own). gVisor has its own network stack and takes no sysctl. */
-  if (strcmp (p->runtime, "runc") == 0)
+  /* In a user namespace runc's init may write only the sysctls of a
+   * namespace it made (--block-network), and only groups it maps. */
+  bool userns = p->sb->userns_base > 0;
+  if (strcmp (p->runtime, "runc") == 0 && (!userns || p->netns_path == NULL))
     {
       j_str (g, "sysctl");
       j_map (g);
-      j_kstr (g, "net.ipv4.ping_group_range", "0 2147483647");
+      j_kstr (g, "net.ipv4.ping_group_range", userns ? "0 65535" : "0 2147483647");
       j_endmap (g);
     }
   gen_masked (g);

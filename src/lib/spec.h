@@ -38,6 +38,7 @@ typedef struct sbx_spec_params {
   const char *runtime;        /* "runc" or "runsc" */
   const char *netns_path;     /* the network namespace to join (runc); NULL: a new one */
   const char *resolv_conf;    /* bound read-only on /etc/resolv.conf; NULL: the image's */
+  const char *sysfs;          /* a sysfs of the sandbox's network bound on /sys; NULL: the runtime mounts one */
   const sbx_spec_bind *binds; /* extra bind mounts, in order, after sbx's own */
   size_t nbinds;
   const struct sbx_cdi_edits *gpu; /* the GPUs' device nodes, mounts and hooks (gpu.h); NULL: none */

@@ -587,6 +587,8 @@ sbx_leaks () {
   for c in /sys/fs/cgroup/sbx-"$SBX_TAG" /sys/fs/cgroup/*/sbx-"$SBX_TAG"; do
     [ -e "$c" ] && echo "cgroup: $c"
   done
+  # User id range leases of runc sandboxes of this root ("ID TAG").
+  grep -lsw -- "$SBX_TAG" /run/sbx/userns/* /run/sbx/userns/.[!.]* 2>/dev/null | sed 's/^/user namespace lease: /'
   # Network objects that appeared during the test.
   comm -13 <(printf '%s\n' "$_sbx_net_before") <(_sbx_net_names) | grep . | sed 's/^/network: /'
   # Sandboxes gc should have removed, and their runtime directories.

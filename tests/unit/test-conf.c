@@ -178,6 +178,44 @@ test_domain_keys (void)
     }
 }
 
+/* runc's user namespaces: userns_base, userns_count, runc_userns. */
+static void
+test_userns_keys (void)
+{
+  _cleanup_error_ sbx_error *err = NULL;
+  _cleanup_conf_ sbx_conf *c = parse ("", &err);
+  tap_ok (c && c->userns_base == 1000000000u && c->userns_count == 1024 && !c->runc_userns_optional,
+          "userns: defaults 1000000000, 1024 ranges, required (%s)", errmsg (err));
+  sbx_conf_free (steal_pointer (&c));
+  c = parse ("userns_base = 65536\nuserns_count = 65534\nrunc_userns = optional\n", &err);
+  tap_ok (c && c->userns_base == 65536 && c->userns_count == 65534 && c->runc_userns_optional,
+          "userns: the bounds taken, optional (%s)", errmsg (err));
+  sbx_conf_free (steal_pointer (&c));
+  c = parse ("runc_userns = required\nuserns_base = 4294901759\nuserns_count = 1\n", &err);
+  tap_ok (c && c->userns_base == 4294901759u && !c->runc_userns_optional,
+          "userns: the last range ends at 4294967294 (%s)", errmsg (err));
+  static const char *const bad[][2] = {
+    { "userns_base = 65535\n", "userns_base: `65535` is not a number from 65536 to 4294967294" },
+    { "userns_base = -1\n", "userns_base: `-1`" },
+    { "userns_base = 0x10000\n", "userns_base: `0x10000`" },
+    { "userns_count = 0\n", "userns_count: `0` is not a number from 1 to 65535" },
+    { "userns_count = 65536\n", "userns_count: `65536`" },
+    { "userns_base = 4294901760\n", ".conf:1: userns_base: userns_base (4294901760) + userns_count (1024)" },
+    { "userns_base = 4000000000\nuserns_count = 10000\n", ".conf:2: userns_count: userns_base" },
+    { "runc_userns = off\n", "runc_userns: expected `required` or `optional`, not `off`" },
+    { "runc_userns = optional\nrunc_userns = optional\n", "given twice" },
+  };
+  for (size_t i = 0; i < ARRAY_SIZE (bad); i++)
+    {
+      sbx_error_free (err);
+      err = NULL;
+      sbx_conf *b = parse (bad[i][0], &err);
+      tap_ok (b == NULL && err && err->code == SBX_E_INVALID_ARGUMENT && strstr (err->msg, bad[i][1]),
+              "refused: %s (%s)", bad[i][1], errmsg (err));
+      sbx_conf_free (b);
+    }
+}
+
 /* namespace_max_*: NAME VALUE, repeatable across names, each once per name. */
 static void
 test_namespace_keys (void)
@@ -951,6 +989,7 @@ main (void)
   test_mount_paths ();
   test_domain_keys ();
   test_namespace_keys ();
+  test_userns_keys ();
   test_errors ();
   test_load ();
   test_resolv ();

@@ -205,7 +205,7 @@ test_common (const char *rt, yajl_val doc)
 int
 main (void)
 {
-  tap_plan (2 * 13 + 15 + 4);
+  tap_plan (2 * 13 + 15 + 4 + 5);
 
   sbx_sandbox sb = { .id = (char *) "sb-0123456789ab" };
   yajl_val runsc = spec_for (&sb, "runsc", NULL, NULL);
@@ -341,6 +341,48 @@ main (void)
               && at (ps->u.array.values[0], "timeout", NULL) == NULL && at (gdoc, "hooks", "prestart", NULL) == NULL,
           "GPUs: each hook in its OCI list, a timeout only when given");
   yajl_tree_free (gdoc);
+  /* runc in a user namespace: the namespace and the mappings; sbx's sysfs
+   * bound; no sysctl in sbx's own network namespace, a mapped range in
+   * runc's. */
+  sbx_sandbox usb = { .id = (char *) "sb-0123456789ab", .userns_base = 1000000000, .userns_size = 65536 };
+  sbx_spec_params up = { .sb = &usb,
+                         .rootfs = "/r",
+                         .cgroup_path = "/c",
+                         .runtime = "runc",
+                         .netns_path = "/run/sbx/netns/x",
+                         .sysfs = "/run/sbx-userns/sys" };
+  _cleanup_free_ char *ujson = NULL;
+  size_t ulen;
+  yajl_val udoc = sbx_spec_generate (&up, &ujson, &ulen, NULL) == 0 ? yajl_tree_parse (ujson, ebuf, sizeof ebuf) : NULL;
+  yajl_val un = udoc ? at (udoc, "linux", "namespaces", NULL) : NULL;
+  tap_ok (un && YAJL_IS_ARRAY (un) && strcmp (str_of (at (un->u.array.values[0], "type", NULL)), "user") == 0,
+          "userns: a user namespace");
+  bool maps = udoc != NULL;
+  for (int i = 0; maps && i < 2; i++)
+    {
+      yajl_val m = at (udoc, "linux", i ? "gidMappings" : "uidMappings", NULL);
+      maps = m && YAJL_IS_ARRAY (m) && m->u.array.len == 1
+             && YAJL_GET_INTEGER (at (m->u.array.values[0], "containerID", NULL)) == 0
+             && YAJL_GET_INTEGER (at (m->u.array.values[0], "hostID", NULL)) == 1000000000
+             && YAJL_GET_INTEGER (at (m->u.array.values[0], "size", NULL)) == 65536;
+    }
+  tap_ok (maps, "userns: uid and gid 0-65535 mapped to the range");
+  yajl_val usys = udoc ? mount_at (udoc, "/sys") : NULL;
+  tap_ok (usys && strcmp (str_of (at (usys, "type", NULL)), "bind") == 0
+              && strcmp (str_of (at (usys, "source", NULL)), "/run/sbx-userns/sys") == 0
+              && has_string (at (usys, "options", NULL), "ro") && !has_string (at (usys, "options", NULL), "rbind"),
+          "userns: sbx's sysfs bound read-only on /sys");
+  tap_ok (udoc && at (udoc, "linux", "sysctl", NULL) == NULL, "userns: no sysctl in sbx's network namespace");
+  yajl_tree_free (udoc);
+  up.netns_path = NULL;
+  up.sysfs = NULL;
+  free (ujson);
+  ujson = NULL;
+  udoc = sbx_spec_generate (&up, &ujson, &ulen, NULL) == 0 ? yajl_tree_parse (ujson, ebuf, sizeof ebuf) : NULL;
+  tap_ok (udoc && strcmp (str_of (at (udoc, "linux", "sysctl", "net.ipv4.ping_group_range", NULL)), "0 65535") == 0
+              && strcmp (str_of (at (mount_at (udoc, "/sys"), "type", NULL)), "sysfs") == 0,
+          "userns, runc's network namespace: the mapped groups may ping; runc mounts sysfs");
+  yajl_tree_free (udoc);
 
   /* sbx_spec_write: the bundle's config.json, private, the same document. */
   char tmpl[] = "/tmp/sbx-test-spec-XXXXXX";
