@@ -42,16 +42,18 @@ _sbx_net_names () {
   } | grep -i 'sbx\|sb-\|sandbox-' | sort
 }
 
-# _sbx_net_unheld: the lines of _sbx_net_names on stdin whose sandbox no
-# live process holds. Network objects are host-wide, and tests run in
-# parallel (make -j check): a sandbox of another root, alive or being torn
-# down, holds its lease (/run/sbx/leases/ID, flocked from before its first
-# object is made until after its last is removed, by its monitor or a gc), so
-# an object whose lease is held is not a leak of this test; one of this
-# root's sandboxes still alive is reported by the monitor check. An object
-# naming no sandbox is always reported.
+# _sbx_net_unheld: the lines of _sbx_net_names on stdin that no other
+# sandbox accounts for. Network objects are host-wide, and tests run in
+# parallel (make -j check), so an object is not this test's leak when its
+# sandbox is alive or being torn down (its lease, /run/sbx/leases/ID, is
+# flocked from before its first object is made until after its last is
+# removed, by its monitor or a gc), or when it belongs to another test's
+# root (/tmp/sbx-test.*/root/sandboxes/ID: a sandbox another test crashed on
+# purpose, which that root's gc reaps). One of this root's sandboxes still
+# alive is reported by the monitor check; an object naming no sandbox is
+# always reported.
 _sbx_net_unheld () {
-  local line id fd
+  local line id fd d
   while IFS= read -r line; do
     id=
     case $line in
@@ -64,6 +66,11 @@ _sbx_net_unheld () {
         continue
       fi
       exec {fd}<&-
+    fi
+    if [ -n "$id" ]; then
+      for d in /tmp/sbx-test.*/root/sandboxes/"$id"; do
+        [ -e "$d" ] && [ "$d" != "$SBX_ROOT/sandboxes/$id" ] && continue 2
+      done
     fi
     printf '%s\n' "$line"
   done
@@ -115,8 +122,15 @@ _sbx_leaks_scan () {
   for c in /sys/fs/cgroup/sbx-"$SBX_TAG" /sys/fs/cgroup/*/sbx-"$SBX_TAG"; do
     [ -e "$c" ] && echo "cgroup: $c"
   done
-  # Network objects that appeared during the test and no live sandbox holds.
-  comm -13 <(printf '%s\n' "$_sbx_net_before") <(_sbx_net_names) | grep . | _sbx_net_unheld | sed 's/^/network: /'
+  # Network objects that appeared during the test and no other sandbox
+  # accounts for, and still there a moment later (another root's gc may be
+  # between removing a sandbox's directory and its objects).
+  local net
+  net=$(comm -13 <(printf '%s\n' "$_sbx_net_before") <(_sbx_net_names) | grep . | _sbx_net_unheld)
+  if [ -n "$net" ]; then
+    sleep 1
+    comm -12 <(printf '%s\n' "$net") <(_sbx_net_names | _sbx_net_unheld) | sed 's/^/network: /'
+  fi
   # Sandboxes gc should have removed, and their runtime directories.
   if [ -d "$SBX_ROOT/sandboxes" ]; then
     for c in "$SBX_ROOT"/sandboxes/* "$SBX_ROOT"/sandboxes/.[!.]*; do
