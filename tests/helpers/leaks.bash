@@ -63,7 +63,8 @@ _sbx_net_unheld () {
       # check their own cleanup, and sbx never names a thing so ("t" is no
       # hex digit).
       *" sbxt-"* | *" sbxtest"*) continue ;;
-      "sbx lease addr-"*) { read -r id <"/run/sbx/leases/${line#sbx lease }"; } 2>/dev/null || id= ;;
+      # (The lease holds the id without a newline: read's status is 1.)
+      "sbx lease addr-"*) { read -r id <"/run/sbx/leases/${line#sbx lease }"; } 2>/dev/null || true ;;
       *) [[ $line =~ (sb-|sbx)([0-9a-f]{12}) ]] && id=sb-${BASH_REMATCH[2]} ;;
     esac
     if [ -n "$id" ] && [ -z "${other[$id]-}" ]; then
