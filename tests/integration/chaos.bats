@@ -9,7 +9,8 @@
 # SBX_CHAOS_ROUNDS rounds (20 by default, what `make check` runs; CI's chaos
 # job runs 200), SBX_CHAOS_SEED replays a schedule: the seed is printed first
 # and with every failure. The last line says how many faults landed (a kill
-# whose target had already ended is not counted).
+# whose target had already ended is not counted; such a round's operation
+# must have succeeded). SBX_CHAOS_VERBOSE=1 prints every round.
 
 load ../helpers/common
 
@@ -148,7 +149,7 @@ chaos_clear () {
   require_runtime runc
   require_runtime runsc
   local rounds=${SBX_CHAOS_ROUNDS:-20} seed=${SBX_CHAOS_SEED:-$((($(date +%s%N) / 1000) % 1000000))}
-  local round op victim rt target delay pid rc landed=0 i t0 tr
+  local round op victim rt target delay pid rc hit landed=0 i t0 tr
   chaos_say "chaos: seed $seed, $rounds rounds (SBX_CHAOS_SEED=$seed replays)"
   chaos_context
   sbx_import_payload
@@ -165,7 +166,8 @@ chaos_clear () {
     chaos_op "$op" "$rt" "$target" >"$BATS_TEST_TMPDIR/op.out" 2>&1 &
     pid=$!
     sleep "$(printf '0.%03d' "$delay")"
-    chaos_kill "$victim" "$pid" && landed=$((landed + 1))
+    hit=0
+    chaos_kill "$victim" "$pid" && hit=1 && landed=$((landed + 1))
     # The operation ends by itself (done, failed, or killed), never hangs.
     rc=0
     for i in $(seq 600); do
@@ -178,6 +180,10 @@ chaos_clear () {
       return
     fi
     wait "$pid" || rc=$?
+    # Without a fault the operation succeeds.
+    [ "$hit" = 1 ] || [ "$rc" = 0 ] \
+      || fail "seed $seed round $round: $op [$rt] failed (exit $rc) with no $victim to kill: $(cat "$BATS_TEST_TMPDIR/op.out")" \
+      || return
     chaos_check_readback "$((round % 10 == 0 || round == rounds))" || fail "seed $seed round $round: $op [$rt], $victim killed at ${delay} ms: read back" || return
     chaos_clear || fail "seed $seed round $round: $op [$rt], $victim killed at ${delay} ms" || return
     [ -z "${SBX_CHAOS_VERBOSE-}" ] \
