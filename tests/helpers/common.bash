@@ -62,6 +62,9 @@ sbx () {
 # SBX_TEST_STRICT=1 (CI) turns every skip into a failure (skip.bash).
 # shellcheck source=skip.bash
 source "${BASH_SOURCE[0]%/*}/skip.bash"
+# sbx_pids, _sbx_net_names and the leak scan.
+# shellcheck source=leaks.bash
+source "${BASH_SOURCE[0]%/*}/leaks.bash"
 
 # --- small assertions -------------------------------------------------------
 
@@ -204,34 +207,21 @@ sbx_build_payload_tar () {
 
 # Waits (5 s at most) until no layer of this test's root is being settled
 # on the disk: the process an import leaves behind (an `sbx` of its own,
-# see layer-internal.h) has ended. Before a test writes a layer's pending mark.
+# see layer-internal.h, with this root's SBX_ROOT) has ended. Before a test
+# writes a layer's pending mark. Other roots' sbx processes (tests running
+# in parallel) do not count.
 sbx_wait_settled () {
-  local i rc
+  local i p pids busy
   for i in $(seq 500); do
-    # (errexit: a status of pgrep's must not end the function here)
-    rc=0
-    pgrep -x sbx >/dev/null || rc=$?
-    case $rc in
-      0) ;;
-      1) return 0 ;;
-      *) fail "pgrep -x sbx failed (status $rc)" || return ;;
-    esac
+    pids=$(sbx_pids sbx) || return
+    busy=
+    for p in $pids; do
+      tr '\0' '\n' 2>/dev/null <"/proc/$p/environ" | grep -qxF "SBX_ROOT=$SBX_ROOT" && busy=1
+    done
+    [ -z "$busy" ] && return 0
     sleep 0.01
   done
   fail "a layer is still being settled after 5 s"
-}
-
-# sbx_pids NAME: the pids of processes named exactly NAME, one a line. Fails
-# when pgrep does, rather than answering "none".
-sbx_pids () {
-  local out rc
-  rc=0
-  out=$(pgrep -x "$1") || rc=$?
-  case $rc in
-    0) printf '%s\n' "$out" ;;
-    1) ;;
-    *) fail "pgrep -x $1 failed (status $rc)" ;;
-  esac
 }
 
 # Imports the payload tarball into this test's root as image `payload`.
@@ -496,21 +486,6 @@ _sbx_guard_stop () {
 
 # --- per-test root and leak check ---------------------------------------------
 
-# Network objects of any sbx root, by name: namespaces (ip's and sbx's),
-# links, sbx's leases and its nftables chains, sets and counters.
-_sbx_net_names () {
-  { ip netns list 2>/dev/null | awk '{print "netns " $1}'
-    ip -o link show 2>/dev/null | awk -F': ' '{sub(/@.*/, "", $2); print "link " $2}'
-    ls -A /run/sbx/netns 2>/dev/null | sed 's/^/sbx netns /'
-    ls -A /run/sbx/leases 2>/dev/null | sed 's/^/sbx lease /'
-    nft -a list table inet sbx 2>/dev/null | awk '$1 == "chain" || $1 == "set" || $1 == "counter" { print "nft " $1 " " $2 }' \
-      | grep -- '-'
-    # A sandbox interface's forward jump and source check.
-    nft list table inet sbx 2>/dev/null | awk '$1 == "chain" { c = $2 } /iifname "/ && (c == "forward" || c == "source") {
-      match($0, /iifname "[^"]*"/); print "nft rule " c " " substr($0, RSTART + 9, RLENGTH - 10) }' | sort -u
-  } | grep -i 'sbx\|sb-\|sandbox-' | sort
-}
-
 # The sbx.conf of every test: resolvers and an opened private range that
 # only the network tests' own hosts answer (network.bats), never a real one.
 sbx_write_conf () {
@@ -541,68 +516,12 @@ sbx_setup () {
   sbx_guard_start
 }
 
-# Everything of this root that survived, one line each.
+# Everything of this root that survived, one line each (leaks.bash, run as
+# a program of its own: bats traces every command of a test's shell, which
+# made this scan take seconds a test under load).
 sbx_leaks () {
-  local d=$SBX_TEST_DIR p c r
-  # Mounts in this namespace, and in any process's namespace (monitors use a
-  # private one).
-  grep -F "$d" /proc/mounts 2>/dev/null | sed 's/^/mount: /'
-  local ours
-  ours=$(readlink /proc/self/ns/mnt)
-  grep -lF "$d" /proc/[0-9]*/mountinfo 2>/dev/null | while read -r p; do
-    p=${p#/proc/}
-    p=${p%/mountinfo}
-    [ "$(readlink "/proc/$p/ns/mnt" 2>/dev/null)" = "$ours" ] && continue
-    echo "mount namespace of pid $p ($(cat "/proc/$p/comm" 2>/dev/null)) holds a mount under $d"
-  done
-  find /proc/[0-9]*/cwd /proc/[0-9]*/root -maxdepth 0 \( -lname "$d" -o -lname "$d/*" \) -printf '%p -> %l\n' \
-    2>/dev/null | sed 's/^/process /'
-  local monitors
-  monitors=$(sbx_pids sbx-monitor 2>&1) || echo "cannot look for this root's monitors: $monitors"
-  for p in $monitors; do
-    if tr '\0' '\n' 2>/dev/null <"/proc/$p/environ" | grep -qxF "SBX_ROOT=$SBX_ROOT" \
-      || tr '\0' '\n' 2>/dev/null <"/proc/$p/cmdline" | grep -qF "$d"; then
-      echo "sbx-monitor $p of this root is alive"
-    fi
-  done
-  # Loop devices on a sandbox's disk image: cleared with their mount, which
-  # the kernel finishes a moment after the namespace holding it is gone.
-  for r in 1 2 3 4 5 6 7 8 9 10; do
-    losetup -l -n -O BACK-FILE 2>/dev/null | grep -qF "$d" || break
-    sleep 0.2
-  done
-  losetup -l -n -O NAME,BACK-FILE 2>/dev/null | grep -F "$d" | sed 's/^/loop device: /'
-  # Runtime containers (only where the state root exists: listing creates it).
-  for r in runc runsc; do
-    [ -d "$SBX_RUN_ROOT/runtime/$r" ] || continue
-    if ! command -v "$r" >/dev/null; then
-      echo "cannot list $r containers: no $r on PATH"
-    elif [ "$r" = runc ]; then
-      runc --root "$SBX_RUN_ROOT/runtime/runc" list -q 2>/dev/null | sed 's/^/runc container: /'
-    else
-      runsc --root "$SBX_RUN_ROOT/runtime/runsc" list -quiet 2>/dev/null | sed 's/^/runsc container: /'
-    fi
-  done
-  # Cgroups, in every v1 controller, the unified hierarchy, or v2's root.
-  for c in /sys/fs/cgroup/sbx-"$SBX_TAG" /sys/fs/cgroup/*/sbx-"$SBX_TAG"; do
-    [ -e "$c" ] && echo "cgroup: $c"
-  done
-  # User id range leases of runc sandboxes of this root ("ID TAG").
-  grep -lsw -- "$SBX_TAG" /run/sbx/userns/* /run/sbx/userns/.[!.]* 2>/dev/null | sed 's/^/user namespace lease: /'
-  # Network objects that appeared during the test.
-  comm -13 <(printf '%s\n' "$_sbx_net_before") <(_sbx_net_names) | grep . | sed 's/^/network: /'
-  # Sandboxes gc should have removed, and their runtime directories.
-  if [ -d "$SBX_ROOT/sandboxes" ]; then
-    for c in "$SBX_ROOT"/sandboxes/* "$SBX_ROOT"/sandboxes/.[!.]*; do
-      [ -e "$c" ] && echo "sandbox directory left after gc: $c"
-    done
-  fi
-  if [ -d "$SBX_RUN_ROOT/sandboxes" ]; then
-    for c in "$SBX_RUN_ROOT"/sandboxes/*; do
-      [ -e "$c" ] && echo "run directory left after gc: $c"
-    done
-  fi
-  return 0
+  _SBX_NET_BEFORE=$_sbx_net_before SBX_TEST_DIR=$SBX_TEST_DIR SBX_ROOT=$SBX_ROOT SBX_RUN_ROOT=$SBX_RUN_ROOT SBX_TAG=$SBX_TAG \
+    bash "$SBX_TESTS_DIR/helpers/leaks.bash"
 }
 
 # After a leak was reported: put the host back so the next tests start clean.

@@ -79,7 +79,7 @@ mismatches (void)
   strv_push (&a.cmd, "true");
   refused (&a, (const char *const[]){ NULL }, NULL, "initial command");
   a.docker = true;
-  refused (&a, (const char *const[]){ NULL }, NULL, "--docker");
+  refused (&a, (const char *const[]){ "docker", NULL }, NULL, "--docker");
   sbx_sandbox_opts_clear (&a);
 }
 
