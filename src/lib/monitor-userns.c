@@ -10,6 +10,7 @@
 #include "netns.h"
 #include "userns.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -44,12 +45,66 @@ mon_userns_begin (struct mon *m, sbx_error **err)
 
 /* Every extra bind's source (monitor.c: host directories, then volumes),
  * a mount of the monitor's own, replaced by its idmapped clone. */
+/* Whether directory PATH holds nothing but an ext4 image's lost+found. */
+static bool
+dir_is_new (const char *path)
+{
+  _cleanup_closedir_ DIR *d = opendir (path);
+  struct dirent *e;
+  if (d == NULL)
+    return false;
+  while ((e = readdir (d)) != NULL)
+    if (strcmp (e->d_name, ".") != 0 && strcmp (e->d_name, "..") != 0 && strcmp (e->d_name, "lost+found") != 0)
+      return false;
+  return true;
+}
+
+/* A volume is owned on the host by the id range of the sandbox that first
+ * wrote to it (what it makes there is owned by that range, as in its
+ * writable layer): a new volume's root is given to this sandbox's range
+ * and bound as it is; one another range owns (a range base under
+ * userns_base) is idmapped from that range to this one; one host root
+ * owns with data in it (imported, or written under runsc) is idmapped as
+ * the host directories are, host root's files being the sandbox root's. */
+static int
+volume_bind (struct mon *m, const char *src, sbx_error **err)
+{
+  uint32_t base = (uint32_t) m->sb->userns_base;
+  struct stat st;
+  if (stat (src, &st) < 0)
+    return sbx_error_errno (err, errno, "stat `%s`", src);
+  if (st.st_uid == 0 && st.st_gid == 0 && S_ISDIR (st.st_mode) && dir_is_new (src))
+    {
+      if (chown (src, base, base) < 0)
+        return sbx_error_errno (err, errno, "chown `%s` to the sandbox's ids", src);
+      return 0;
+    }
+  if (st.st_uid == base)
+    return 0;
+  uint32_t u = (uint32_t) st.st_uid, first = m->conf->userns_base;
+  if (st.st_uid != 0 && u >= first && (u - first) % SBX_USERNS_SIZE == 0
+      && (uint64_t) u + SBX_USERNS_SIZE <= (uint64_t) first + (uint64_t) m->conf->userns_count * SBX_USERNS_SIZE)
+    {
+      _cleanup_close_ int ns = -1;
+      if (sbx_userns_open_map (u, base, SBX_USERNS_SIZE, &ns, err) < 0)
+        return -1;
+      return sbx_idmap_remount (src, ns, err);
+    }
+  return sbx_idmap_remount (src, m->userns_fd, err);
+}
+
 int
 mon_userns_binds (struct mon *m, sbx_error **err)
 {
+  size_t nvol = m->sb->opts.volumes ? strv_len (m->sb->opts.volumes) : 0;
   for (size_t i = 0; m->userns_fd >= 0 && i < m->nbinds; i++)
-    if (sbx_idmap_remount (m->binds[i].source, m->userns_fd, err) < 0)
-      return sbx_error_wrap (err, "%s", m->binds[i].destination);
+    {
+      /* The volumes are the last binds (monitor.c). */
+      int r = i + nvol >= m->nbinds ? volume_bind (m, m->binds[i].source, err)
+                                    : sbx_idmap_remount (m->binds[i].source, m->userns_fd, err);
+      if (r < 0)
+        return sbx_error_wrap (err, "%s", m->binds[i].destination);
+    }
   return 0;
 }
 

@@ -24,11 +24,11 @@
 /* --- namespaces and idmapped mounts -------------------------------------- */
 
 static int
-write_map (pid_t pid, const char *which, uint32_t base, uint32_t size)
+write_map (pid_t pid, const char *which, uint32_t inside, uint32_t base, uint32_t size)
 {
   char path[64], line[64];
   snprintf (path, sizeof path, "/proc/%d/%s", (int) pid, which);
-  int n = snprintf (line, sizeof line, "0 %" PRIu32 " %" PRIu32 "\n", base, size);
+  int n = snprintf (line, sizeof line, "%" PRIu32 " %" PRIu32 " %" PRIu32 "\n", inside, base, size);
   _cleanup_close_ int fd = open (path, O_WRONLY | O_CLOEXEC);
   if (fd < 0 || write (fd, line, (size_t) n) != n)
     return -errno;
@@ -40,6 +40,12 @@ write_map (pid_t pid, const char *which, uint32_t base, uint32_t size)
  * child makes only async-signal-safe calls: the monitor has threads. */
 int
 sbx_userns_open (uint32_t base, uint32_t size, int *ret_fd, sbx_error **err)
+{
+  return sbx_userns_open_map (0, base, size, ret_fd, err);
+}
+
+int
+sbx_userns_open_map (uint32_t inside, uint32_t base, uint32_t size, int *ret_fd, sbx_error **err)
 {
   int ready[2], go[2];
   if (pipe2 (ready, O_CLOEXEC) < 0)
@@ -74,9 +80,9 @@ sbx_userns_open (uint32_t base, uint32_t size, int *ret_fd, sbx_error **err)
     e = EPERM;
   if (e == 0)
     {
-      int r = write_map (pid, "uid_map", base, size);
+      int r = write_map (pid, "uid_map", inside, base, size);
       if (r == 0)
-        r = write_map (pid, "gid_map", base, size);
+        r = write_map (pid, "gid_map", inside, base, size);
       char path[64];
       snprintf (path, sizeof path, "/proc/%d/ns/user", (int) pid);
       if (r == 0 && (fd = open (path, O_RDONLY | O_CLOEXEC)) < 0)
@@ -88,7 +94,8 @@ sbx_userns_open (uint32_t base, uint32_t size, int *ret_fd, sbx_error **err)
     while (waitpid (pid, NULL, 0) < 0 && errno == EINTR)
       ;
   if (e != 0)
-    return sbx_error_errno (err, e, "make a user namespace mapping 0-%" PRIu32 " to %" PRIu32, size - 1, base);
+    return sbx_error_errno (err, e, "make a user namespace mapping %" PRIu32 "-%" PRIu32 " to %" PRIu32, inside,
+                            inside + size - 1, base);
   *ret_fd = fd;
   return 0;
 }

@@ -47,6 +47,9 @@ void sbx_userns_reap (uint32_t base);
 /* A user namespace (an fd of it) mapping 0..SIZE-1 to BASE..BASE+SIZE-1 for
  * uids and gids: what an idmapped mount is given. No process stays in it. */
 int sbx_userns_open (uint32_t base, uint32_t size, int *ret_fd, sbx_error **err);
+/* The same with INSIDE..INSIDE+SIZE-1 mapped (an idmapped mount's view of
+ * files another range owns on disk). */
+int sbx_userns_open_map (uint32_t inside, uint32_t base, uint32_t size, int *ret_fd, sbx_error **err);
 
 /* A detached clone of DIRFD/PATH (not recursive) with ATTRS (MOUNT_ATTR_*)
  * and ids shown through USERNS_FD's mapping: a file owned by N on the disk

@@ -77,18 +77,30 @@ in_range () {
   sbx rm -f "$id"
 }
 
-@test "userns: volumes and host directories are mapped: the sandbox's root owns the host's root's files" {
+@test "userns: a volume is owned by the range that first wrote it, shared across ranges; host dirs are mapped" {
   mkdir "$SBX_TEST_DIR/hostdir"
   echo host >"$SBX_TEST_DIR/hostdir/f"
   id=$(sbx create --runtime runc --volume uvol:/vol --mount "$SBX_TEST_DIR/hostdir:/hd:rw")
   run sbx exec "$id" -- sh -c 'touch /vol/new /hd/new && stat -c "%u:%g" /vol /hd/f /vol/new /hd/new && echo ok >>/hd/f'
   expect_status 0
   expect_eq "$output" "$(printf '0:0\n0:0\n0:0\n0:0')" "ids inside"
-  # On the host, as inside: shared by every sandbox that mounts them,
-  # whatever its range.
-  expect_eq "$(stat -c %u:%g "$SBX_ROOT/volumes/uvol/data/new" "$SBX_TEST_DIR/hostdir/new")" "$(printf '0:0\n0:0')" \
-    "ids on the host"
-  sbx rm -f "$id"
+  base=$(host_base "$id")
+  # A new volume is the first sandbox's: what it makes there is owned by
+  # its range, as in its writable layer; a host directory keeps the host's
+  # ids (the sandbox's root is the host's root there, mapped).
+  expect_eq "$(stat -c %u:%g "$SBX_ROOT/volumes/uvol/data/new")" "$base:$base" "volume file on the host"
+  expect_eq "$(stat -c %u:%g "$SBX_TEST_DIR/hostdir/new")" "0:0" "host dir file on the host"
+  # A second sandbox (another range, the first still running) sees the
+  # volume's files as its root's and writes there; on the disk they stay
+  # the volume's range.
+  id2=$(sbx create --runtime runc --volume uvol:/vol)
+  base2=$(host_base "$id2")
+  [ "$base2" != "$base" ] || fail "two sandboxes share the range $base"
+  run sbx exec "$id2" -- sh -c 'stat -c "%u:%g" /vol/new && touch /vol/second && stat -c "%u:%g" /vol/second'
+  expect_status 0
+  expect_eq "$output" "$(printf '0:0\n0:0')" "ids inside the second sandbox"
+  expect_eq "$(stat -c %u:%g "$SBX_ROOT/volumes/uvol/data/second")" "$base:$base" "the second's file on the host"
+  sbx rm -f "$id" "$id2"
 }
 
 @test "userns: the escape battery fails (keyctl, unshare, mount, ptrace, /proc and /sys writes)" {
