@@ -7,6 +7,7 @@
 #include "config.h"
 #include "monitor-internal.h"
 #include "fs.h"
+#include "gpu.h"
 #include "netns.h"
 #include "userns.h"
 
@@ -17,6 +18,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 bool
@@ -198,6 +200,46 @@ mon_userns_paths (struct mon *m, char **rootfs, char **resolv, char **sysfs, sbx
         return -1;
       free (m->binds[i].source);
       m->binds[i].source = steal_pointer (&dst);
+    }
+  /* The GPUs' device nodes (gpu.h), made here as runc would make them
+   * with host root's mknod, on a tmpfs of their own that allows devices
+   * (the one above does not), owned as the spec says in the range; the
+   * spec binds them (spec.c). The CDI mounts are bound as the binds are. */
+  if (m->gpu && m->gpu->nnodes > 0)
+    {
+      _cleanup_free_ char *dir = xasprintf ("%s/gpu", top);
+      if (mkdir (dir, 0711) < 0 && errno != EEXIST)
+        return sbx_error_errno (err, errno, "mkdir `%s`", dir);
+      if (mount ("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0711,size=64k") < 0)
+        return sbx_error_errno (err, errno, "mount a tmpfs on `%s`", dir);
+    }
+  for (size_t i = 0; m->gpu && i < m->gpu->nnodes; i++)
+    {
+      sbx_cdi_node *n = &m->gpu->nodes[i];
+      _cleanup_free_ char *dst = xasprintf ("%s/gpu/%zu", top, i);
+      mode_t type = n->type == 'b' ? S_IFBLK : S_IFCHR;
+      uint32_t base = (uint32_t) m->sb->userns_base;
+      if (mknod (dst, type | (mode_t) ((n->file_mode >= 0 ? n->file_mode : 0666) & 07777),
+                 makedev ((unsigned) n->major, (unsigned) n->minor))
+              < 0
+          || chmod (dst, (mode_t) ((n->file_mode >= 0 ? n->file_mode : 0666) & 07777)) < 0
+          || chown (dst, base + (uint32_t) (n->uid >= 0 ? n->uid : 0), base + (uint32_t) (n->gid >= 0 ? n->gid : 0))
+                 < 0)
+        return sbx_error_errno (err, errno, "make the device node `%s` as `%s`", n->path, dst);
+      free (n->host_path);
+      n->host_path = steal_pointer (&dst);
+    }
+  for (size_t i = 0; m->gpu && i < m->gpu->nmounts; i++)
+    {
+      sbx_cdi_mount *cm = &m->gpu->mounts[i];
+      struct stat st;
+      _cleanup_free_ char *dst = xasprintf ("%s/gpu-mount-%zu", top, i);
+      if (stat (cm->host_path, &st) < 0)
+        return sbx_error_errno (err, errno, "stat `%s`", cm->host_path);
+      if (bind_into (cm->host_path, dst, !S_ISDIR (st.st_mode), err) < 0)
+        return -1;
+      free (cm->host_path);
+      cm->host_path = steal_pointer (&dst);
     }
   return 0;
 }

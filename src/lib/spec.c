@@ -186,6 +186,14 @@ gen_gpu_mounts (yajl_gen g, const sbx_spec_params *p)
         }
       gen_mount (g, m->container_path, "bind", m->host_path, opts);
     }
+  /* In a user namespace runc binds a device node from its path rather than
+   * making it (mknod needs host root): the nodes are binds of the host's,
+   * which the monitor put where the range's root reaches them
+   * (mon_userns_paths); the cgroup's rules still allow them alone. */
+  static const char *const node[] = { "bind", "rw", "nosuid", "noexec", NULL };
+  for (size_t i = 0; p->gpu && p->sb->userns_base > 0 && i < p->gpu->nnodes; i++)
+    gen_mount (g, p->gpu->nodes[i].path, "bind",
+               p->gpu->nodes[i].host_path ? p->gpu->nodes[i].host_path : p->gpu->nodes[i].path, node);
 }
 
 static void
@@ -308,7 +316,7 @@ gen_devices (yajl_gen g, const sbx_spec_params *p)
 static void
 gen_gpu_nodes (yajl_gen g, const sbx_spec_params *p)
 {
-  if (p->gpu == NULL || p->gpu->nnodes == 0)
+  if (p->gpu == NULL || p->gpu->nnodes == 0 || p->sb->userns_base > 0)
     return;
   j_str (g, "devices");
   j_arr (g);
