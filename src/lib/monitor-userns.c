@@ -69,13 +69,14 @@ dir_is_new (const char *path)
  * owns with data in it (imported, or written under runsc) is idmapped as
  * the host directories are, host root's files being the sandbox root's. */
 static int
-volume_bind (struct mon *m, const char *src, sbx_error **err)
+volume_bind (struct mon *m, const char *src, bool readonly, sbx_error **err)
 {
   uint32_t base = (uint32_t) m->sb->userns_base;
   struct stat st;
   if (stat (src, &st) < 0)
     return sbx_error_errno (err, errno, "stat `%s`", src);
-  if (st.st_uid == 0 && st.st_gid == 0 && S_ISDIR (st.st_mode) && dir_is_new (src))
+  /* A read-only one is nobody's to write: seen as the host's ids. */
+  if (!readonly && st.st_uid == 0 && st.st_gid == 0 && S_ISDIR (st.st_mode) && dir_is_new (src))
     {
       if (chown (src, base, base) < 0)
         return sbx_error_errno (err, errno, "chown `%s` to the sandbox's ids", src);
@@ -102,7 +103,7 @@ mon_userns_binds (struct mon *m, sbx_error **err)
   for (size_t i = 0; m->userns_fd >= 0 && i < m->nbinds; i++)
     {
       /* The volumes are the last binds (monitor.c). */
-      int r = i + nvol >= m->nbinds ? volume_bind (m, m->binds[i].source, err)
+      int r = i + nvol >= m->nbinds ? volume_bind (m, m->binds[i].source, m->binds[i].readonly, err)
                                     : sbx_idmap_remount (m->binds[i].source, m->userns_fd, err);
       if (r < 0)
         return sbx_error_wrap (err, "%s", m->binds[i].destination);
