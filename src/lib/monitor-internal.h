@@ -118,6 +118,9 @@ struct mon {
   int active_execs;
   uint64_t last_activity, deadline, shutdown_deadline;
   bool agent_gone, shutting_down;
+  /* agent_read stopped at its budget: frames may wait in its buffer, which
+   * no poll reports (the loop has no tick to find them later). */
+  bool agent_more;
   pid_t runtime_pid; /* `RUNTIME run`, in the foreground for the sandbox's life */
   bool runtime_exited;
   int runtime_status;
@@ -262,6 +265,9 @@ void mon_procs_json (yajl_gen g, const struct mon *m, enum proc_form form);
 void mon_handle_ps (struct mon *m, struct client *c, sbx_op op, yajl_val req);
 void mon_handle_proc (struct mon *m, struct client *c, sbx_op op, yajl_val req);
 void mon_serve_watch (struct mon *m, struct client *c);
+/* Whether mon_serve_watch has more for C now (its log read on, or the end
+ * to say): the loop then asks for POLLOUT, having no tick to come back. */
+bool mon_watch_ready (struct mon *m, const struct client *c);
 void mon_restore_procs (struct mon *m);
 
 /* monitor-relay.c */

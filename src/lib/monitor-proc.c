@@ -385,6 +385,15 @@ mon_serve_watch (struct mon *m, struct client *c)
     reply_proc (c, p);
 }
 
+bool
+mon_watch_ready (struct mon *m, const struct client *c)
+{
+  if ((c->watch != WATCH_LOGS && c->watch != WATCH_FOLLOW) || c->closing)
+    return false;
+  struct proc *p = mon_proc_by_chan (m, c->watch_chan);
+  return p == NULL || c->log_off < p->log.end || p->ended || c->watch == WATCH_LOGS;
+}
+
 /* A restored sandbox's process table, from its snapshot.json (written by
  * sbx snapshot): every process is in the background now (whoever waited on
  * it is gone); output from the restore on goes to its log. */

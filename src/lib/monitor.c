@@ -322,6 +322,7 @@ agent_frame (struct mon *m, const struct sbx_frame_hdr *h, const unsigned char *
 static void
 agent_read (struct mon *m)
 {
+  m->agent_more = false;
   for (int budget = 64; budget > 0; budget--)
     {
       struct sbx_frame_hdr h;
@@ -339,6 +340,7 @@ agent_read (struct mon *m)
         }
       agent_frame (m, &h, p);
     }
+  m->agent_more = !m->agent_gone;
 }
 
 /* Copies what the runtime (and sbx-init before its HELLO) wrote on stderr
@@ -655,7 +657,7 @@ run_loop (struct mon *m)
         {
           struct client *c = m->clients[i];
           short ev = (m->aout.len > AGENT_OUT_MAX || !mon_client_may_send (c) ? 0 : POLLIN)
-                     | (c->out.len ? POLLOUT : 0);
+                     | (c->out.len || mon_watch_ready (m, c) ? POLLOUT : 0);
           pf[n++] = (struct pollfd){ c->fd, ev, 0 };
         }
       size_t rbase = n, rn = m->resolver ? sbx_resolver_pollfds (m->resolver, pf + n, RESOLVER_FDS_MAX) : 0;
@@ -666,7 +668,7 @@ run_loop (struct mon *m)
       n += ln;
       size_t wbase = n, wn = watch_pollfds (m, pf + n);
       n += wn;
-      int r = poll (pf, n, m->agent_gone ? 10 : poll_timeout (m));
+      int r = poll (pf, n, m->agent_gone ? 10 : m->agent_more ? 0 : poll_timeout (m));
       if (r < 0 && errno != EINTR)
         break;
       /* First, while their sockets are as they filled them in (a client's
@@ -696,6 +698,9 @@ run_loop (struct mon *m)
             mon_drain_stderr (m);
           watch_dispatch (m, pf + wbase, wn);
         }
+      /* What agent_read left in its buffer, whatever poll said. */
+      if (r >= 0 && m->agent_more && !m->agent_gone && !(r > 0 && pf[1].revents & (POLLIN | POLLHUP | POLLERR)))
+        agent_read (m);
       /* A proxied connection is activity (keep-warm). */
       if (m->proxy && sbx_proxy_last_activity_ms (m->proxy) > m->last_activity)
         m->last_activity = sbx_proxy_last_activity_ms (m->proxy);
