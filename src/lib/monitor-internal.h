@@ -275,6 +275,7 @@ void mon_handle_expose (struct mon *m, struct client *c, sbx_op op, yajl_val req
 void mon_handle_unexpose (struct mon *m, struct client *c, sbx_op op, yajl_val req);
 struct relay *mon_relay_by_chan (struct mon *m, uint32_t chan);
 void mon_relay_frame (struct mon *m, struct relay *r, const struct sbx_frame_hdr *h, const unsigned char *p);
+bool mon_relays_done (const struct mon *m);
 size_t mon_relay_pollfds (struct mon *m, struct pollfd *pf);
 void mon_relay_dispatch (struct mon *m, const struct pollfd *pf, size_t n);
 int mon_expose_create_ports (struct mon *m, sbx_error **err);

@@ -269,6 +269,21 @@ mon_relay_frame (struct mon *m, struct relay *r, const struct sbx_frame_hdr *h, 
     }
 }
 
+/* Whether a relay is over but still open (the agent's end came after the
+ * relays were dispatched): the loop then does not wait, having no tick to
+ * close it later, and the proxy sees its end. */
+bool
+mon_relays_done (const struct mon *m)
+{
+  for (size_t i = 0; i < m->nrelays; i++)
+    {
+      const struct relay *r = m->relays[i];
+      if (r->agent_done && (r->to_fd.len == 0 || r->aborted))
+        return true;
+    }
+  return false;
+}
+
 size_t
 mon_relay_pollfds (struct mon *m, struct pollfd *pf)
 {

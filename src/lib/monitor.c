@@ -668,7 +668,7 @@ run_loop (struct mon *m)
       n += ln;
       size_t wbase = n, wn = watch_pollfds (m, pf + n);
       n += wn;
-      int r = poll (pf, n, m->agent_gone ? 10 : m->agent_more ? 0 : poll_timeout (m));
+      int r = poll (pf, n, m->agent_gone ? 10 : m->agent_more || mon_relays_done (m) ? 0 : poll_timeout (m));
       if (r < 0 && errno != EINTR)
         break;
       /* First, while their sockets are as they filled them in (a client's
