@@ -28,9 +28,6 @@ CODES = {
     "TIMEOUT": sbx.TimeoutError,
 }
 
-FUTURE = ("gpu", "docker_enabled", "namespace", "priority")
-VALUES = {"gpu": "any", "docker_enabled": True, "namespace": "ns",
-          "priority": 1}
 
 
 def cli_codes():
@@ -57,16 +54,18 @@ def test_timeout_is_also_the_builtin():
     assert issubclass(sbx.SandboxTerminatedError, sbx.SandboxNotRunningError)
 
 
-@pytest.mark.parametrize("name", FUTURE)
-def test_options_sbx_lacks_are_refused_by_name(name):
-    has = ("--" + name.replace("_", "-")) in sbx_cli("create", "--help").stdout.decode()
-    if has:
-        pytest.skip(f"sbx create has --{name} now: covered by its own test")
-    with pytest.raises(sbx.InvalidArgumentError) as e:
-        Sandbox(image="busybox", **{name: VALUES[name]})
-    assert name in str(e.value)
-    with pytest.raises(sbx.InvalidArgumentError):
-        Sandbox.create("busybox", **{name: VALUES[name]})
+# Options of hosted SDKs that sbx now has: passed to sbx create as its own.
+PASSED = {"gpu": ("all", ["--gpu", "all"]), "docker_enabled": (True, ["--docker"]),
+          "namespace": ("ns", ["--namespace", "ns"]), "priority": (1, ["--priority", "1"])}
+
+
+@pytest.mark.parametrize("name", sorted(PASSED))
+def test_options_sbx_has_are_passed_to_create(name):
+    value, want = PASSED[name]
+    assert ("--" + want[0].lstrip("-")) in sbx_cli("create", "--help").stdout.decode()
+    args = Sandbox(image="busybox", **{name: value})._create_args()
+    i = args.index(want[0])
+    assert args[i:i + len(want)] == want
 
 
 def test_unknown_option_is_refused_by_name():

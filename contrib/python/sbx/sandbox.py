@@ -223,10 +223,11 @@ class Sandbox:
     honoured), ``secrets`` (a dict ``{VAR: value}``, each value an sbx
     secret for the time of the create, or a list of sbx secret names) with
     ``allow_secrets=True``, ``volumes`` (a dict ``{path in the sandbox:
-    volume name or absolute host directory}``). Options that
-    sbx does not have yet (``gpu``, ``docker_enabled``, ``namespace``, ``priority``, and ``pull``, the registry policy
-    ``"missing"``/``"always"``/``"never"``) raise :class:`InvalidArgumentError` naming
-    them, unless ``sbx create --help`` lists them. ``workspace_token=False``
+    volume name or absolute host directory}``), ``gpu`` (``--gpu``),
+    ``docker_enabled`` (``--docker``), ``namespace``, ``priority`` (0-9) and
+    ``pull`` (``"missing"``/``"always"``/``"never"``), each passed to
+    ``sbx create`` as its option (an sbx without it refuses them with
+    :class:`InvalidArgumentError` naming them). ``workspace_token=False``
     is accepted; ``True`` is refused (sbx passes no host credential into a
     sandbox: use ``secrets`` when sbx has them).
     """
