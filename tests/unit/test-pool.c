@@ -69,7 +69,7 @@ mismatches (void)
   a.block_network = true;
   refused (&a, (const char *const[]){ "block-network", NULL }, NULL, "--block-network");
   a.block_network = false;
-  a.disk = 2 << 30;
+  a.disk = (int64_t) 2 << 30;
   refused (&a, (const char *const[]){ "disk", NULL }, NULL, "--disk");
   a.pids = 10;
   refused (&a, (const char *const[]){ "pids", NULL }, NULL, "--pids");
