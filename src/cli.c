@@ -197,6 +197,16 @@ cli_json_end (yajl_gen g)
   yajl_gen_free (g);
 }
 
+void
+cli_json_ok (void)
+{
+  yajl_gen g = cli_json_begin ();
+  j_map (g);
+  j_kbool (g, "ok", true);
+  j_endmap (g);
+  cli_json_end (g);
+}
+
 int
 cli_sandbox_id (sbx_cli *cli, const char *ref, char **ret_id, sbx_error **err)
 {

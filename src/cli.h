@@ -78,6 +78,8 @@ int cli_int (const char *opt, const char *s, int64_t min, int64_t max, int64_t *
 /* Output: a JSON document on stdout with --json. */
 yajl_gen cli_json_begin (void);
 void cli_json_end (yajl_gen g);
+/* --json's answer of a command that has nothing more to say: {"ok": true}. */
+void cli_json_ok (void);
 
 /* Resolves an id or a name given on the command line. */
 int cli_sandbox_id (sbx_cli *cli, const char *ref, char **ret_id, sbx_error **err);

@@ -153,13 +153,7 @@ secret_rm (sbx_cli *cli, sbx_store *st, char **names, int n, sbx_error **err)
         printf ("%s\n", names[i]);
     }
   if (cli->json)
-    {
-      yajl_gen g = cli_json_begin ();
-      j_map (g);
-      j_kbool (g, "ok", true);
-      j_endmap (g);
-      cli_json_end (g);
-    }
+    cli_json_ok ();
   return 0;
 }
 

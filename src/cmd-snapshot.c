@@ -144,12 +144,6 @@ cmd_rmsnap (sbx_cli *cli, int argc, char **argv, sbx_error **err)
     }
   sbx_layers_gc (st, NULL);
   if (cli->json)
-    {
-      yajl_gen g = cli_json_begin ();
-      j_map (g);
-      j_kbool (g, "ok", true);
-      j_endmap (g);
-      cli_json_end (g);
-    }
+    cli_json_ok ();
   return 0;
 }
