@@ -228,7 +228,11 @@ mon_begin_shutdown (struct mon *m, sbx_state final, const char *reason)
    * stops the sandbox, off its critical path (~0.3-2 ms). */
   sample_limits (m);
   mon_to_agent (m, SBX_MSG_SHUTDOWN, 0, NULL, 0);
+  /* The reason is known now: a caller that reads the record while the
+   * teardown runs (sbx run has returned) sees why it ends. */
   m->sb->state = SBX_STATE_TERMINATING;
+  free (m->sb->reason);
+  m->sb->reason = xstrdup (reason);
   mon_save_state (m);
   mon_log (m, "terminating: %s", reason);
 }
