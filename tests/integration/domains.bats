@@ -146,12 +146,11 @@ domain_ttl_max = 60"
   lookup "$id" www.listed.test TXT
   expect_contains "$output" "rcode 0"
   expect_contains "$output" "TXT hello www.listed.test"
-  # Over TCP (runc: under runsc a TCP lookup through the resolver is flaky
-  # with or without domain rules, a matter of its own).
-  if [ "$rt" = runc ]; then
-    lookup "$id" www.listed.test A tcp
-    expect_contains "$output" "A $INET 2"
-  fi
+  # Over TCP, twice (the second on a new connection).
+  lookup "$id" www.listed.test A tcp
+  expect_contains "$output" "A $INET 2"
+  lookup "$id" www.listed.test TXT tcp
+  expect_contains "$output" "TXT hello www.listed.test"
   # nslookup as programs do it.
   in_sb "$id" "nslookup www.listed.test"
   expect_contains "$output" "$INET"
@@ -159,10 +158,8 @@ domain_ttl_max = 60"
   # An unlisted name: REFUSED, and never sent upstream (UDP, TCP, any type).
   lookup "$id" unlisted.test
   expect_contains "$output" "rcode 5"
-  if [ "$rt" = runc ]; then
-    lookup "$id" unlisted.test A tcp
-    expect_contains "$output" "rcode 5"
-  fi
+  lookup "$id" unlisted.test A tcp
+  expect_contains "$output" "rcode 5"
   lookup "$id" unlisted.test TXT
   expect_contains "$output" "rcode 5"
   lookup "$id" secret-data-here.www.listed.test

@@ -27,6 +27,7 @@
 #include <linux/keyctl.h>
 #include <arpa/inet.h>
 #include <stdbool.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
@@ -763,8 +764,13 @@ act_dns (char **argv)
     {
       if (write (fd, q, qn) != (ssize_t) qn)
         return failed (errno);
+      /* poll, not SO_RCVTIMEO: under runsc (Debian's 2022 build) a read
+       * of a TCP socket with a receive timeout failed with EAGAIN a few
+       * milliseconds after the query, whatever the timeout said. */
       size_t got = 0;
-      while ((got < 2 || got < 2 + (size_t) (a[0] << 8 | a[1])) && (n = read (fd, a + got, sizeof a - got)) > 0)
+      struct pollfd pfd = { .fd = fd, .events = POLLIN };
+      while ((got < 2 || got < 2 + (size_t) (a[0] << 8 | a[1])) && poll (&pfd, 1, 3000) == 1
+             && (n = read (fd, a + got, sizeof a - got)) > 0)
         got += (size_t) n;
       if (got < 2)
         return failed (errno ? errno : EPROTO);

@@ -12,8 +12,9 @@
  * connections closed, and an upstream that is the resolver itself never
  * used; listening on addresses not up yet, and the bound on addresses.
  * Domain rules: only listed names forwarded (others REFUSED here, UDP and
- * TCP), the answer's addresses handed over first, TTLs capped, SERVFAIL when
- * they cannot be allowed. */
+ * TCP), the answer's addresses handed over first (UDP and TCP), TTLs
+ * capped, truncated and EDNS answers as without rules, SERVFAIL when they
+ * cannot be allowed. */
 #include "config.h"
 #include "resolver.h"
 #include "tap.h"
@@ -796,6 +797,27 @@ test_domains (void)
   m = read_tcp (r, t, a, 1000);
   tap_ok (is_answer (a, m, 0x7301, 5, NULL) && fakes[0].tcp_seen == tseen, "over TCP too: REFUSED, not sent upstream");
   close (t);
+  t = tcp_client (r, port);
+  n = make_query (q, 0x7302, "www.example.com");
+  m = ask_tcp (r, t, q, n, a, 1000);
+  tap_ok (is_answer (a, m, 0x7302, 0, A_TCP) && allowed.calls == 3 && memcmp (allowed.first.addr, A_TCP, 4) == 0,
+          "a listed name over TCP: answered, its address handed over first");
+  close (t);
+
+  /* Truncation and EDNS behave as without rules. */
+  fakes[0].mode = FAKE_TRUNC;
+  n = make_query (q, 0x7303, "www.example.com");
+  m = ask_udp (r, u, q, n, a, 1000);
+  tap_ok (is_answer (a, m, 0x7303, 0, NULL) && (a[2] & 0x02) && (size_t) m == n && allowed.calls == 3,
+          "a truncated answer to a listed name: relayed as it is, for the client to ask over TCP");
+  fakes[0].mode = FAKE_ANSWER;
+  n = make_query (q, 0x7304, "www.example.com");
+  static const unsigned char opt[] = { 0, 0, 41, 0x10, 0, 0, 0, 0, 0, 0, 0 }; /* OPT, 4096-byte UDP */
+  memcpy (q + n, opt, sizeof opt);
+  n += sizeof opt;
+  put16 (q + 10, 1);
+  m = ask_udp (r, u, q, n, a, 1000);
+  tap_ok (is_answer (a, m, 0x7304, 0, A_UDP) && allowed.calls == 4, "an EDNS query of a listed name: answered");
 
   allowed.ret = -1;
   n = make_query (q, 0x7401, "www.example.com");
@@ -816,7 +838,7 @@ main (void)
 {
   if (!fakes_start ())
     tap_skip_all ("cannot bind fake upstreams on 127.0.0.1 and 127.0.0.2");
-  tap_plan (29);
+  tap_plan (32);
   test_check ();
   test_listen ();
   test_answers ();
