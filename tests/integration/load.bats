@@ -5,9 +5,9 @@
 # not tear the output of 32 execs running beside it.
 #
 # The counts are parameters: SBX_LOAD_RUNS (sequential runs, 100 in
-# `make check`, 1000 in CI), SBX_LOAD_RUNC and SBX_LOAD_RUNSC (concurrent
-# creates, 20 and 10 in `make check`, 100 and 50 in CI), SBX_LOAD_EXECS
-# (execs beside the flood, 32).
+# `make check` and CI, 1000 in the README's Proof), SBX_LOAD_RUNC and
+# SBX_LOAD_RUNSC (concurrent creates, 20 and 10 in `make check` and CI, 100
+# and 50 in the Proof), SBX_LOAD_EXECS (execs beside the flood, 32).
 
 load ../helpers/common
 
