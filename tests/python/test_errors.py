@@ -29,7 +29,6 @@ CODES = {
 }
 
 
-
 def cli_codes():
     """The codes the CLI can report: sbx(1)'s list."""
     out = sbx_cli("help").stdout.decode() + open(
@@ -62,7 +61,7 @@ PASSED = {"gpu": ("all", ["--gpu", "all"]), "docker_enabled": (True, ["--docker"
 @pytest.mark.parametrize("name", sorted(PASSED))
 def test_options_sbx_has_are_passed_to_create(name):
     value, want = PASSED[name]
-    assert ("--" + want[0].lstrip("-")) in sbx_cli("create", "--help").stdout.decode()
+    assert want[0] in sbx_cli("create", "--help").stdout.decode()
     args = Sandbox(image="busybox", **{name: value})._create_args()
     i = args.index(want[0])
     assert args[i:i + len(want)] == want
