@@ -19,8 +19,10 @@ usage ()
   cat <<EOF
 Usage: ${0##*/} [--mib M] [-k K] [--runtime runsc|runc|both] [-h]
 
-In one sandbox per runtime, with a plain volume at /vol and a sized one
-(--size 2x M) at /svol, K rounds (after one untimed warm-up), each case in
+In one sandbox per runtime, with a plain volume at /vol (one for both)
+and a sized one at /svol (--size 2x M + 64 MiB, one per runtime: a
+filesystem near full makes ext4 write through, which would be timed as the
+volume's cost), K rounds (after one untimed warm-up), each case in
 a new random order, each timed from the host as one \`sbx exec\`:
   write-root, write-vol, write-svol   dd if=/dev/zero of=DIR/f bs=1M count=M
   read-root,  read-vol,  read-svol    dd if=DIR/f of=/dev/null bs=1M (page cache warm,
@@ -89,12 +91,12 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 "$SBX" volume create vol >>"$LOG" 2>&1 || die "volume create failed (see the log)"
-"$SBX" volume create --size "$((MIB * 2 + 64))Mi" svol >>"$LOG" 2>&1 || die "volume create --size failed"
 
 declare -A DIRS=([root]=/root-bench [vol]=/vol [svol]=/svol)
 CASES=()
 for rt in $RUNTIMES; do
-  id=$("$SBX" create --runtime "$rt" --block-network --keep-warm 3600 --volume vol:/vol --volume svol:/svol 2>>"$LOG") ||
+  "$SBX" volume create --size "$((MIB * 2 + 64))Mi" "svol-$rt" >>"$LOG" 2>&1 || die "volume create --size failed"
+  id=$("$SBX" create --runtime "$rt" --block-network --keep-warm 3600 --volume vol:/vol --volume "svol-$rt:/svol" 2>>"$LOG") ||
     { note "create under $rt failed: skipped"; continue; }
   IDS+=("$id")
   "$SBX" exec "$id" -- mkdir -p /root-bench /vol/"$rt" /svol/"$rt" >>"$LOG" 2>&1
