@@ -6,8 +6,8 @@
 # removed `sbx gc` leaves nothing of the root: no mount, netns, veth, nft
 # chain, cgroup, lease, runtime state or process (sbx_leaks).
 #
-# SBX_CHAOS_ROUNDS rounds (20 by default, what `make check` and CI run; the
-# README's Proof gives the 200-round run), SBX_CHAOS_SEED replays a schedule: the seed is printed first
+# SBX_CHAOS_ROUNDS rounds (20 by default, what `make check` runs; CI and the
+# README's Proof run 200), SBX_CHAOS_SEED replays a schedule: the seed is printed first
 # and with every failure. The last line says how many faults landed (a kill
 # whose target had already ended is not counted; such a round's operation
 # must have succeeded). SBX_CHAOS_VERBOSE=1 prints every round.
