@@ -171,6 +171,9 @@ struct mon {
    * wiped when freed. */
   char *secrets;
   size_t secrets_len;
+  /* Written to the agent's socket before its HELLO (mon_secrets_ahead):
+   * 0 when not, 1 when written, or the write's -errno. */
+  int secrets_ahead;
 };
 
 /* One process as JSON: as `sbx ps` and `sbx proc` show it (PROC_VIEW), or
@@ -304,9 +307,13 @@ void *mon_disk_attach (void *arg);
 bool mon_runtime_detached (const struct mon *m);
 int mon_runtime_go (struct mon *m, sbx_error **err);
 int mon_wait_hello (struct mon *m, sbx_error **err);
-/* The sandbox's secrets: read from the store at setup, handed to the agent
- * after its HELLO (monitor-runtime.c). */
+/* The sandbox's secrets: read from the store at setup, written to the
+ * agent's socket as soon as the runtime is on its way when they fit its
+ * buffer (mon_secrets_ahead), otherwise after its HELLO; mon_secrets_send
+ * sends what is left and waits for the agent to have them
+ * (monitor-runtime.c). */
 int mon_secrets_load (struct mon *m, sbx_error **err);
+void mon_secrets_ahead (struct mon *m);
 int mon_secrets_send (struct mon *m, sbx_error **err);
 void mon_secrets_forget (struct mon *m);
 int mon_prepare_runtime (struct mon *m, sbx_error **err);

@@ -357,12 +357,10 @@ mon_secrets_forget (struct mon *m)
   m->secrets_len = 0;
 }
 
-/* Hands the secrets to the agent, one SECRET frame each, and waits for the
- * PONG that follows them: an agent that could not install one has exited
- * by then (its LOG says why), and the sandbox fails before anything runs in
- * it. A restored agent gets them again, as the store has them now. */
-int
-mon_secrets_send (struct mon *m, sbx_error **err)
+/* Writes the secrets to the agent, one SECRET frame each, and the PING
+ * whose PONG says it has them; forgets them. */
+static int
+secrets_write (struct mon *m)
 {
   static const char probe[] = "sbx-secrets";
   int r = 0;
@@ -373,12 +371,49 @@ mon_secrets_send (struct mon *m, sbx_error **err)
       r = sbx_frame_write (m->agent_fd, SBX_MSG_SECRET, 0, m->secrets + off + 4, n);
       off += 4 + n;
     }
-  bool any = m->secrets_len > 0;
   mon_secrets_forget (m);
-  if (!any)
-    return 0;
   if (r == 0)
     r = sbx_frame_write (m->agent_fd, SBX_MSG_PING, 0, probe, sizeof probe - 1);
+  return r;
+}
+
+/* Secrets up to this many bytes go into the agent's socket while the
+ * runtime starts: far below a Unix socket's buffer (~200 KiB), so the
+ * write cannot wait on an agent that is not reading yet. */
+#define SECRETS_AHEAD_MAX (32 * 1024)
+
+/* The agent reads its socket only after its HELLO and takes the frames in
+ * order, so secrets written while the runtime starts reach it before any
+ * request, as they would after the HELLO, and the round trip to it
+ * (1-3 ms under runsc) overlaps the start. A restored agent answers a
+ * PING first (mon_wait_hello): its secrets follow that. */
+void
+mon_secrets_ahead (struct mon *m)
+{
+  if (m->secrets_len == 0 || m->secrets_len > SECRETS_AHEAD_MAX || m->sb->restore_from)
+    return;
+  int r = secrets_write (m);
+  /* A failed write (an agent already gone) is reported after the HELLO
+   * wait, which names the runtime's failure first. */
+  m->secrets_ahead = r < 0 ? r : 1;
+}
+
+/* Hands the secrets to the agent, unless mon_secrets_ahead did, and waits
+ * for the PONG that follows them: an agent that could not install one has
+ * exited by then (its LOG says why), and the sandbox fails before anything
+ * runs in it. A restored agent gets them again, as the store has them now. */
+int
+mon_secrets_send (struct mon *m, sbx_error **err)
+{
+  int r = m->secrets_ahead;
+  if (r == 0)
+    {
+      if (m->secrets_len == 0)
+        return 0;
+      r = secrets_write (m);
+    }
+  if (r > 0)
+    r = 0;
   if (r < 0 || agent_wait (m, false, err) < 0)
     {
       if (r < 0)

@@ -875,6 +875,8 @@ setup (struct mon *m, sbx_error **err)
     return sbx_error_wrap (err, "write bundle");
   mon_log (m, "root mounted, bundle written: starting %s", m->rt->name);
   r = mon_runtime_go (m, err);
+  if (r == 0)
+    mon_secrets_ahead (m);
   close (m->agent_end);
   m->agent_end = -1;
   close (m->stderr_w);

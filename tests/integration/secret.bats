@@ -237,6 +237,34 @@ secrets_inside () {
   secrets_inside runc
 }
 
+# Secrets of up to 32 KiB in all are written to the agent while the runtime
+# starts, larger ones after its HELLO: both ways, each value whole.
+secrets_both_ways () {
+  local rt=$1 small big id
+  require_runtime "$rt"
+  small=$(new_value small)
+  big=$(head -c 49152 /dev/zero | tr '\0' 'b')
+  printf '%s' "$small" | sbx secret create small >/dev/null
+  printf '%s' "$big" | sbx secret create big >/dev/null
+  id=$(sbx create --runtime "$rt" --block-network --allow-secrets --secret small 2>/dev/null)
+  expect_eq "$(sbx exec "$id" -- sh -c 'printf %s "$small"')" "$small" "a small secret (written ahead)"
+  sbx terminate "$id" >/dev/null
+  id=$(sbx create --runtime "$rt" --block-network --allow-secrets --secret small --secret big --secret-file big 2>/dev/null)
+  expect_eq "$(sbx exec "$id" -- sh -c 'printf %s "$small"')" "$small" "the small one beside 96 KiB"
+  expect_eq "$(sbx exec "$id" -- sh -c 'printf %s "$big" | wc -c')" 49152 "the big variable's length"
+  expect_eq "$(sbx exec "$id" -- sh -c 'printf %s "$big" | tr -d b | wc -c')" 0 "the big variable's bytes"
+  expect_eq "$(sbx exec "$id" -- cat /run/secrets/big | cksum)" "$(printf '%s' "$big" | cksum)" "the big file"
+  sbx terminate "$id" >/dev/null
+}
+
+@test "secret: runc: small secrets written ahead and large ones after HELLO arrive whole" {
+  secrets_both_ways runc
+}
+
+@test "secret: runsc: small secrets written ahead and large ones after HELLO arrive whole" {
+  secrets_both_ways runsc
+}
+
 @test "secret: runsc snapshot: names only in snapshot.json and its layer, values again at restore, refused once removed" {
   require_runtime runsc
   local v v2 id snap r
