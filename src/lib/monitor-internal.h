@@ -172,7 +172,8 @@ struct mon {
   char *secrets;
   size_t secrets_len;
   /* Written to the agent's socket before its HELLO (mon_secrets_ahead):
-   * 0 when not, 1 when written, or the write's -errno. */
+   * 0 when not, 1 when written with a PING to wait for, 2 when written
+   * with none, or the write's -errno. */
   int secrets_ahead;
 };
 

@@ -357,10 +357,10 @@ mon_secrets_forget (struct mon *m)
   m->secrets_len = 0;
 }
 
-/* Writes the secrets to the agent, one SECRET frame each, and the PING
- * whose PONG says it has them; forgets them. */
+/* Writes the secrets to the agent, one SECRET frame each, and with PING
+ * the PING whose PONG says it has them; forgets them. */
 static int
-secrets_write (struct mon *m)
+secrets_write (struct mon *m, bool ping)
 {
   static const char probe[] = "sbx-secrets";
   int r = 0;
@@ -372,7 +372,7 @@ secrets_write (struct mon *m)
       off += 4 + n;
     }
   mon_secrets_forget (m);
-  if (r == 0)
+  if (r == 0 && ping)
     r = sbx_frame_write (m->agent_fd, SBX_MSG_PING, 0, probe, sizeof probe - 1);
   return r;
 }
@@ -382,20 +382,31 @@ secrets_write (struct mon *m)
  * write cannot wait on an agent that is not reading yet. */
 #define SECRETS_AHEAD_MAX (32 * 1024)
 
+/* What mon_secrets_ahead did (struct mon's secrets_ahead). */
+enum {
+  AHEAD_NOT = 0,
+  AHEAD_PINGED = 1, /* written, its PONG to wait for */
+  AHEAD_DONE = 2,   /* written, nothing to wait for */
+};
+
 /* The agent reads its socket only after its HELLO and takes the frames in
  * order, so secrets written while the runtime starts reach it before any
  * request, as they would after the HELLO, and the round trip to it
- * (1-3 ms under runsc) overlaps the start. A restored agent answers a
- * PING first (mon_wait_hello): its secrets follow that. */
+ * (1-3 ms under runsc) overlaps the start. Variables alone need no PONG:
+ * the agent keeps them in its memory, which cannot fail short of the
+ * agent itself (and then the sandbox ends); a file may (/run/secrets not
+ * sbx's tmpfs), so with one the PONG is still waited for. A restored agent
+ * answers a PING first (mon_wait_hello): its secrets follow that. */
 void
 mon_secrets_ahead (struct mon *m)
 {
   if (m->secrets_len == 0 || m->secrets_len > SECRETS_AHEAD_MAX || m->sb->restore_from)
     return;
-  int r = secrets_write (m);
+  bool files = m->sb->opts.secret_files && m->sb->opts.secret_files[0];
+  int r = secrets_write (m, files);
   /* A failed write (an agent already gone) is reported after the HELLO
    * wait, which names the runtime's failure first. */
-  m->secrets_ahead = r < 0 ? r : 1;
+  m->secrets_ahead = r < 0 ? r : files ? AHEAD_PINGED : AHEAD_DONE;
 }
 
 /* Hands the secrets to the agent, unless mon_secrets_ahead did, and waits
@@ -406,15 +417,15 @@ int
 mon_secrets_send (struct mon *m, sbx_error **err)
 {
   int r = m->secrets_ahead;
-  if (r == 0)
+  if (r == AHEAD_NOT)
     {
       if (m->secrets_len == 0)
         return 0;
-      r = secrets_write (m);
+      r = secrets_write (m, true);
+      if (r == 0)
+        r = AHEAD_PINGED;
     }
-  if (r > 0)
-    r = 0;
-  if (r < 0 || agent_wait (m, false, err) < 0)
+  if (r < 0 || (r == AHEAD_PINGED && agent_wait (m, false, err) < 0))
     {
       if (r < 0)
         sbx_error_set (err, SBX_E_INTERNAL, -r, "the sandbox's init is not there");
