@@ -357,8 +357,8 @@ mon_secrets_forget (struct mon *m)
   m->secrets_len = 0;
 }
 
-/* Writes the secrets to the agent, one SECRET frame each, and with PING
- * the PING whose PONG says it has them; forgets them. */
+/* Writes the secrets to the agent, one SECRET frame each, then, with
+ * PING, a PING whose PONG says it has them; forgets them. */
 static int
 secrets_write (struct mon *m, bool ping)
 {
